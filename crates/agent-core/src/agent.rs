@@ -1,0 +1,580 @@
+//! BaseAgent: the run loop, the state machine, stuck detection and the structured run outcome.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::error::AgentError;
+use crate::event::{AgentEvent, EventBus};
+use crate::memory::Memory;
+use crate::schema::{AgentState, Message, Role, ToolCall};
+
+/// OpenManus's default step budget for a BaseAgent.
+pub const DEFAULT_MAX_STEPS: u32 = 10;
+/// OpenManus's default stuck threshold: the number of earlier identical replies that make the
+/// agent "stuck".
+pub const DEFAULT_DUPLICATE_THRESHOLD: usize = 2;
+
+/// The sentence put in front of the next-step prompt while the agent is stuck.
+pub const STUCK_PROMPT: &str = "You have given the same response several times in a row. \
+Stop repeating it: step back, reconsider the task, and try a different approach than the ones \
+you have already tried.";
+
+/// The observation given to a tool call that a cancelled run interrupted or never started.
+#[must_use]
+pub fn cancelled_observation(call: &ToolCall) -> String {
+    format!(
+        "Error: Tool '{}' did not complete: the run was cancelled",
+        call.function.name
+    )
+}
+
+/// What stuck detection compares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StuckDetection {
+    /// OpenManus: the last message's text against earlier assistant texts. It never fires on
+    /// repeated tool calls, because after a tool step the last message is a `tool` message.
+    ContentOnly,
+    /// The OpenManus rule, plus: the newest assistant messages requesting the same tool calls
+    /// (names and arguments) `duplicate_threshold + 1` times in a row (spec §13 W3).
+    #[default]
+    ContentAndToolCalls,
+}
+
+/// Why an agent reached `FINISHED`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// A special tool (by default `terminate`) ended the run.
+    SpecialTool {
+        /// The tool's name as the model called it.
+        name: String,
+    },
+    /// The model's input budget was exhausted.
+    TokenLimit {
+        /// The limit error's text.
+        message: String,
+    },
+    /// The agent decided it was done for another reason (a hook, a custom rule).
+    Other(String),
+}
+
+impl fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::SpecialTool { name } => write!(f, "special tool `{name}`"),
+            Self::TokenLimit { message } => write!(f, "token limit: {message}"),
+            Self::Other(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// The agent reached `FINISHED`.
+    Finished(FinishReason),
+    /// The step budget ran out first.
+    MaxSteps(u32),
+    /// The cancellation token fired.
+    Cancelled,
+    /// A step failed; the agent is in `ERROR`.
+    Failed(Arc<AgentError>),
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Finished(reason) => write!(f, "finished ({reason})"),
+            Self::MaxSteps(n) => write!(f, "max_steps ({n})"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Failed(error) => write!(f, "error: {error}"),
+        }
+    }
+}
+
+/// One executed step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRecord {
+    /// 1-based step number.
+    pub step: u32,
+    /// What `step()` returned.
+    pub result: String,
+}
+
+/// The structured result of [`Agent::run`]: how the run ended and what each step returned.
+/// [`RunOutcome::text`] gives OpenManus's joined result string.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// How the run ended.
+    pub status: RunStatus,
+    /// The executed steps, in order.
+    pub steps: Vec<StepRecord>,
+    /// The agent's state when the run returned (`FINISHED`, `ERROR` or `IDLE`).
+    pub final_state: AgentState,
+}
+
+impl RunOutcome {
+    /// OpenManus's result text: `Step {i}: {result}` lines, then
+    /// `Terminated: Reached max steps ({n})` when the budget ran out, or `No steps executed`.
+    /// A cancelled run ends with `Cancelled after step {i}`; a failed one with `Error: {error}`.
+    #[must_use]
+    pub fn text(&self) -> String {
+        let mut lines: Vec<String> = self
+            .steps
+            .iter()
+            .map(|s| format!("Step {}: {}", s.step, s.result))
+            .collect();
+        match &self.status {
+            RunStatus::MaxSteps(n) => lines.push(format!("Terminated: Reached max steps ({n})")),
+            RunStatus::Cancelled => lines.push(format!("Cancelled after step {}", self.steps.len())),
+            RunStatus::Failed(error) => lines.push(format!("Error: {error}")),
+            RunStatus::Finished(_) => {}
+        }
+        if lines.is_empty() {
+            "No steps executed".to_owned()
+        } else {
+            lines.join("\n")
+        }
+    }
+
+    /// True when the agent reached `FINISHED`.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        matches!(self.status, RunStatus::Finished(_))
+    }
+
+    /// The outcome, or the step error for a failed run.
+    ///
+    /// # Errors
+    ///
+    /// The error that failed the run.
+    pub fn into_result(self) -> Result<Self, Arc<AgentError>> {
+        match self.status {
+            RunStatus::Failed(error) => Err(error),
+            _ => Ok(self),
+        }
+    }
+}
+
+impl fmt::Display for RunOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+/// The state every agent carries: identity, prompts, memory, the state machine, step counters,
+/// stuck detection, the event bus and the cancellation token.
+#[derive(Debug)]
+pub struct BaseAgent {
+    /// The agent's name.
+    pub name: String,
+    /// What the agent is for (used by flows to pick executors).
+    pub description: Option<String>,
+    /// Sent as the system message of every model request (empty: none). Never stored in memory.
+    pub system_prompt: String,
+    /// Per-step guidance for the model (empty: none).
+    pub next_step_prompt: String,
+    /// The conversation.
+    pub memory: Memory,
+    /// The step budget of one run.
+    pub max_steps: u32,
+    /// How many earlier identical replies make the agent stuck.
+    pub duplicate_threshold: usize,
+    /// What stuck detection compares.
+    pub stuck_detection: StuckDetection,
+    state: AgentState,
+    current_step: u32,
+    stuck_hint: bool,
+    finish_reason: Option<FinishReason>,
+    events: EventBus,
+    cancel: CancellationToken,
+}
+
+impl BaseAgent {
+    /// An idle agent with OpenManus's defaults (10 steps, threshold 2, 100 messages).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            system_prompt: String::new(),
+            next_step_prompt: String::new(),
+            memory: Memory::default(),
+            max_steps: DEFAULT_MAX_STEPS,
+            duplicate_threshold: DEFAULT_DUPLICATE_THRESHOLD,
+            stuck_detection: StuckDetection::default(),
+            state: AgentState::Idle,
+            current_step: 0,
+            stuck_hint: false,
+            finish_reason: None,
+            events: EventBus::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the system prompt.
+    #[must_use]
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = prompt.into();
+        self
+    }
+
+    /// Sets the next-step prompt.
+    #[must_use]
+    pub fn with_next_step_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.next_step_prompt = prompt.into();
+        self
+    }
+
+    /// Sets the step budget.
+    #[must_use]
+    pub fn with_max_steps(mut self, max_steps: u32) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// Sets the memory cap.
+    #[must_use]
+    pub fn with_max_messages(mut self, max_messages: usize) -> Self {
+        self.memory.set_max_messages(max_messages);
+        self
+    }
+
+    /// Sets the stuck threshold.
+    #[must_use]
+    pub fn with_duplicate_threshold(mut self, threshold: usize) -> Self {
+        self.duplicate_threshold = threshold;
+        self
+    }
+
+    /// The current state.
+    #[must_use]
+    pub fn state(&self) -> AgentState {
+        self.state
+    }
+
+    /// Moves the state machine to `to`, emitting [`AgentEvent::StateChanged`].
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::InvalidTransition`] when the state machine forbids it.
+    pub fn set_state(&mut self, to: AgentState) -> Result<(), AgentError> {
+        let from = self.state;
+        if !from.can_transition_to(to) {
+            return Err(AgentError::InvalidTransition { from, to });
+        }
+        if from != to {
+            self.state = to;
+            self.emit(AgentEvent::StateChanged { from, to });
+        }
+        Ok(())
+    }
+
+    /// Marks the running agent `FINISHED` for `reason`; the loop stops after the current step.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::InvalidTransition`] when the agent is not running.
+    pub fn finish(&mut self, reason: FinishReason) -> Result<(), AgentError> {
+        self.set_state(AgentState::Finished)?;
+        self.finish_reason = Some(reason);
+        Ok(())
+    }
+
+    /// Why the last (or current) run finished, if it did.
+    #[must_use]
+    pub fn finish_reason(&self) -> Option<&FinishReason> {
+        self.finish_reason.as_ref()
+    }
+
+    /// Returns a `FINISHED` or `ERROR` agent to `IDLE` so it can run again; memory is kept.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::InvalidTransition`] while the agent is running.
+    pub fn reset_state(&mut self) -> Result<(), AgentError> {
+        self.set_state(AgentState::Idle)
+    }
+
+    /// The 1-based number of the step in progress (0 before the first step of a run).
+    #[must_use]
+    pub fn current_step(&self) -> u32 {
+        self.current_step
+    }
+
+    /// The event bus; clone it or call [`EventBus::subscribe`].
+    #[must_use]
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+
+    /// Emits an event to every subscriber.
+    pub fn emit(&self, event: AgentEvent) {
+        self.events.emit(event);
+    }
+
+    /// A handle on the cancellation token: cancelling it stops the current run between or
+    /// inside steps. After a cancelled run, install a new token with
+    /// [`BaseAgent::set_cancellation_token`] before running again.
+    #[must_use]
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Replaces the cancellation token (for example with a child of an application-wide token).
+    pub fn set_cancellation_token(&mut self, token: CancellationToken) {
+        self.cancel = token;
+    }
+
+    /// Appends a message to memory (OpenManus's `update_memory`, for every role).
+    pub fn update_memory(&mut self, message: Message) {
+        self.memory.add_message(message);
+    }
+
+    /// The next-step prompt to use this step: the configured prompt, with [`STUCK_PROMPT`] and a
+    /// newline in front of it while the agent is stuck. The sentence is never stacked.
+    #[must_use]
+    pub fn effective_next_step_prompt(&self) -> String {
+        if self.stuck_hint {
+            format!("{STUCK_PROMPT}\n{}", self.next_step_prompt)
+        } else {
+            self.next_step_prompt.clone()
+        }
+    }
+
+    /// Whether the stuck hint is active.
+    #[must_use]
+    pub fn is_stuck_hint_active(&self) -> bool {
+        self.stuck_hint
+    }
+
+    /// Stuck detection (see [`StuckDetection`]).
+    #[must_use]
+    pub fn is_stuck(&self) -> bool {
+        let messages = self.memory.messages();
+        let Some((last, earlier)) = messages.split_last() else {
+            return false;
+        };
+        if earlier.is_empty() {
+            return false;
+        }
+        let threshold = self.duplicate_threshold.max(1);
+        if !last.text().is_empty() {
+            let repeats = earlier
+                .iter()
+                .filter(|m| m.role == Role::Assistant && m.content == last.content)
+                .count();
+            if repeats >= threshold {
+                return true;
+            }
+        }
+        if self.stuck_detection == StuckDetection::ContentAndToolCalls {
+            let mut assistants = messages.iter().rev().filter(|m| m.role == Role::Assistant);
+            if let Some(newest) = assistants.next()
+                && newest.has_tool_calls()
+            {
+                let signature = call_signature(newest);
+                let repeats = assistants
+                    .take_while(|m| m.has_tool_calls() && call_signature(m) == signature)
+                    .count();
+                return repeats >= threshold;
+            }
+        }
+        false
+    }
+
+    /// Turns the stuck hint on (see [`BaseAgent::effective_next_step_prompt`]).
+    pub fn handle_stuck_state(&mut self) {
+        if !self.stuck_hint {
+            warn!(agent = %self.name, "agent detected stuck state; adding a change-of-strategy hint");
+        }
+        self.stuck_hint = true;
+        self.emit(AgentEvent::Stuck {
+            step: self.current_step,
+        });
+    }
+
+    fn transition_or_log(&mut self, to: AgentState) {
+        if let Err(error) = self.set_state(to) {
+            warn!(%error, "state transition refused");
+        }
+    }
+
+    fn begin_run(&mut self) {
+        self.current_step = 0;
+        self.finish_reason = None;
+        self.stuck_hint = false;
+    }
+}
+
+fn call_signature(message: &Message) -> (&str, Vec<(&str, &str)>) {
+    (
+        message.text(),
+        message
+            .calls()
+            .iter()
+            .map(|c| (c.function.name.as_str(), c.function.arguments.as_str()))
+            .collect(),
+    )
+}
+
+/// An agent: something with a [`BaseAgent`] and a `step()`. [`Agent::run`] is the loop and is
+/// provided; implementors write `step` (or, one layer up, `think` and `act`).
+#[async_trait]
+pub trait Agent: Send {
+    /// The shared agent state.
+    fn base(&self) -> &BaseAgent;
+
+    /// The shared agent state, mutably.
+    fn base_mut(&mut self) -> &mut BaseAgent;
+
+    /// Runs one step and returns its result line. An `Err` fails the run (`ERROR`).
+    async fn step(&mut self) -> Result<String, AgentError>;
+
+    /// Releases resources at the end of every run (success, error or cancellation). Errors are
+    /// the implementor's to log; they never fail the run.
+    async fn cleanup(&mut self) {}
+
+    /// Whether the agent is repeating itself; checked after every step.
+    fn is_stuck(&self) -> bool {
+        self.base().is_stuck()
+    }
+
+    /// Called when [`Agent::is_stuck`] is true.
+    fn handle_stuck_state(&mut self) {
+        self.base_mut().handle_stuck_state();
+    }
+
+    /// Runs the agent on `request` until it finishes, runs out of steps, fails or is cancelled.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::InvalidState`] when the agent is not `IDLE`. Failures *during* the run are
+    /// reported in the outcome ([`RunStatus::Failed`]), together with the steps already done.
+    async fn run(&mut self, request: Option<String>) -> Result<RunOutcome, AgentError> {
+        run_loop(self, request).await
+    }
+}
+
+/// The run loop behind [`Agent::run`], usable by agents that override `run` and still want the
+/// standard loop around their own set-up or tear-down.
+///
+/// # Errors
+///
+/// [`AgentError::InvalidState`] when the agent is not `IDLE`.
+pub async fn run_loop<A: Agent + ?Sized>(
+    agent: &mut A,
+    request: Option<String>,
+) -> Result<RunOutcome, AgentError> {
+    let state = agent.base().state();
+    if state != AgentState::Idle {
+        return Err(AgentError::InvalidState(state));
+    }
+    let span = info_span!("run", agent = %agent.base().name);
+    async move {
+        let base = agent.base_mut();
+        base.begin_run();
+        let request = request.filter(|r| !r.is_empty());
+        base.emit(AgentEvent::RunStarted {
+            agent: base.name.clone(),
+            request: request.clone(),
+        });
+        if let Some(request) = request {
+            base.update_memory(Message::user_message(request));
+        }
+        base.set_state(AgentState::Running)?;
+        let token = base.cancellation_token();
+
+        let mut steps = Vec::new();
+        let mut status = None;
+        while agent.base().current_step < agent.base().max_steps
+            && agent.base().state() != AgentState::Finished
+        {
+            if token.is_cancelled() {
+                status = Some(RunStatus::Cancelled);
+                break;
+            }
+            let base = agent.base_mut();
+            base.current_step += 1;
+            let step = base.current_step;
+            let max_steps = base.max_steps;
+            info!("Executing step {step}/{max_steps}");
+            base.emit(AgentEvent::StepStarted { step, max_steps });
+
+            let result = tokio::select! {
+                biased;
+                () = token.cancelled() => None,
+                result = agent.step().instrument(info_span!("step", step)) => Some(result),
+            };
+            match result {
+                None => {
+                    let closed = agent.base_mut().memory.close_open_tool_calls(cancelled_observation);
+                    info!(step, closed, "run cancelled inside a step");
+                    status = Some(RunStatus::Cancelled);
+                    break;
+                }
+                Some(Err(error)) => {
+                    warn!(step, %error, "step failed");
+                    // Only a running agent moves to ERROR; a step that already finished the
+                    // agent and then failed still reports the failure.
+                    let base = agent.base_mut();
+                    if base.state() == AgentState::Running {
+                        base.transition_or_log(AgentState::Error);
+                    }
+                    status = Some(RunStatus::Failed(Arc::new(error)));
+                    break;
+                }
+                Some(Ok(result)) => {
+                    if agent.is_stuck() {
+                        agent.handle_stuck_state();
+                    } else {
+                        agent.base_mut().stuck_hint = false;
+                    }
+                    agent.base().emit(AgentEvent::StepFinished {
+                        step,
+                        result: result.clone(),
+                    });
+                    steps.push(StepRecord { step, result });
+                }
+            }
+        }
+
+        let base = agent.base_mut();
+        let status = match status {
+            Some(status) => status,
+            None if base.state() == AgentState::Finished => RunStatus::Finished(
+                base.finish_reason
+                    .clone()
+                    .unwrap_or_else(|| FinishReason::Other("finished".to_owned())),
+            ),
+            None => RunStatus::MaxSteps(base.max_steps),
+        };
+        if matches!(status, RunStatus::MaxSteps(_) | RunStatus::Cancelled) {
+            base.transition_or_log(AgentState::Idle);
+        }
+        agent.cleanup().await;
+        let base = agent.base();
+        base.emit(AgentEvent::Finished {
+            status: status.to_string(),
+            steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
+        });
+        Ok(RunOutcome {
+            status,
+            steps,
+            final_state: base.state(),
+        })
+    }
+    .instrument(span)
+    .await
+}

@@ -1,0 +1,181 @@
+//! Typed events emitted by the agent loop, and the bus that carries them to subscribers.
+//!
+//! Every subscriber gets its own unbounded channel: the agent never waits for a slow consumer and
+//! no event is dropped for a consumer that is still listening. A dropped receiver unsubscribes.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::schema::{AgentState, ToolCall};
+
+/// Something that happened during a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// `run()` accepted a request.
+    RunStarted {
+        /// The agent's name.
+        agent: String,
+        /// The request, if one was given.
+        request: Option<String>,
+    },
+    /// A step begins.
+    StepStarted {
+        /// 1-based step number.
+        step: u32,
+        /// The step budget.
+        max_steps: u32,
+    },
+    /// The model answered: its text and the tool calls it asked for.
+    Thought {
+        /// Step number.
+        step: u32,
+        /// The assistant text (may be empty).
+        content: String,
+        /// The requested calls (already filtered by the `tool_choice` rules).
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool call is about to run.
+    ToolCallStarted {
+        /// Step number.
+        step: u32,
+        /// The call.
+        call: ToolCall,
+    },
+    /// A tool call produced its observation.
+    ToolCallFinished {
+        /// Step number.
+        step: u32,
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// The observation stored in memory (after truncation).
+        observation: String,
+        /// False when the observation reports an error.
+        success: bool,
+    },
+    /// A step ended with this result line.
+    StepFinished {
+        /// Step number.
+        step: u32,
+        /// What the step returned.
+        result: String,
+    },
+    /// The agent's state changed.
+    StateChanged {
+        /// Old state.
+        from: AgentState,
+        /// New state.
+        to: AgentState,
+    },
+    /// Tokens used by one model call, as reported by the provider.
+    TokenUsage {
+        /// Input tokens.
+        prompt_tokens: u64,
+        /// Output tokens.
+        completion_tokens: u64,
+    },
+    /// A model call is being retried.
+    Retry {
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// Delay before the next attempt, in milliseconds.
+        delay_ms: u64,
+        /// Why it failed.
+        reason: String,
+    },
+    /// Stuck detection fired after this step.
+    Stuck {
+        /// Step number.
+        step: u32,
+    },
+    /// The run ended.
+    Finished {
+        /// A one-line summary of the outcome (`finished`, `max_steps`, `cancelled`, `error: ...`).
+        status: String,
+        /// Steps executed.
+        steps: u32,
+    },
+}
+
+/// Fan-out of [`AgentEvent`]s to any number of subscribers. Cloning shares the subscriber list.
+#[derive(Debug, Clone, Default)]
+pub struct EventBus {
+    subscribers: Arc<Mutex<Vec<UnboundedSender<AgentEvent>>>>,
+}
+
+impl EventBus {
+    /// A bus with no subscribers.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new receiver of every event emitted from now on.
+    #[must_use]
+    pub fn subscribe(&self) -> UnboundedReceiver<AgentEvent> {
+        let (tx, rx) = unbounded_channel();
+        self.subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(tx);
+        rx
+    }
+
+    /// Sends `event` to every live subscriber, forgetting the ones whose receiver was dropped.
+    pub fn emit(&self, event: AgentEvent) {
+        let mut subscribers = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        subscribers.retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    /// Number of live subscribers.
+    #[must_use]
+    pub fn subscriber_count(&self) -> usize {
+        let mut subscribers = self
+            .subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        subscribers.retain(|tx| !tx.is_closed());
+        subscribers.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_subscriber_gets_every_event_and_dropped_ones_are_pruned() {
+        let bus = EventBus::new();
+        let mut a = bus.subscribe();
+        let b = bus.subscribe();
+        assert_eq!(bus.subscriber_count(), 2);
+        drop(b);
+        bus.emit(AgentEvent::Stuck { step: 1 });
+        bus.emit(AgentEvent::Stuck { step: 2 });
+        assert_eq!(bus.subscriber_count(), 1);
+        assert_eq!(a.try_recv().ok(), Some(AgentEvent::Stuck { step: 1 }));
+        assert_eq!(a.try_recv().ok(), Some(AgentEvent::Stuck { step: 2 }));
+        assert!(a.try_recv().is_err());
+    }
+
+    #[test]
+    fn events_serialise_with_a_type_tag() {
+        let json = serde_json::to_value(AgentEvent::StateChanged {
+            from: AgentState::Idle,
+            to: AgentState::Running,
+        })
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "state_changed", "from": "IDLE", "to": "RUNNING"})
+        );
+    }
+}

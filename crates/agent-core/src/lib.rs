@@ -1,0 +1,55 @@
+//! # agent-core — BaseAgent
+//!
+//! The bottom layer of openmanus-rs: the OpenAI-format message schema ([`Message`],
+//! [`ToolCall`], [`ToolChoice`], [`AgentState`]), the turn-safe [`Memory`], and [`BaseAgent`]
+//! with the [`Agent`] trait whose provided [`Agent::run`] drives the loop: state machine, step
+//! budget, stuck detection, typed [`AgentEvent`]s and cancellation. It knows nothing of HTTP,
+//! MCP or processes.
+//!
+//! ```
+//! use agent_core::{Agent, AgentError, AgentState, BaseAgent, FinishReason, Message, RunStatus};
+//!
+//! /// An agent that finishes on its third step.
+//! struct Counter(BaseAgent);
+//!
+//! #[async_trait::async_trait]
+//! impl Agent for Counter {
+//!     fn base(&self) -> &BaseAgent { &self.0 }
+//!     fn base_mut(&mut self) -> &mut BaseAgent { &mut self.0 }
+//!     async fn step(&mut self) -> Result<String, AgentError> {
+//!         let step = self.0.current_step();
+//!         self.0.update_memory(Message::assistant_message(format!("counted {step}")));
+//!         if step == 3 {
+//!             self.0.finish(FinishReason::Other("counted to three".into()))?;
+//!         }
+//!         Ok(format!("counted {step}"))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let mut agent = Counter(BaseAgent::new("counter"));
+//! let outcome = agent.run(Some("count to three".into())).await?;
+//! assert!(matches!(outcome.status, RunStatus::Finished(_)));
+//! assert_eq!(outcome.text(), "Step 1: counted 1\nStep 2: counted 2\nStep 3: counted 3");
+//! assert_eq!(agent.base().state(), AgentState::Finished);
+//! # Ok::<(), AgentError>(())
+//! # }).unwrap();
+//! ```
+
+mod agent;
+mod error;
+mod event;
+mod memory;
+mod schema;
+
+pub use agent::{
+    Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, FinishReason, RunOutcome,
+    RunStatus, STUCK_PROMPT, StepRecord, StuckDetection, cancelled_observation, run_loop,
+};
+pub use error::{AgentError, BoxError};
+pub use event::{AgentEvent, EventBus};
+pub use memory::{DEFAULT_MAX_MESSAGES, Memory, PairingError, check_tool_pairing, turns};
+pub use schema::{
+    AgentState, Function, FunctionDefinition, Message, Role, ToolCall, ToolChoice, ToolDefinition,
+};
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,390 @@
+//! The agent's conversation memory, bounded by message count, truncated only at turn boundaries.
+//!
+//! OpenManus keeps the last `max_messages` messages by plain slicing, which can cut between an
+//! assistant `tool_calls` message and its `tool` results (providers then reject every request) and
+//! drops the original task (spec §13 W1). [`Memory`] instead removes whole *turns* (an assistant
+//! message together with the `tool` results answering it) from the oldest end, and never removes
+//! the first user message: the task.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::schema::{Message, Role, ToolCall};
+
+/// The default message cap, as in OpenManus.
+pub const DEFAULT_MAX_MESSAGES: usize = 100;
+
+/// A conversation in which a `tool` message and its assistant `tool_calls` message are not paired.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PairingError {
+    /// A `tool` message that does not answer a call of the assistant message before it.
+    #[error("message {index}: tool result '{tool_call_id}' does not answer a preceding assistant tool call")]
+    OrphanToolResult {
+        /// Position of the `tool` message.
+        index: usize,
+        /// Its `tool_call_id` (empty when missing).
+        tool_call_id: String,
+    },
+    /// An assistant tool call that has no `tool` message answering it.
+    #[error("message {index}: tool call '{tool_call_id}' has no tool result")]
+    MissingToolResult {
+        /// Position of the assistant message.
+        index: usize,
+        /// The unanswered call's id.
+        tool_call_id: String,
+    },
+}
+
+/// Checks that every `tool` message directly follows (possibly after other `tool` messages) the
+/// assistant message whose call it answers, and that every call is answered before the next
+/// non-`tool` message. With `allow_open_tail`, calls of the last assistant message may still be
+/// unanswered (a step in progress); without it, the list must be complete, as a provider demands.
+///
+/// # Errors
+///
+/// The first pairing violation found, scanning from the start.
+pub fn check_tool_pairing(messages: &[Message], allow_open_tail: bool) -> Result<(), PairingError> {
+    // (index of the assistant message, ids it still waits for)
+    let mut open: Option<(usize, Vec<String>)> = None;
+    for (index, message) in messages.iter().enumerate() {
+        if message.role == Role::Tool {
+            let id = message.tool_call_id.clone().unwrap_or_default();
+            let answered = open
+                .as_mut()
+                .and_then(|(_, pending)| {
+                    pending
+                        .iter()
+                        .position(|p| *p == id)
+                        .map(|at| pending.remove(at))
+                })
+                .is_some();
+            if !answered {
+                return Err(PairingError::OrphanToolResult {
+                    index,
+                    tool_call_id: id,
+                });
+            }
+            continue;
+        }
+        if let Some((at, pending)) = open.take()
+            && let Some(id) = pending.into_iter().next()
+        {
+            return Err(PairingError::MissingToolResult {
+                index: at,
+                tool_call_id: id,
+            });
+        }
+        if message.has_tool_calls() {
+            open = Some((index, message.calls().iter().map(|c| c.id.clone()).collect()));
+        }
+    }
+    match open {
+        Some((at, pending)) if !allow_open_tail && !pending.is_empty() => {
+            Err(PairingError::MissingToolResult {
+                index: at,
+                tool_call_id: pending.into_iter().next().unwrap_or_default(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Splits a conversation into turns: each non-`tool` message starts a turn, and `tool` messages
+/// belong to the turn of the assistant `tool_calls` message they follow. A `tool` message with no
+/// such assistant message before it forms a turn of its own.
+#[must_use]
+pub fn turns(messages: &[Message]) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut open_calls = false;
+    for (index, message) in messages.iter().enumerate() {
+        match (message.role, out.last_mut()) {
+            (Role::Tool, Some(last)) if open_calls && last.end == index => last.end = index + 1,
+            _ => {
+                open_calls = message.has_tool_calls();
+                out.push(index..index + 1);
+            }
+        }
+    }
+    out
+}
+
+/// The conversation memory of one agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    messages: Vec<Message>,
+    max_messages: usize,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_MESSAGES)
+    }
+}
+
+impl Memory {
+    /// An empty memory holding at most `max_messages` messages (see [`Memory::truncate`] for the
+    /// two cases where it holds more).
+    #[must_use]
+    pub fn new(max_messages: usize) -> Self {
+        Self {
+            messages: Vec::new(),
+            max_messages,
+        }
+    }
+
+    /// The message cap.
+    #[must_use]
+    pub fn max_messages(&self) -> usize {
+        self.max_messages
+    }
+
+    /// Changes the message cap and truncates to it.
+    pub fn set_max_messages(&mut self, max_messages: usize) {
+        self.max_messages = max_messages;
+        self.truncate();
+    }
+
+    /// Appends a message, then truncates.
+    pub fn add_message(&mut self, message: Message) {
+        self.messages.push(message);
+        self.truncate();
+    }
+
+    /// Appends messages, then truncates once.
+    pub fn add_messages(&mut self, messages: impl IntoIterator<Item = Message>) {
+        self.messages.extend(messages);
+        self.truncate();
+    }
+
+    /// Removes every message.
+    pub fn clear(&mut self) {
+        self.messages.clear();
+    }
+
+    /// All messages, oldest first.
+    #[must_use]
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The last `n` messages (`n = 0` gives none; OpenManus's `[-0:]` slice quirk, which returned
+    /// the whole list, is not kept).
+    #[must_use]
+    pub fn get_recent_messages(&self, n: usize) -> &[Message] {
+        let start = self.messages.len().saturating_sub(n);
+        &self.messages[start..]
+    }
+
+    /// The newest message.
+    #[must_use]
+    pub fn last(&self) -> Option<&Message> {
+        self.messages.last()
+    }
+
+    /// Number of messages held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// True when no message is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// The messages as OpenAI chat-format JSON objects.
+    #[must_use]
+    pub fn to_dict_list(&self) -> Vec<Value> {
+        self.messages.iter().map(Message::to_dict).collect()
+    }
+
+    /// The first user message: the task, which truncation never removes.
+    #[must_use]
+    pub fn first_user_message(&self) -> Option<&Message> {
+        self.messages.iter().find(|m| m.role == Role::User)
+    }
+
+    /// Removes the oldest turns until at most `max_messages` remain. The turn holding the first
+    /// user message and the newest turn are never removed, so memory may exceed the cap when
+    /// those two alone are longer than it. A turn is removed whole, so an assistant `tool_calls`
+    /// message and its `tool` results are kept or dropped together.
+    pub fn truncate(&mut self) {
+        if self.messages.len() <= self.max_messages {
+            return;
+        }
+        let turns = turns(&self.messages);
+        let pinned = self
+            .messages
+            .iter()
+            .position(|m| m.role == Role::User)
+            .and_then(|at| turns.iter().position(|t| t.contains(&at)));
+        let newest = turns.len().saturating_sub(1);
+        let mut len = self.messages.len();
+        let mut dropped = vec![false; turns.len()];
+        for (i, turn) in turns.iter().enumerate() {
+            if len <= self.max_messages || i == newest {
+                break;
+            }
+            if Some(i) == pinned {
+                continue;
+            }
+            dropped[i] = true;
+            len -= turn.len();
+        }
+        let mut keep = vec![true; self.messages.len()];
+        for (turn, gone) in turns.iter().zip(dropped) {
+            if gone {
+                keep[turn.clone()].fill(false);
+            }
+        }
+        let mut flags = keep.into_iter();
+        self.messages.retain(|_| flags.next().unwrap_or(true));
+    }
+
+    /// Tool calls of the newest assistant message that have no `tool` result yet (a step that
+    /// was interrupted).
+    #[must_use]
+    pub fn open_tool_calls(&self) -> Vec<ToolCall> {
+        let Some(start) = self.messages.iter().rposition(|m| m.role != Role::Tool) else {
+            return Vec::new();
+        };
+        let assistant = &self.messages[start];
+        if !assistant.has_tool_calls() {
+            return Vec::new();
+        }
+        let answered: HashSet<&str> = self.messages[start + 1..]
+            .iter()
+            .filter_map(|m| m.tool_call_id.as_deref())
+            .collect();
+        assistant
+            .calls()
+            .iter()
+            .filter(|c| !answered.contains(c.id.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Answers every open tool call (see [`Memory::open_tool_calls`]) with a `tool` message built
+    /// by `observation`, so the conversation stays valid for the next request. Returns how many
+    /// calls were closed.
+    pub fn close_open_tool_calls(&mut self, observation: impl Fn(&ToolCall) -> String) -> usize {
+        let open = self.open_tool_calls();
+        let closed = open.len();
+        self.add_messages(open.iter().map(|call| {
+            Message::tool_message(observation(call), &call.function.name, &call.id)
+        }));
+        closed
+    }
+
+    /// Checks the pairing invariant (see [`check_tool_pairing`]); the newest assistant message may
+    /// still wait for results.
+    ///
+    /// # Errors
+    ///
+    /// The first pairing violation.
+    pub fn check(&self) -> Result<(), PairingError> {
+        check_tool_pairing(&self.messages, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(ids: &[&str]) -> Message {
+        Message::from_tool_calls(
+            ids.iter().map(|id| ToolCall::new(*id, "t", "{}")).collect(),
+            "",
+        )
+    }
+
+    fn result(id: &str) -> Message {
+        Message::tool_message("ok", "t", id)
+    }
+
+    #[test]
+    fn pairing_check_finds_orphans_and_missing_results() {
+        let ok = [Message::user_message("u"), calls(&["a", "b"]), result("a"), result("b")];
+        assert_eq!(check_tool_pairing(&ok, false), Ok(()));
+
+        let orphan = [Message::user_message("u"), result("a")];
+        assert_eq!(
+            check_tool_pairing(&orphan, true),
+            Err(PairingError::OrphanToolResult { index: 1, tool_call_id: "a".into() })
+        );
+
+        let missing = [Message::user_message("u"), calls(&["a", "b"]), result("a"), Message::user_message("x")];
+        assert_eq!(
+            check_tool_pairing(&missing, true),
+            Err(PairingError::MissingToolResult { index: 1, tool_call_id: "b".into() })
+        );
+
+        let open_tail = [Message::user_message("u"), calls(&["a"])];
+        assert_eq!(check_tool_pairing(&open_tail, true), Ok(()));
+        assert!(check_tool_pairing(&open_tail, false).is_err());
+
+        let wrong_id = [calls(&["a"]), result("z")];
+        assert!(matches!(check_tool_pairing(&wrong_id, true), Err(PairingError::OrphanToolResult { .. })));
+    }
+
+    #[test]
+    fn turns_group_tool_results_with_their_call() {
+        let msgs = [
+            Message::user_message("u"),
+            calls(&["a", "b"]),
+            result("a"),
+            result("b"),
+            Message::assistant_message("text"),
+            result("stray"),
+        ];
+        assert_eq!(turns(&msgs), vec![0..1, 1..4, 4..5, 5..6]);
+    }
+
+    #[test]
+    fn truncation_drops_whole_turns_and_keeps_the_task() {
+        let mut memory = Memory::new(4);
+        memory.add_message(Message::user_message("task"));
+        memory.add_message(Message::assistant_message("one"));
+        memory.add_messages([calls(&["a", "b"]), result("a"), result("b")]);
+        // 5 messages > 4: "one" goes first; the task is pinned, the newest turn is kept.
+        let texts: Vec<_> = memory.messages().iter().map(|m| (m.role, m.text().to_owned())).collect();
+        assert_eq!(texts[0], (Role::User, "task".to_owned()));
+        assert_eq!(memory.len(), 4);
+        assert_eq!(memory.check(), Ok(()));
+
+        memory.add_message(Message::assistant_message("two"));
+        // The 3-message tool turn must go whole: plain slicing would leave orphans.
+        assert_eq!(memory.len(), 2);
+        assert_eq!(memory.messages()[1].text(), "two");
+        assert_eq!(memory.check(), Ok(()));
+    }
+
+    #[test]
+    fn an_oversized_newest_turn_is_kept_whole() {
+        let mut memory = Memory::new(2);
+        memory.add_message(Message::user_message("task"));
+        memory.add_messages([calls(&["a", "b", "c"]), result("a"), result("b"), result("c")]);
+        assert_eq!(memory.len(), 5);
+        assert_eq!(memory.check(), Ok(()));
+    }
+
+    #[test]
+    fn recent_messages_and_open_calls() {
+        let mut memory = Memory::default();
+        assert_eq!(memory.max_messages(), 100);
+        memory.add_messages([Message::user_message("u"), calls(&["a", "b"]), result("a")]);
+        assert_eq!(memory.get_recent_messages(0).len(), 0);
+        assert_eq!(memory.get_recent_messages(2).len(), 2);
+        assert_eq!(memory.get_recent_messages(10).len(), 3);
+        let open: Vec<_> = memory.open_tool_calls().into_iter().map(|c| c.id).collect();
+        assert_eq!(open, vec!["b".to_owned()]);
+        assert_eq!(memory.close_open_tool_calls(|c| format!("cancelled {}", c.id)), 1);
+        assert_eq!(memory.last().map(Message::text), Some("cancelled b"));
+        assert!(memory.open_tool_calls().is_empty());
+        assert_eq!(check_tool_pairing(memory.messages(), false), Ok(()));
+    }
+}
