@@ -1,0 +1,95 @@
+//! # agent-llm — the model side
+//!
+//! The [`ChatModel`] trait every agent talks to, the request/response types of an
+//! OpenAI-compatible chat completion ([`ChatRequest`], [`ChatResponse`], [`Usage`]) and the error
+//! taxonomy ([`LlmError`]) that separates retryable failures from permanent ones. The HTTP client
+//! for real endpoints implements this trait; tests use the scripted model of `agent-testkit`.
+//!
+//! ```
+//! use agent_core::Message;
+//! use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
+//!
+//! /// A model that always answers "pong".
+//! struct Pong;
+//!
+//! #[async_trait::async_trait]
+//! impl ChatModel for Pong {
+//!     async fn complete(&self, _request: ChatRequest) -> Result<ChatResponse, LlmError> {
+//!         Ok(ChatResponse::text("  pong \n"))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let answer = Pong.ask(vec![Message::user_message("ping")], vec![]).await?;
+//! assert_eq!(answer, "pong");
+//! # Ok::<(), LlmError>(())
+//! # }).unwrap();
+//! ```
+
+mod error;
+mod types;
+
+use async_trait::async_trait;
+
+pub use error::LlmError;
+pub use types::{ChatRequest, ChatResponse, Usage};
+
+use agent_core::{Message, ToolChoice, ToolDefinition};
+
+/// A chat model reachable by the agents: an OpenAI-compatible endpoint, a local server, or a test
+/// double. Object-safe: agents hold an `Arc<dyn ChatModel>`.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// Sends one chat-completion request and returns the assistant's reply.
+    ///
+    /// # Errors
+    ///
+    /// Any [`LlmError`]; implementations retry the retryable ones before giving up.
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// The model name, for logs and events.
+    fn model_name(&self) -> &str {
+        "unknown"
+    }
+
+    /// OpenManus's `ask`: a text-only completion, returned trimmed.
+    ///
+    /// # Errors
+    ///
+    /// As [`ChatModel::complete`]; an empty reply is [`LlmError::MalformedResponse`].
+    async fn ask(
+        &self,
+        messages: Vec<Message>,
+        system_msgs: Vec<Message>,
+    ) -> Result<String, LlmError> {
+        let response = self
+            .complete(ChatRequest::new(messages).with_system(system_msgs))
+            .await?;
+        match response.content {
+            Some(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
+            _ => Err(LlmError::MalformedResponse(
+                "empty or invalid response from the model".to_owned(),
+            )),
+        }
+    }
+
+    /// OpenManus's `ask_tool`: a completion that offers `tools` under `tool_choice`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ChatModel::complete`].
+    async fn ask_tool(
+        &self,
+        messages: Vec<Message>,
+        system_msgs: Vec<Message>,
+        tools: Vec<ToolDefinition>,
+        tool_choice: ToolChoice,
+    ) -> Result<ChatResponse, LlmError> {
+        self.complete(
+            ChatRequest::new(messages)
+                .with_system(system_msgs)
+                .with_tools(tools, tool_choice),
+        )
+        .await
+    }
+}

@@ -1,0 +1,35 @@
+//! # agent-tools — what the agent can do
+//!
+//! The [`Tool`] trait (name, description, JSON-schema parameters, async execution), the typed
+//! helper [`TypedTool`] whose argument struct derives `serde::Deserialize` +
+//! `schemars::JsonSchema`, [`ToolResult`] with OpenManus's rendering rules, the [`ToolCollection`]
+//! an agent holds, and the built-in [`Terminate`] and [`CreateChatCompletion`] tools.
+//!
+//! ```
+//! use agent_tools::{Terminate, ToolCollection, ToolContext};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let mut tools = ToolCollection::new();
+//! tools.add_tool(Terminate);
+//! let result = tools
+//!     .execute("terminate", json!({"status": "success"}), &ToolContext::default())
+//!     .await
+//!     .unwrap();
+//! assert_eq!(result.to_string(), "The interaction has been completed with status: success");
+//! let unknown = tools.execute("nope", json!({}), &ToolContext::default()).await.unwrap();
+//! assert_eq!(unknown.to_string(), "Error: Tool nope is invalid");
+//! # });
+//! ```
+
+mod collection;
+mod create_chat_completion;
+mod result;
+mod terminate;
+mod tool;
+
+pub use collection::ToolCollection;
+pub use create_chat_completion::{CREATE_CHAT_COMPLETION, CreateChatCompletion, TextResponse};
+pub use result::ToolResult;
+pub use terminate::{TERMINATE, Terminate, TerminateArgs, TerminateStatus};
+pub use tool::{Tool, ToolContext, ToolError, TypedTool, parameters_schema, parse_args};

@@ -1,0 +1,124 @@
+//! Chat-completion request and response types.
+
+use agent_core::{Message, ToolCall, ToolChoice, ToolDefinition};
+use serde::{Deserialize, Serialize};
+
+/// One chat-completion request, before the client shapes it for a provider.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// System messages sent first (the agent's system prompt; never stored in memory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub system_msgs: Vec<Message>,
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+    /// Tools offered to the model (empty: a text-only request).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+    /// How the model may use `tools` (meaningful only when tools are offered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Sampling temperature override (the client's configured value when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+impl ChatRequest {
+    /// A request for `messages` with no system message and no tools.
+    #[must_use]
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the system messages.
+    #[must_use]
+    pub fn with_system(mut self, system_msgs: Vec<Message>) -> Self {
+        self.system_msgs = system_msgs;
+        self
+    }
+
+    /// Offers `tools` under `tool_choice`.
+    #[must_use]
+    pub fn with_tools(mut self, tools: Vec<ToolDefinition>, tool_choice: ToolChoice) -> Self {
+        self.tools = tools;
+        self.tool_choice = Some(tool_choice);
+        self
+    }
+
+    /// Sets the temperature.
+    #[must_use]
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Every message in wire order: system messages, then the conversation.
+    pub fn all_messages(&self) -> impl Iterator<Item = &Message> {
+        self.system_msgs.iter().chain(&self.messages)
+    }
+
+    /// The tool names offered, in order.
+    #[must_use]
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.function.name.as_str()).collect()
+    }
+}
+
+/// Token counts reported by the provider for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens.
+    pub prompt_tokens: u64,
+    /// Output tokens.
+    pub completion_tokens: u64,
+    /// Their sum, as reported.
+    pub total_tokens: u64,
+}
+
+/// The assistant's reply to one request.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The text, if any.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// Requested tool calls (arguments are raw JSON text).
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// Token usage, when the provider reports it.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// Why generation stopped (`stop`, `tool_calls`, `length`, ...).
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+impl ChatResponse {
+    /// A text-only reply.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: Some(content.into()),
+            finish_reason: Some("stop".to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// A reply that calls tools, with optional text.
+    #[must_use]
+    pub fn tool_calls(content: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self {
+            content,
+            tool_calls,
+            finish_reason: Some("tool_calls".to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Attaches usage figures.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+}
