@@ -346,10 +346,17 @@ impl BaseAgent {
     /// newline in front of it while the agent is stuck. The sentence is never stacked.
     #[must_use]
     pub fn effective_next_step_prompt(&self) -> String {
+        self.with_stuck_hint(&self.next_step_prompt)
+    }
+
+    /// `prompt`, with [`STUCK_PROMPT`] and a newline in front of it while the agent is stuck (for
+    /// agents that replace the next-step prompt for a step, such as a browser-state prompt).
+    #[must_use]
+    pub fn with_stuck_hint(&self, prompt: &str) -> String {
         if self.stuck_hint {
-            format!("{STUCK_PROMPT}\n{}", self.next_step_prompt)
+            format!("{STUCK_PROMPT}\n{prompt}")
         } else {
-            self.next_step_prompt.clone()
+            prompt.to_owned()
         }
     }
 

@@ -1,0 +1,493 @@
+//! ToolCallAgent: think asks the model which tools to call, act runs them.
+
+use std::sync::Arc;
+
+use agent_core::{
+    Agent, AgentError, AgentEvent, BaseAgent, FinishReason, Message, ToolCall, ToolChoice,
+};
+use agent_llm::{ChatModel, ChatRequest, LlmError};
+use agent_react::ReActAgent;
+use agent_tools::{CreateChatCompletion, Terminate, Tool, ToolCollection, ToolContext, ToolResult};
+use async_trait::async_trait;
+use serde_json::Value;
+use tracing::{debug, info, warn};
+
+use crate::hooks::{BeforeThink, ToolCallHooks};
+use crate::policy::{AutoTextReply, NextStepPromptMode, Policies, truncate_observation};
+
+/// Default name of a plain ToolCallAgent.
+pub const DEFAULT_NAME: &str = "toolcall";
+/// Default description of a plain ToolCallAgent.
+pub const DEFAULT_DESCRIPTION: &str = "an agent that can execute tool calls.";
+/// Default system prompt of a plain ToolCallAgent.
+pub const DEFAULT_SYSTEM_PROMPT: &str =
+    "You are an agent that completes tasks by calling the tools available to you.";
+/// Default next-step prompt of a plain ToolCallAgent.
+pub const DEFAULT_NEXT_STEP_PROMPT: &str =
+    "When the task is done, or cannot be taken any further, call the `terminate` tool.";
+/// Default step budget of a ToolCallAgent.
+pub const DEFAULT_MAX_STEPS: u32 = 30;
+/// OpenManus's `TOOL_CALL_REQUIRED` text.
+pub const TOOL_CALL_REQUIRED: &str = "Tool calls required but none provided";
+/// Result of `act()` when there is no tool call and no text.
+pub const NO_CONTENT: &str = "No content or commands to execute";
+
+/// Everything a ToolCallAgent holds except its hooks; hooks receive it mutably.
+pub struct ToolCallCore {
+    /// The BaseAgent layer.
+    pub base: BaseAgent,
+    /// The model.
+    pub llm: Arc<dyn ChatModel>,
+    /// The tools offered to the model; may change at run time.
+    pub tools: ToolCollection,
+    /// `tool_choice` sent with every request.
+    pub tool_choice: ToolChoice,
+    /// Names of the tools that end the run (compared ignoring case).
+    pub special_tool_names: Vec<String>,
+    /// Observations longer than this many characters are truncated (`None` or 0: never).
+    pub max_observe: Option<usize>,
+    /// Behaviour policies.
+    pub policies: Policies,
+    tool_calls: Vec<ToolCall>,
+}
+
+impl std::fmt::Debug for ToolCallCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCallCore")
+            .field("base", &self.base)
+            .field("model", &self.llm.model_name())
+            .field("tools", &self.tools)
+            .field("tool_choice", &self.tool_choice)
+            .field("special_tool_names", &self.special_tool_names)
+            .field("max_observe", &self.max_observe)
+            .field("policies", &self.policies)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolCallCore {
+    /// Whether `name` is in `special_tool_names`, ignoring case.
+    #[must_use]
+    pub fn is_special_tool(&self, name: &str) -> bool {
+        let name = name.to_lowercase();
+        self.special_tool_names
+            .iter()
+            .any(|special| special.to_lowercase() == name)
+    }
+
+    /// The tool calls chosen by the last `think()` and not yet executed.
+    #[must_use]
+    pub fn pending_tool_calls(&self) -> &[ToolCall] {
+        &self.tool_calls
+    }
+}
+
+/// The outcome of one tool call, before it is stored.
+struct Execution {
+    observation: String,
+    image: Option<String>,
+    success: bool,
+}
+
+impl Execution {
+    fn error(observation: String) -> Self {
+        Self {
+            observation,
+            image: None,
+            success: false,
+        }
+    }
+}
+
+/// The ToolCallAgent of OpenManus: a ReAct agent whose `think()` asks the model which tools to
+/// call (with every tool's schema and the `tool_choice`) and whose `act()` runs them and stores
+/// the observations. `H` supplies the hooks a specialised agent needs; `()` is none.
+#[derive(Debug)]
+pub struct ToolCallAgent<H = ()> {
+    core: ToolCallCore,
+    hooks: H,
+}
+
+impl ToolCallAgent<()> {
+    /// A ToolCallAgent with OpenManus's defaults: name `toolcall`, tools
+    /// `create_chat_completion` and `terminate` (a fresh set per agent), `tool_choice` auto,
+    /// special tool `terminate`, 30 steps, no observation limit, and the default [`Policies`].
+    pub fn new(llm: Arc<dyn ChatModel>) -> Self {
+        let mut tools = ToolCollection::new();
+        tools.add_tool(CreateChatCompletion::new());
+        tools.add_tool(Terminate);
+        Self {
+            core: ToolCallCore {
+                base: BaseAgent::new(DEFAULT_NAME)
+                    .with_description(DEFAULT_DESCRIPTION)
+                    .with_system_prompt(DEFAULT_SYSTEM_PROMPT)
+                    .with_next_step_prompt(DEFAULT_NEXT_STEP_PROMPT)
+                    .with_max_steps(DEFAULT_MAX_STEPS),
+                llm,
+                tools,
+                tool_choice: ToolChoice::Auto,
+                special_tool_names: vec![agent_tools::TERMINATE.to_owned()],
+                max_observe: None,
+                policies: Policies::default(),
+                tool_calls: Vec::new(),
+            },
+            hooks: (),
+        }
+    }
+}
+
+impl<H: ToolCallHooks> ToolCallAgent<H> {
+    /// The same agent with other hooks.
+    pub fn with_hooks<H2: ToolCallHooks>(self, hooks: H2) -> ToolCallAgent<H2> {
+        ToolCallAgent {
+            core: self.core,
+            hooks,
+        }
+    }
+
+    /// Sets the name.
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.core.base.name = name.into();
+        self
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.core.base.description = Some(description.into());
+        self
+    }
+
+    /// Sets the system prompt (empty: none).
+    #[must_use]
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.core.base.system_prompt = prompt.into();
+        self
+    }
+
+    /// Sets the next-step prompt (empty: none).
+    #[must_use]
+    pub fn with_next_step_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.core.base.next_step_prompt = prompt.into();
+        self
+    }
+
+    /// Replaces the whole tool set.
+    #[must_use]
+    pub fn with_tools(mut self, tools: ToolCollection) -> Self {
+        self.core.tools = tools;
+        self
+    }
+
+    /// Adds one tool (skipped with a warning if the name exists).
+    #[must_use]
+    pub fn with_tool(mut self, tool: impl Tool + 'static) -> Self {
+        self.core.tools.add_tool(tool);
+        self
+    }
+
+    /// Sets `tool_choice`.
+    #[must_use]
+    pub fn with_tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+        self.core.tool_choice = tool_choice;
+        self
+    }
+
+    /// Sets the special tool names.
+    #[must_use]
+    pub fn with_special_tool_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.core.special_tool_names = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the step budget.
+    #[must_use]
+    pub fn with_max_steps(mut self, max_steps: u32) -> Self {
+        self.core.base.max_steps = max_steps;
+        self
+    }
+
+    /// Sets the observation limit in characters.
+    #[must_use]
+    pub fn with_max_observe(mut self, max_observe: usize) -> Self {
+        self.core.max_observe = Some(max_observe);
+        self
+    }
+
+    /// Sets the memory cap.
+    #[must_use]
+    pub fn with_max_messages(mut self, max_messages: usize) -> Self {
+        self.core.base.memory.set_max_messages(max_messages);
+        self
+    }
+
+    /// Sets the behaviour policies.
+    #[must_use]
+    pub fn with_policies(mut self, policies: Policies) -> Self {
+        self.core.policies = policies;
+        self
+    }
+
+    /// Everything but the hooks.
+    #[must_use]
+    pub fn core(&self) -> &ToolCallCore {
+        &self.core
+    }
+
+    /// Everything but the hooks, mutably.
+    pub fn core_mut(&mut self) -> &mut ToolCallCore {
+        &mut self.core
+    }
+
+    /// The hooks.
+    #[must_use]
+    pub fn hooks(&self) -> &H {
+        &self.hooks
+    }
+
+    /// The hooks, mutably.
+    pub fn hooks_mut(&mut self) -> &mut H {
+        &mut self.hooks
+    }
+
+    /// The conversation so far.
+    #[must_use]
+    pub fn messages(&self) -> &[Message] {
+        self.core.base.memory.messages()
+    }
+
+    /// Runs one tool call and returns its observation. Every failure becomes an observation for
+    /// the model ("errors are observations"); only a failing hook is an `Err`.
+    async fn execute_tool(&mut self, call: &ToolCall) -> Result<Execution, AgentError> {
+        let name = call.function.name.as_str();
+        if name.is_empty() {
+            return Ok(Execution::error("Error: Invalid command format".to_owned()));
+        }
+        if !self.core.tools.contains(name) {
+            return Ok(Execution::error(format!("Error: Unknown tool '{name}'")));
+        }
+        let raw = if call.function.arguments.is_empty() {
+            "{}"
+        } else {
+            call.function.arguments.as_str()
+        };
+        let Ok(args) = serde_json::from_str::<Value>(raw) else {
+            return Ok(Execution::error(format!(
+                "Error: Error parsing arguments for {name}: Invalid JSON format"
+            )));
+        };
+        info!(tool = name, "activating tool");
+        let ctx = ToolContext::new(self.core.base.cancellation_token(), call.id.clone());
+        let result = match self.core.tools.execute(name, args, &ctx).await {
+            Ok(result) => result,
+            Err(error) => {
+                warn!(tool = name, %error, "tool raised an error");
+                return Ok(Execution::error(format!(
+                    "Error: ⚠️ Tool '{name}' encountered a problem: {error}"
+                )));
+            }
+        };
+        self.handle_special_tool(name, &result)?;
+        self.hooks.after_tool(&mut self.core, call, &result).await?;
+        let observation = if result.is_empty() {
+            format!("Cmd `{name}` completed with no output")
+        } else {
+            format!("Observed output of cmd `{name}` executed:\n{result}")
+        };
+        Ok(Execution {
+            observation,
+            image: result.image().map(str::to_owned),
+            success: !result.is_error(),
+        })
+    }
+
+    fn handle_special_tool(&mut self, name: &str, result: &ToolResult) -> Result<(), AgentError> {
+        if !self.hooks.is_special_tool(&self.core, name) {
+            return Ok(());
+        }
+        if self.hooks.should_finish_execution(&self.core, name, result) {
+            info!(tool = name, "special tool has completed the task");
+            self.core.base.finish(FinishReason::SpecialTool {
+                name: name.to_owned(),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn observe(&self, observation: String) -> String {
+        match self.core.max_observe {
+            Some(max) if max > 0 => {
+                truncate_observation(observation, max, self.core.policies.observation_truncation)
+            }
+            _ => observation,
+        }
+    }
+}
+
+#[async_trait]
+impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
+    async fn think(&mut self) -> Result<bool, AgentError> {
+        let prompt = match self.hooks.before_think(&mut self.core).await? {
+            BeforeThink::Skip => return Ok(false),
+            BeforeThink::ProceedWithPrompt(prompt) => self.core.base.with_stuck_hint(&prompt),
+            BeforeThink::Proceed => self.core.base.effective_next_step_prompt(),
+        };
+        let core = &mut self.core;
+        let mut ephemeral = None;
+        if !prompt.is_empty() {
+            match core.policies.next_step_prompt {
+                NextStepPromptMode::AppendToMemory => {
+                    core.base.update_memory(Message::user_message(prompt));
+                }
+                NextStepPromptMode::Ephemeral => ephemeral = Some(Message::user_message(prompt)),
+            }
+        }
+        let mut messages = core.base.memory.messages().to_vec();
+        messages.extend(ephemeral);
+        let system = if core.base.system_prompt.is_empty() {
+            Vec::new()
+        } else {
+            vec![Message::system_message(&core.base.system_prompt)]
+        };
+        let request = ChatRequest::new(messages)
+            .with_system(system)
+            .with_tools(core.tools.to_params().to_vec(), core.tool_choice);
+
+        let response = match core.llm.complete(request).await {
+            Ok(response) => response,
+            Err(error @ LlmError::TokenLimitExceeded(_)) => {
+                info!(%error, "token limit reached; finishing");
+                core.base.update_memory(Message::assistant_message(format!(
+                    "Maximum token limit reached, cannot continue execution: {error}"
+                )));
+                core.base.finish(FinishReason::TokenLimit {
+                    message: error.to_string(),
+                })?;
+                return Ok(false);
+            }
+            Err(error) => return Err(AgentError::Model(Box::new(error))),
+        };
+        let step = core.base.current_step();
+        if let Some(usage) = response.usage {
+            core.base.emit(AgentEvent::TokenUsage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+            });
+        }
+        let content = response.content.unwrap_or_default();
+        let mut calls = response.tool_calls;
+        let name = core.base.name.clone();
+        info!("✨ {name}'s thoughts: {content}");
+        info!("🛠️ {name} selected {} tools to use", calls.len());
+        for call in &calls {
+            debug!(tool = %call.function.name, arguments = %call.function.arguments, "tool call requested");
+        }
+
+        if core.tool_choice == ToolChoice::None {
+            if !calls.is_empty() {
+                // OpenManus executes these anyway and stores tool results with no matching
+                // assistant call (spec §13 W19); they are dropped instead.
+                warn!("🤔 {name} tried to use tools when they weren't available; ignoring {} call(s)", calls.len());
+                calls.clear();
+            }
+            core.tool_calls.clear();
+            core.base.emit(AgentEvent::Thought { step, content: content.clone(), tool_calls: Vec::new() });
+            if content.is_empty() {
+                return Ok(false);
+            }
+            core.base.update_memory(Message::assistant_message(content));
+            return Ok(true);
+        }
+
+        core.base.emit(AgentEvent::Thought { step, content: content.clone(), tool_calls: calls.clone() });
+        let has_text = !content.is_empty();
+        if !calls.is_empty() {
+            core.base.update_memory(Message::from_tool_calls(calls.clone(), content));
+        } else if has_text {
+            core.base.update_memory(Message::assistant_message(content));
+        }
+        // An empty reply adds nothing to memory: strict providers reject empty assistant turns.
+        let has_calls = !calls.is_empty();
+        core.tool_calls = calls;
+        Ok(match core.tool_choice {
+            ToolChoice::Required if !has_calls => true,
+            ToolChoice::Auto if !has_calls => {
+                if has_text && core.policies.auto_text_reply == AutoTextReply::Finish {
+                    core.base.finish(FinishReason::Other("text reply".to_owned()))?;
+                }
+                has_text
+            }
+            _ => has_calls,
+        })
+    }
+
+    async fn act(&mut self) -> Result<String, AgentError> {
+        let calls = std::mem::take(&mut self.core.tool_calls);
+        if calls.is_empty() {
+            if self.core.tool_choice == ToolChoice::Required {
+                return Err(AgentError::ToolCallsRequired);
+            }
+            return Ok(self
+                .core
+                .base
+                .memory
+                .last()
+                .map(Message::text)
+                .filter(|text| !text.is_empty())
+                .unwrap_or(NO_CONTENT)
+                .to_owned());
+        }
+        let step = self.core.base.current_step();
+        let mut results = Vec::with_capacity(calls.len());
+        let mut images = Vec::new();
+        for call in calls {
+            self.core.base.emit(AgentEvent::ToolCallStarted { step, call: call.clone() });
+            let execution = self.execute_tool(&call).await?;
+            let observation = self.observe(execution.observation);
+            info!(tool = %call.function.name, "🎯 tool completed; result: {observation}");
+            self.core.base.emit(AgentEvent::ToolCallFinished {
+                step,
+                call_id: call.id.clone(),
+                name: call.function.name.clone(),
+                observation: observation.clone(),
+                success: execution.success,
+            });
+            self.core.base.update_memory(Message::tool_message(
+                observation.clone(),
+                &call.function.name,
+                &call.id,
+            ));
+            if let Some(image) = execution.image {
+                images.push(Message::user_message_with_image(
+                    format!("Image returned by {}:", call.function.name),
+                    image,
+                ));
+            }
+            results.push(observation);
+        }
+        self.core.base.memory.add_messages(images);
+        Ok(results.join("\n\n"))
+    }
+}
+
+#[async_trait]
+impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
+    fn base(&self) -> &BaseAgent {
+        &self.core.base
+    }
+
+    fn base_mut(&mut self) -> &mut BaseAgent {
+        &mut self.core.base
+    }
+
+    async fn step(&mut self) -> Result<String, AgentError> {
+        agent_react::step(self).await
+    }
+
+    async fn cleanup(&mut self) {
+        self.core.tool_calls.clear();
+        self.hooks.cleanup(&mut self.core).await;
+        self.core.tools.cleanup_all().await;
+    }
+}
