@@ -121,7 +121,8 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// OpenManus's result text: `Step {i}: {result}` lines, then
     /// `Terminated: Reached max steps ({n})` when the budget ran out, or `No steps executed`.
-    /// A cancelled run ends with `Cancelled after step {i}`; a failed one with `Error: {error}`.
+    /// A cancelled run that completed steps ends with `Cancelled after step {i}`; a failed one
+    /// with `Error: {error}`.
     #[must_use]
     pub fn text(&self) -> String {
         let mut lines: Vec<String> = self
@@ -131,7 +132,11 @@ impl RunOutcome {
             .collect();
         match &self.status {
             RunStatus::MaxSteps(n) => lines.push(format!("Terminated: Reached max steps ({n})")),
-            RunStatus::Cancelled => lines.push(format!("Cancelled after step {}", self.steps.len())),
+            RunStatus::Cancelled => {
+                if let Some(last) = self.steps.last() {
+                    lines.push(format!("Cancelled after step {}", last.step));
+                }
+            }
             RunStatus::Failed(error) => lines.push(format!("Error: {error}")),
             RunStatus::Finished(_) => {}
         }

@@ -376,7 +376,7 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             });
         }
         let content = response.content.unwrap_or_default();
-        let mut calls = response.tool_calls;
+        let calls = response.tool_calls;
         let name = core.base.name.clone();
         info!("✨ {name}'s thoughts: {content}");
         info!("🛠️ {name} selected {} tools to use", calls.len());
@@ -389,7 +389,6 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                 // OpenManus executes these anyway and stores tool results with no matching
                 // assistant call (spec §13 W19); they are dropped instead.
                 warn!("🤔 {name} tried to use tools when they weren't available; ignoring {} call(s)", calls.len());
-                calls.clear();
             }
             core.tool_calls.clear();
             core.base.emit(AgentEvent::Thought { step, content: content.clone(), tool_calls: Vec::new() });
