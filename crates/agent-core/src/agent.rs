@@ -531,7 +531,10 @@ pub async fn run_loop<A: Agent + ?Sized>(
             };
             match result {
                 None => {
-                    let closed = agent.base_mut().memory.close_open_tool_calls(cancelled_observation);
+                    let closed = agent
+                        .base_mut()
+                        .memory
+                        .close_open_tool_calls(cancelled_observation);
                     info!(step, closed, "run cancelled inside a step");
                     status = Some(RunStatus::Cancelled);
                     break;

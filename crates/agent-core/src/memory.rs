@@ -21,7 +21,9 @@ pub const DEFAULT_MAX_MESSAGES: usize = 100;
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum PairingError {
     /// A `tool` message that does not answer a call of the assistant message before it.
-    #[error("message {index}: tool result '{tool_call_id}' does not answer a preceding assistant tool call")]
+    #[error(
+        "message {index}: tool result '{tool_call_id}' does not answer a preceding assistant tool call"
+    )]
     OrphanToolResult {
         /// Position of the `tool` message.
         index: usize,
@@ -78,7 +80,10 @@ pub fn check_tool_pairing(messages: &[Message], allow_open_tail: bool) -> Result
             });
         }
         if message.has_tool_calls() {
-            open = Some((index, message.calls().iter().map(|c| c.id.clone()).collect()));
+            open = Some((
+                index,
+                message.calls().iter().map(|c| c.id.clone()).collect(),
+            ));
         }
     }
     match open {
@@ -274,9 +279,11 @@ impl Memory {
     pub fn close_open_tool_calls(&mut self, observation: impl Fn(&ToolCall) -> String) -> usize {
         let open = self.open_tool_calls();
         let closed = open.len();
-        self.add_messages(open.iter().map(|call| {
-            Message::tool_message(observation(call), &call.function.name, &call.id)
-        }));
+        self.add_messages(
+            open.iter().map(|call| {
+                Message::tool_message(observation(call), &call.function.name, &call.id)
+            }),
+        );
         closed
     }
 
@@ -308,19 +315,35 @@ mod tests {
 
     #[test]
     fn pairing_check_finds_orphans_and_missing_results() {
-        let ok = [Message::user_message("u"), calls(&["a", "b"]), result("a"), result("b")];
+        let ok = [
+            Message::user_message("u"),
+            calls(&["a", "b"]),
+            result("a"),
+            result("b"),
+        ];
         assert_eq!(check_tool_pairing(&ok, false), Ok(()));
 
         let orphan = [Message::user_message("u"), result("a")];
         assert_eq!(
             check_tool_pairing(&orphan, true),
-            Err(PairingError::OrphanToolResult { index: 1, tool_call_id: "a".into() })
+            Err(PairingError::OrphanToolResult {
+                index: 1,
+                tool_call_id: "a".into()
+            })
         );
 
-        let missing = [Message::user_message("u"), calls(&["a", "b"]), result("a"), Message::user_message("x")];
+        let missing = [
+            Message::user_message("u"),
+            calls(&["a", "b"]),
+            result("a"),
+            Message::user_message("x"),
+        ];
         assert_eq!(
             check_tool_pairing(&missing, true),
-            Err(PairingError::MissingToolResult { index: 1, tool_call_id: "b".into() })
+            Err(PairingError::MissingToolResult {
+                index: 1,
+                tool_call_id: "b".into()
+            })
         );
 
         let open_tail = [Message::user_message("u"), calls(&["a"])];
@@ -328,7 +351,10 @@ mod tests {
         assert!(check_tool_pairing(&open_tail, false).is_err());
 
         let wrong_id = [calls(&["a"]), result("z")];
-        assert!(matches!(check_tool_pairing(&wrong_id, true), Err(PairingError::OrphanToolResult { .. })));
+        assert!(matches!(
+            check_tool_pairing(&wrong_id, true),
+            Err(PairingError::OrphanToolResult { .. })
+        ));
     }
 
     #[test]
@@ -351,7 +377,11 @@ mod tests {
         memory.add_message(Message::assistant_message("one"));
         memory.add_messages([calls(&["a", "b"]), result("a"), result("b")]);
         // 5 messages > 4: "one" goes first; the task is pinned, the newest turn is kept.
-        let texts: Vec<_> = memory.messages().iter().map(|m| (m.role, m.text().to_owned())).collect();
+        let texts: Vec<_> = memory
+            .messages()
+            .iter()
+            .map(|m| (m.role, m.text().to_owned()))
+            .collect();
         assert_eq!(texts[0], (Role::User, "task".to_owned()));
         assert_eq!(memory.len(), 4);
         assert_eq!(memory.check(), Ok(()));
@@ -367,7 +397,12 @@ mod tests {
     fn an_oversized_newest_turn_is_kept_whole() {
         let mut memory = Memory::new(2);
         memory.add_message(Message::user_message("task"));
-        memory.add_messages([calls(&["a", "b", "c"]), result("a"), result("b"), result("c")]);
+        memory.add_messages([
+            calls(&["a", "b", "c"]),
+            result("a"),
+            result("b"),
+            result("c"),
+        ]);
         assert_eq!(memory.len(), 5);
         assert_eq!(memory.check(), Ok(()));
     }
@@ -382,7 +417,10 @@ mod tests {
         assert_eq!(memory.get_recent_messages(10).len(), 3);
         let open: Vec<_> = memory.open_tool_calls().into_iter().map(|c| c.id).collect();
         assert_eq!(open, vec!["b".to_owned()]);
-        assert_eq!(memory.close_open_tool_calls(|c| format!("cancelled {}", c.id)), 1);
+        assert_eq!(
+            memory.close_open_tool_calls(|c| format!("cancelled {}", c.id)),
+            1
+        );
         assert_eq!(memory.last().map(Message::text), Some("cancelled b"));
         assert!(memory.open_tool_calls().is_empty());
         assert_eq!(check_tool_pairing(memory.messages(), false), Ok(()));

@@ -98,7 +98,11 @@ fn function_type() -> String {
 
 impl ToolCall {
     /// A function tool call.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         Self {
             id: id.into(),
             kind: function_type(),
@@ -316,9 +320,7 @@ impl AgentState {
         self == next
             || matches!(
                 (self, next),
-                (Idle, Running)
-                    | (Running, Finished | Error | Idle)
-                    | (Finished | Error, Idle)
+                (Idle, Running) | (Running, Finished | Error | Idle) | (Finished | Error, Idle)
             )
     }
 }

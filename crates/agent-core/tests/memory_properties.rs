@@ -1,6 +1,9 @@
 //! Property: no sequence of additions and truncations leaves memory with an unpaired tool
 //! message, loses the first user request, reorders messages, or keeps more than it may.
 
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use agent_core::{Memory, Message, Role, ToolCall, check_tool_pairing, turns};
 use proptest::prelude::*;
 
@@ -10,9 +13,14 @@ enum Op {
     AssistantText,
     /// An assistant message with `calls` tool calls, answered one message at a time; the first
     /// `answered` answers are added before the step is "cancelled" and the rest are closed.
-    ToolTurn { calls: usize, answered: usize },
+    ToolTurn {
+        calls: usize,
+        answered: usize,
+    },
     /// A whole turn added in one `add_messages` call.
-    ToolTurnBatch { calls: usize },
+    ToolTurnBatch {
+        calls: usize,
+    },
     Image,
     SetMax(usize),
 }
@@ -53,7 +61,11 @@ impl Model {
             .unwrap_or_else(|e| panic!("pairing broken: {e}\n{messages:#?}"));
 
         let first_user = self.added.iter().find(|m| m.role == Role::User);
-        assert_eq!(self.memory.first_user_message(), first_user, "the task must stay");
+        assert_eq!(
+            self.memory.first_user_message(),
+            first_user,
+            "the task must stay"
+        );
 
         // Order is kept: memory is a subsequence of what was added, ending with the newest.
         let mut added = self.added.iter();
@@ -71,7 +83,9 @@ impl Model {
     }
 
     fn calls(&mut self, n: usize) -> Vec<ToolCall> {
-        (0..n).map(|_| ToolCall::new(self.next("call"), "tool", "{}")).collect()
+        (0..n)
+            .map(|_| ToolCall::new(self.next("call"), "tool", "{}"))
+            .collect()
     }
 
     fn apply(&mut self, op: &Op) {
@@ -91,10 +105,16 @@ impl Model {
                     self.add(Message::tool_message("ok", "tool", &call.id));
                 }
                 let before = self.memory.len();
-                let closed = self.memory.close_open_tool_calls(|c| format!("cancelled {}", c.id));
+                let closed = self
+                    .memory
+                    .close_open_tool_calls(|c| format!("cancelled {}", c.id));
                 assert_eq!(closed, calls.len() - answered);
                 for call in &calls[answered..] {
-                    self.added.push(Message::tool_message(format!("cancelled {}", call.id), "tool", &call.id));
+                    self.added.push(Message::tool_message(
+                        format!("cancelled {}", call.id),
+                        "tool",
+                        &call.id,
+                    ));
                 }
                 assert!(self.memory.len() <= before + closed);
                 self.check(false);
@@ -102,7 +122,11 @@ impl Model {
             Op::ToolTurnBatch { calls } => {
                 let calls = self.calls(calls);
                 let mut batch = vec![Message::from_tool_calls(calls.clone(), "")];
-                batch.extend(calls.iter().map(|c| Message::tool_message("ok", "tool", &c.id)));
+                batch.extend(
+                    calls
+                        .iter()
+                        .map(|c| Message::tool_message("ok", "tool", &c.id)),
+                );
                 self.added.extend(batch.iter().cloned());
                 self.memory.add_messages(batch);
                 self.check(false);
@@ -141,7 +165,9 @@ fn plain_slicing_would_have_broken_this_conversation() {
     // The OpenManus failure (spec W1): a cap landing inside a tool turn.
     let mut memory = Memory::new(3);
     memory.add_message(Message::user_message("task"));
-    let calls: Vec<ToolCall> = (0..3).map(|i| ToolCall::new(format!("c{i}"), "t", "{}")).collect();
+    let calls: Vec<ToolCall> = (0..3)
+        .map(|i| ToolCall::new(format!("c{i}"), "t", "{}"))
+        .collect();
     memory.add_message(Message::from_tool_calls(calls.clone(), ""));
     for call in &calls {
         memory.add_message(Message::tool_message("ok", "t", &call.id));

@@ -76,7 +76,10 @@ mod tests {
     fn only_transient_errors_are_retryable() {
         let retryable = [
             LlmError::RateLimited { retry_after: None },
-            LlmError::Server { status: 503, message: "busy".into() },
+            LlmError::Server {
+                status: 503,
+                message: "busy".into(),
+            },
             LlmError::Network("reset".into()),
             LlmError::Timeout(Duration::from_secs(1)),
             LlmError::StreamInterrupted("eof".into()),
@@ -95,8 +98,13 @@ mod tests {
 
     #[test]
     fn rate_limit_message_names_the_delay() {
-        let e = LlmError::RateLimited { retry_after: Some(Duration::from_millis(1500)) };
+        let e = LlmError::RateLimited {
+            retry_after: Some(Duration::from_millis(1500)),
+        };
         assert_eq!(e.to_string(), "rate limited (retry after 1.5 s)");
-        assert_eq!(LlmError::RateLimited { retry_after: None }.to_string(), "rate limited");
+        assert_eq!(
+            LlmError::RateLimited { retry_after: None }.to_string(),
+            "rate limited"
+        );
     }
 }

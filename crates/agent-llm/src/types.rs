@@ -62,7 +62,10 @@ impl ChatRequest {
     /// The tool names offered, in order.
     #[must_use]
     pub fn tool_names(&self) -> Vec<&str> {
-        self.tools.iter().map(|t| t.function.name.as_str()).collect()
+        self.tools
+            .iter()
+            .map(|t| t.function.name.as_str())
+            .collect()
     }
 }
 

@@ -35,7 +35,9 @@ pub enum ScriptedReply {
 pub fn validate_request(request: &ChatRequest) -> Result<(), LlmError> {
     let messages: Vec<Message> = request.all_messages().cloned().collect();
     if request.messages.is_empty() {
-        return Err(LlmError::InvalidRequest("messages must not be empty".into()));
+        return Err(LlmError::InvalidRequest(
+            "messages must not be empty".into(),
+        ));
     }
     check_tool_pairing(&messages, false).map_err(|e| LlmError::InvalidRequest(e.to_string()))?;
     for (index, message) in messages.iter().enumerate() {
@@ -51,12 +53,17 @@ pub fn validate_request(request: &ChatRequest) -> Result<(), LlmError> {
         }
     }
     if request.tool_choice.is_some() && request.tools.is_empty() {
-        return Err(LlmError::InvalidRequest("tool_choice is set but no tools are given".into()));
+        return Err(LlmError::InvalidRequest(
+            "tool_choice is set but no tools are given".into(),
+        ));
     }
     let mut names = request.tool_names();
     names.sort_unstable();
     if let Some(pair) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(LlmError::InvalidRequest(format!("duplicate tool name '{}'", pair[0])));
+        return Err(LlmError::InvalidRequest(format!(
+            "duplicate tool name '{}'",
+            pair[0]
+        )));
     }
     Ok(())
 }
@@ -112,7 +119,11 @@ impl ScriptedModel {
     }
 
     /// Queues a reply with tool calls and optional text (`""`: no text).
-    pub fn push_tool_calls(&self, content: &str, calls: impl IntoIterator<Item = ToolCall>) -> &Self {
+    pub fn push_tool_calls(
+        &self,
+        content: &str,
+        calls: impl IntoIterator<Item = ToolCall>,
+    ) -> &Self {
         let content = (!content.is_empty()).then(|| content.to_owned());
         self.push(ScriptedReply::Respond(ChatResponse::tool_calls(
             content,
@@ -174,7 +185,11 @@ impl ScriptedModel {
 #[async_trait]
 impl ChatModel for ScriptedModel {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let validation = if self.strict { validate_request(&request) } else { Ok(()) };
+        let validation = if self.strict {
+            validate_request(&request)
+        } else {
+            Ok(())
+        };
         let number = {
             let mut requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
             requests.push(request);
@@ -213,14 +228,32 @@ mod tests {
     #[tokio::test]
     async fn replies_come_in_order_and_requests_are_recorded() {
         let model = ScriptedModel::new();
-        model.push_text("one").push_error(LlmError::TokenLimitExceeded("budget".into()));
-        let first = model.complete(request(vec![Message::user_message("a")])).await.unwrap();
+        model
+            .push_text("one")
+            .push_error(LlmError::TokenLimitExceeded("budget".into()));
+        let first = model
+            .complete(request(vec![Message::user_message("a")]))
+            .await
+            .unwrap();
         assert_eq!(first.content.as_deref(), Some("one"));
-        let second = model.complete(request(vec![Message::user_message("b")])).await.unwrap_err();
+        let second = model
+            .complete(request(vec![Message::user_message("b")]))
+            .await
+            .unwrap_err();
         assert_eq!(second, LlmError::TokenLimitExceeded("budget".into()));
-        let third = model.complete(request(vec![Message::user_message("c")])).await.unwrap_err();
-        assert!(third.to_string().contains("no reply left for request #3"), "{third}");
-        let seen: Vec<String> = model.requests().iter().map(|r| r.messages[0].text().to_owned()).collect();
+        let third = model
+            .complete(request(vec![Message::user_message("c")]))
+            .await
+            .unwrap_err();
+        assert!(
+            third.to_string().contains("no reply left for request #3"),
+            "{third}"
+        );
+        let seen: Vec<String> = model
+            .requests()
+            .iter()
+            .map(|r| r.messages[0].text().to_owned())
+            .collect();
         assert_eq!(seen, ["a", "b", "c"]);
     }
 
@@ -228,7 +261,10 @@ mod tests {
     async fn strict_validation_rejects_what_providers_reject() {
         let model = ScriptedModel::new();
         model.push_text("never used");
-        let orphan = request(vec![Message::user_message("u"), Message::tool_message("x", "t", "id")]);
+        let orphan = request(vec![
+            Message::user_message("u"),
+            Message::tool_message("x", "t", "id"),
+        ]);
         let err = model.complete(orphan).await.unwrap_err();
         assert!(matches!(err, LlmError::InvalidRequest(_)), "{err}");
 
@@ -238,7 +274,10 @@ mod tests {
         ]);
         assert!(model.complete(unanswered).await.is_err());
 
-        let empty_assistant = request(vec![Message::user_message("u"), Message::assistant_message("")]);
+        let empty_assistant = request(vec![
+            Message::user_message("u"),
+            Message::assistant_message(""),
+        ]);
         assert!(model.complete(empty_assistant).await.is_err());
 
         let choice_without_tools = request(vec![Message::user_message("u")])

@@ -156,7 +156,9 @@ impl ImageTool {
     /// A `screenshot` tool reporting to `probe`.
     #[must_use]
     pub fn new(probe: &Arc<ToolProbe>) -> Self {
-        Self { probe: probe.clone() }
+        Self {
+            probe: probe.clone(),
+        }
     }
 }
 
@@ -204,7 +206,9 @@ impl FailTool {
     /// A `fail` tool reporting to `probe`.
     #[must_use]
     pub fn new(probe: &Arc<ToolProbe>) -> Self {
-        Self { probe: probe.clone() }
+        Self {
+            probe: probe.clone(),
+        }
     }
 }
 
@@ -241,7 +245,9 @@ impl BlockingTool {
     /// A `block` tool reporting to `probe`.
     #[must_use]
     pub fn new(probe: &Arc<ToolProbe>) -> Self {
-        Self { probe: probe.clone() }
+        Self {
+            probe: probe.clone(),
+        }
     }
 }
 

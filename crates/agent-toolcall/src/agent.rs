@@ -196,7 +196,10 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
 
     /// Sets the special tool names.
     #[must_use]
-    pub fn with_special_tool_names(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub fn with_special_tool_names(
+        mut self,
+        names: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
         self.core.special_tool_names = names.into_iter().map(Into::into).collect();
         self
     }
@@ -388,10 +391,17 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             if !calls.is_empty() {
                 // OpenManus executes these anyway and stores tool results with no matching
                 // assistant call (spec §13 W19); they are dropped instead.
-                warn!("🤔 {name} tried to use tools when they weren't available; ignoring {} call(s)", calls.len());
+                warn!(
+                    "🤔 {name} tried to use tools when they weren't available; ignoring {} call(s)",
+                    calls.len()
+                );
             }
             core.tool_calls.clear();
-            core.base.emit(AgentEvent::Thought { step, content: content.clone(), tool_calls: Vec::new() });
+            core.base.emit(AgentEvent::Thought {
+                step,
+                content: content.clone(),
+                tool_calls: Vec::new(),
+            });
             if content.is_empty() {
                 return Ok(false);
             }
@@ -399,10 +409,15 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             return Ok(true);
         }
 
-        core.base.emit(AgentEvent::Thought { step, content: content.clone(), tool_calls: calls.clone() });
+        core.base.emit(AgentEvent::Thought {
+            step,
+            content: content.clone(),
+            tool_calls: calls.clone(),
+        });
         let has_text = !content.is_empty();
         if !calls.is_empty() {
-            core.base.update_memory(Message::from_tool_calls(calls.clone(), content));
+            core.base
+                .update_memory(Message::from_tool_calls(calls.clone(), content));
         } else if has_text {
             core.base.update_memory(Message::assistant_message(content));
         }
@@ -413,7 +428,8 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             ToolChoice::Required if !has_calls => true,
             ToolChoice::Auto if !has_calls => {
                 if has_text && core.policies.auto_text_reply == AutoTextReply::Finish {
-                    core.base.finish(FinishReason::Other("text reply".to_owned()))?;
+                    core.base
+                        .finish(FinishReason::Other("text reply".to_owned()))?;
                 }
                 has_text
             }
@@ -441,7 +457,10 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
         let mut results = Vec::with_capacity(calls.len());
         let mut images = Vec::new();
         for call in calls {
-            self.core.base.emit(AgentEvent::ToolCallStarted { step, call: call.clone() });
+            self.core.base.emit(AgentEvent::ToolCallStarted {
+                step,
+                call: call.clone(),
+            });
             let execution = self.execute_tool(&call).await?;
             let observation = self.observe(execution.observation);
             info!(tool = %call.function.name, "🎯 tool completed; result: {observation}");

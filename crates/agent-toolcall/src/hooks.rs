@@ -41,7 +41,12 @@ pub trait ToolCallHooks: Send {
 
     /// Whether a special tool that returned `result` finishes the agent (default: always, even
     /// for a failed result).
-    fn should_finish_execution(&self, core: &ToolCallCore, name: &str, result: &ToolResult) -> bool {
+    fn should_finish_execution(
+        &self,
+        core: &ToolCallCore,
+        name: &str,
+        result: &ToolResult,
+    ) -> bool {
         let _ = (core, name, result);
         true
     }

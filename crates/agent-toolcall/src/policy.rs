@@ -63,7 +63,11 @@ impl Policies {
 /// according to `mode`. `HeadAndTail` keeps `max_chars` characters of the original plus the
 /// marker.
 #[must_use]
-pub fn truncate_observation(observation: String, max_chars: usize, mode: ObservationTruncation) -> String {
+pub fn truncate_observation(
+    observation: String,
+    max_chars: usize,
+    mode: ObservationTruncation,
+) -> String {
     let total = observation.chars().count();
     if total <= max_chars {
         return observation;
@@ -88,8 +92,14 @@ mod tests {
 
     #[test]
     fn cut_keeps_the_first_characters_without_a_marker() {
-        assert_eq!(truncate_observation("héllo wörld".into(), 4, ObservationTruncation::Cut), "héll");
-        assert_eq!(truncate_observation("short".into(), 10, ObservationTruncation::Cut), "short");
+        assert_eq!(
+            truncate_observation("héllo wörld".into(), 4, ObservationTruncation::Cut),
+            "héll"
+        );
+        assert_eq!(
+            truncate_observation("short".into(), 10, ObservationTruncation::Cut),
+            "short"
+        );
     }
 
     #[test]

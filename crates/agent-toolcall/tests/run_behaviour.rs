@@ -2,12 +2,15 @@
 //! state machine, observation truncation, cleanup, hooks, stuck detection, events and
 //! cancellation.
 
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{
-    Agent, AgentError, AgentEvent, AgentState, FinishReason, Message, Role, RunStatus, STUCK_PROMPT,
-    ToolChoice, check_tool_pairing,
+    Agent, AgentError, AgentEvent, AgentState, FinishReason, Message, Role, RunStatus,
+    STUCK_PROMPT, ToolChoice, check_tool_pairing,
 };
 use agent_llm::{ChatResponse, LlmError};
 use agent_testkit::{BlockingTool, EchoTool, ScriptedModel, ToolProbe, tool_call};
@@ -38,7 +41,10 @@ fn new_agent(model: &Arc<ScriptedModel>, probe: &Arc<ToolProbe>, max_steps: u32)
 }
 
 fn count_prompts(messages: &[Message]) -> usize {
-    messages.iter().filter(|m| m.role == Role::User && m.text() == NEXT).count()
+    messages
+        .iter()
+        .filter(|m| m.role == Role::User && m.text() == NEXT)
+        .count()
 }
 
 // ---- next-step prompt policies ---------------------------------------------------------------
@@ -54,7 +60,11 @@ async fn openmanus_mode_piles_up_one_prompt_per_step() {
 
     assert_eq!(count_prompts(agent.messages()), 4, "N steps leave N copies");
     for (i, request) in model.requests().iter().enumerate() {
-        assert_eq!(count_prompts(&request.messages), i + 1, "request {i} carries every copy so far");
+        assert_eq!(
+            count_prompts(&request.messages),
+            i + 1,
+            "request {i} carries every copy so far"
+        );
         assert_eq!(request.messages.last().unwrap().text(), NEXT);
     }
 }
@@ -66,7 +76,11 @@ async fn improved_mode_sends_the_prompt_every_request_and_stores_none() {
         model.push_tool_calls("", [echo(&format!("c{i}"), &format!("x{i}"))]);
     }
     let mut agent = new_agent(&model, &probe, 4);
-    assert_eq!(agent.core().policies.next_step_prompt, NextStepPromptMode::Ephemeral, "the default");
+    assert_eq!(
+        agent.core().policies.next_step_prompt,
+        NextStepPromptMode::Ephemeral,
+        "the default"
+    );
     agent.run(Some("task".into())).await.unwrap();
 
     assert_eq!(count_prompts(agent.messages()), 0);
@@ -74,20 +88,32 @@ async fn improved_mode_sends_the_prompt_every_request_and_stores_none() {
     assert_eq!(requests.len(), 4);
     for request in &requests {
         assert_eq!(count_prompts(&request.messages), 1);
-        assert_eq!(request.messages.last().unwrap().text(), NEXT, "sent as the last message");
+        assert_eq!(
+            request.messages.last().unwrap().text(),
+            NEXT,
+            "sent as the last message"
+        );
     }
     // The conversation part of the request is exactly memory at that time.
-    assert_eq!(requests[3].messages[..requests[3].messages.len() - 1], agent.messages()[..7]);
+    assert_eq!(
+        requests[3].messages[..requests[3].messages.len() - 1],
+        agent.messages()[..7]
+    );
 }
 
 #[tokio::test]
 async fn an_empty_next_step_prompt_sends_no_user_message() {
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     model.push_text("ok");
-    let mut agent = new_agent(&model, &probe, 1).with_next_step_prompt("").with_system_prompt("");
+    let mut agent = new_agent(&model, &probe, 1)
+        .with_next_step_prompt("")
+        .with_system_prompt("");
     agent.run(Some("task".into())).await.unwrap();
     let request = &model.requests()[0];
-    assert!(request.system_msgs.is_empty(), "an empty system prompt is not sent");
+    assert!(
+        request.system_msgs.is_empty(),
+        "an empty system prompt is not sent"
+    );
     assert_eq!(request.messages, vec![Message::user_message("task")]);
 }
 
@@ -98,13 +124,21 @@ async fn token_limit_finishes_gracefully_with_the_openmanus_message() {
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     model
         .push_tool_calls("", [echo("c1", "x")])
-        .push_error(LlmError::TokenLimitExceeded("Request may exceed input token limit (1000 > 900)".into()));
+        .push_error(LlmError::TokenLimitExceeded(
+            "Request may exceed input token limit (1000 > 900)".into(),
+        ));
     let mut agent = new_agent(&model, &probe, 10);
     let outcome = agent.run(Some("task".into())).await.unwrap();
 
     assert_eq!(agent.base().state(), AgentState::Finished);
-    assert!(matches!(outcome.status, RunStatus::Finished(FinishReason::TokenLimit { .. })));
-    assert_eq!(outcome.steps[1].result, "Thinking complete - no action needed");
+    assert!(matches!(
+        outcome.status,
+        RunStatus::Finished(FinishReason::TokenLimit { .. })
+    ));
+    assert_eq!(
+        outcome.steps[1].result,
+        "Thinking complete - no action needed"
+    );
     assert_eq!(
         agent.messages().last().unwrap(),
         &Message::assistant_message(
@@ -123,12 +157,25 @@ async fn a_model_failure_is_a_failed_outcome_and_the_error_state_stays_visible()
     let mut events = agent.base().events().subscribe();
     let outcome = agent.run(Some("task".into())).await.unwrap();
 
-    let RunStatus::Failed(error) = &outcome.status else { panic!("{}", outcome.status) };
+    let RunStatus::Failed(error) = &outcome.status else {
+        panic!("{}", outcome.status)
+    };
     assert!(matches!(**error, AgentError::Model(_)));
-    assert_eq!(error.to_string(), "model call failed: authentication failed: invalid api key");
-    assert_eq!(outcome.steps.len(), 1, "the step done before the failure is kept");
+    assert_eq!(
+        error.to_string(),
+        "model call failed: authentication failed: invalid api key"
+    );
+    assert_eq!(
+        outcome.steps.len(),
+        1,
+        "the step done before the failure is kept"
+    );
     assert_eq!(agent.base().state(), AgentState::Error);
-    assert_eq!(probe.cleanups(), 2, "both probed tools are cleaned up after a failed run too");
+    assert_eq!(
+        probe.cleanups(),
+        2,
+        "both probed tools are cleaned up after a failed run too"
+    );
 
     let refused = agent.run(Some("again".into())).await.unwrap_err();
     assert_eq!(refused.to_string(), "Cannot run agent from state: ERROR");
@@ -139,38 +186,58 @@ async fn a_model_failure_is_a_failed_outcome_and_the_error_state_stays_visible()
             states.push((from, to));
         }
     }
-    assert_eq!(states, [(AgentState::Idle, AgentState::Running), (AgentState::Running, AgentState::Error)]);
+    assert_eq!(
+        states,
+        [
+            (AgentState::Idle, AgentState::Running),
+            (AgentState::Running, AgentState::Error)
+        ]
+    );
 
     agent.base_mut().reset_state().unwrap();
     model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
     let outcome = agent.run(Some("again".into())).await.unwrap();
     assert!(outcome.is_finished());
-    assert_eq!(outcome.steps[0].step, 1, "current_step restarts at every run (spec W5)");
+    assert_eq!(
+        outcome.steps[0].step, 1,
+        "current_step restarts at every run (spec W5)"
+    );
 }
 
 #[tokio::test]
 async fn a_finished_agent_must_be_reset_before_it_runs_again_and_counts_from_one() {
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     let finish = || tool_call("t", "terminate", r#"{"status":"success"}"#);
-    model.push_tool_calls("", [echo("c1", "x")]).push_tool_calls("", [finish()]);
+    model
+        .push_tool_calls("", [echo("c1", "x")])
+        .push_tool_calls("", [finish()]);
     let mut agent = new_agent(&model, &probe, 10);
     let first = agent.run(Some("one".into())).await.unwrap();
     assert_eq!(first.steps.len(), 2);
     assert_eq!(agent.base().state(), AgentState::Finished);
-    assert!(matches!(agent.run(None).await, Err(AgentError::InvalidState(AgentState::Finished))));
+    assert!(matches!(
+        agent.run(None).await,
+        Err(AgentError::InvalidState(AgentState::Finished))
+    ));
 
     agent.base_mut().reset_state().unwrap();
     model.push_tool_calls("", [finish()]);
     let second = agent.run(Some("two".into())).await.unwrap();
     assert_eq!(second.text(), format!("Step 1: {}", second.steps[0].result));
     assert_eq!(agent.base().current_step(), 1);
-    assert_eq!(probe.cleanups(), 4, "both probed tools, at the end of each of the two runs");
+    assert_eq!(
+        probe.cleanups(),
+        4,
+        "both probed tools, at the end of each of the two runs"
+    );
 }
 
 #[tokio::test]
 async fn max_steps_reports_the_openmanus_line_and_returns_to_idle() {
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
-    model.push_tool_calls("", [echo("c1", "a")]).push_tool_calls("", [echo("c2", "b")]);
+    model
+        .push_tool_calls("", [echo("c1", "a")])
+        .push_tool_calls("", [echo("c2", "b")]);
     let mut agent = new_agent(&model, &probe, 2);
     let outcome = agent.run(Some("task".into())).await.unwrap();
     assert!(matches!(outcome.status, RunStatus::MaxSteps(2)));
@@ -190,18 +257,31 @@ async fn max_observe_cuts_or_keeps_head_and_tail_by_policy() {
 
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     model.push_tool_calls("", [echo("c1", &long)]);
-    let mut cut = new_agent(&model, &probe, 1).with_max_observe(50).with_policies(Policies::openmanus());
+    let mut cut = new_agent(&model, &probe, 1)
+        .with_max_observe(50)
+        .with_policies(Policies::openmanus());
     cut.run(Some("task".into())).await.unwrap();
-    assert_eq!(cut.messages().last().unwrap().text(), &full[..50], "the prefix counts toward the cut");
+    assert_eq!(
+        cut.messages().last().unwrap().text(),
+        &full[..50],
+        "the prefix counts toward the cut"
+    );
 
     model.push_tool_calls("", [echo("c1", &long)]);
     let mut head_tail = new_agent(&model, &probe, 1).with_max_observe(50);
-    assert_eq!(head_tail.core().policies.observation_truncation, ObservationTruncation::HeadAndTail);
+    assert_eq!(
+        head_tail.core().policies.observation_truncation,
+        ObservationTruncation::HeadAndTail
+    );
     head_tail.run(Some("task".into())).await.unwrap();
     let omitted = full.chars().count() - 50;
     assert_eq!(
         head_tail.messages().last().unwrap().text(),
-        format!("{}\n[... {omitted} characters omitted ...]\n{}", &full[..25], &full[full.len() - 25..])
+        format!(
+            "{}\n[... {omitted} characters omitted ...]\n{}",
+            &full[..25],
+            &full[full.len() - 25..]
+        )
     );
 }
 
@@ -213,7 +293,9 @@ async fn failing_cleanup_is_logged_not_raised() {
     model.push_text("hi");
     let mut tools = ToolCollection::new();
     tools.add_tool(EchoTool::new(&probe).failing_cleanup());
-    let mut agent = ToolCallAgent::new(model.clone()).with_tools(tools).with_max_steps(1);
+    let mut agent = ToolCallAgent::new(model.clone())
+        .with_tools(tools)
+        .with_max_steps(1);
     let outcome = agent.run(Some("task".into())).await.unwrap();
     assert!(matches!(outcome.status, RunStatus::MaxSteps(1)));
     assert_eq!(probe.cleanups(), 1);
@@ -232,15 +314,18 @@ struct ScriptedHooks {
 impl ToolCallHooks for ScriptedHooks {
     async fn before_think(&mut self, core: &mut ToolCallCore) -> Result<BeforeThink, AgentError> {
         match core.base.current_step() {
-            1 => Ok(BeforeThink::ProceedWithPrompt("Browser state: about:blank".into())),
+            1 => Ok(BeforeThink::ProceedWithPrompt(
+                "Browser state: about:blank".into(),
+            )),
             2 => {
-                let probe = self.probe.clone().unwrap_or_else(ToolProbe::new);
+                let probe = self.probe.clone().unwrap_or_default();
                 core.tools.add_tool(EchoTool::named("late_tool", &probe));
                 core.tools.remove_tool("block");
                 Ok(BeforeThink::Proceed)
             }
             _ => {
-                core.base.finish(FinishReason::Other("service gone".into()))?;
+                core.base
+                    .finish(FinishReason::Other("service gone".into()))?;
                 Ok(BeforeThink::Skip)
             }
         }
@@ -257,18 +342,36 @@ async fn hooks_replace_the_prompt_change_the_tool_set_and_stop_thinking() {
     model
         .push_tool_calls("", [echo("c1", "x")])
         .push_tool_calls("", [tool_call("c2", "late_tool", r#"{"text":"new"}"#)]);
-    let mut agent = new_agent(&model, &probe, 10).with_hooks(ScriptedHooks { probe: Some(probe.clone()), cleaned: false });
+    let mut agent = new_agent(&model, &probe, 10).with_hooks(ScriptedHooks {
+        probe: Some(probe.clone()),
+        cleaned: false,
+    });
     let outcome = agent.run(Some("task".into())).await.unwrap();
 
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "step 3 skipped the model");
-    assert_eq!(requests[0].messages.last().unwrap().text(), "Browser state: about:blank");
-    assert_eq!(requests[1].messages.last().unwrap().text(), NEXT, "the replacement lasted one step");
+    assert_eq!(
+        requests[0].messages.last().unwrap().text(),
+        "Browser state: about:blank"
+    );
+    assert_eq!(
+        requests[1].messages.last().unwrap().text(),
+        NEXT,
+        "the replacement lasted one step"
+    );
     assert_eq!(requests[0].tool_names(), ["echo", "block", "terminate"]);
     assert_eq!(requests[1].tool_names(), ["echo", "terminate", "late_tool"]);
-    assert_eq!(agent.messages().last().unwrap().text(), "Observed output of cmd `late_tool` executed:\nnew");
-    assert_eq!(outcome.steps[2].result, "Thinking complete - no action needed");
-    assert!(matches!(outcome.status, RunStatus::Finished(FinishReason::Other(ref r)) if r == "service gone"));
+    assert_eq!(
+        agent.messages().last().unwrap().text(),
+        "Observed output of cmd `late_tool` executed:\nnew"
+    );
+    assert_eq!(
+        outcome.steps[2].result,
+        "Thinking complete - no action needed"
+    );
+    assert!(
+        matches!(outcome.status, RunStatus::Finished(FinishReason::Other(ref r)) if r == "service gone")
+    );
     assert!(agent.hooks().cleaned);
 }
 
@@ -286,12 +389,22 @@ async fn repeated_text_turns_on_one_change_of_strategy_hint_that_never_stacks() 
     agent.run(Some("task".into())).await.unwrap();
 
     let hinted = format!("{STUCK_PROMPT}\n{NEXT}");
-    let prompts: Vec<String> =
-        model.requests().iter().map(|r| r.messages.last().unwrap().text().to_owned()).collect();
+    let prompts: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|r| r.messages.last().unwrap().text().to_owned())
+        .collect();
     // Stuck after the 3rd identical reply (2 earlier duplicates = threshold 2).
     assert_eq!(prompts[..3], [NEXT, NEXT, NEXT]);
-    assert_eq!(prompts[3..6], [hinted.clone(), hinted.clone(), hinted], "hinted while stuck, never stacked");
-    assert_eq!(prompts[6], NEXT, "the hint goes away once the agent stops repeating");
+    assert_eq!(
+        prompts[3..6],
+        [hinted.clone(), hinted.clone(), hinted],
+        "hinted while stuck, never stacked"
+    );
+    assert_eq!(
+        prompts[6], NEXT,
+        "the hint goes away once the agent stops repeating"
+    );
 
     let mut stuck_steps = Vec::new();
     while let Ok(event) = events.try_recv() {
@@ -306,7 +419,10 @@ async fn repeated_text_turns_on_one_change_of_strategy_hint_that_never_stacks() 
 async fn repeated_identical_tool_calls_are_detected_too() {
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     for i in 0..3 {
-        model.push_tool_calls("", [tool_call(&format!("c{i}"), "echo", r#"{"text":"same"}"#)]);
+        model.push_tool_calls(
+            "",
+            [tool_call(&format!("c{i}"), "echo", r#"{"text":"same"}"#)],
+        );
     }
     model.push_tool_calls("", [tool_call("c9", "echo", r#"{"text":"different"}"#)]);
     let mut agent = new_agent(&model, &probe, 4);
@@ -321,12 +437,22 @@ async fn repeated_identical_tool_calls_are_detected_too() {
     // OpenManus's rule alone never fires on tool calls.
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     for i in 0..4 {
-        model.push_tool_calls("", [tool_call(&format!("c{i}"), "echo", r#"{"text":"same"}"#)]);
+        model.push_tool_calls(
+            "",
+            [tool_call(&format!("c{i}"), "echo", r#"{"text":"same"}"#)],
+        );
     }
     let mut agent = new_agent(&model, &probe, 4);
     agent.base_mut().stuck_detection = agent_core::StuckDetection::ContentOnly;
     agent.run(Some("task".into())).await.unwrap();
-    assert!(model.requests().iter().all(|r| !r.messages.last().unwrap().text().starts_with(STUCK_PROMPT)));
+    assert!(
+        model.requests().iter().all(|r| !r
+            .messages
+            .last()
+            .unwrap()
+            .text()
+            .starts_with(STUCK_PROMPT))
+    );
 }
 
 // ---- events ---------------------------------------------------------------------------------
@@ -350,17 +476,37 @@ async fn events_describe_the_run_in_order() {
     }
     let kinds: Vec<String> = seen
         .iter()
-        .map(|e| serde_json::to_value(e).unwrap()["type"].as_str().unwrap().to_owned())
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(
         kinds,
         [
-            "run_started", "state_changed", "step_started", "token_usage", "thought", "tool_call_started",
-            "tool_call_finished", "step_finished", "step_started", "thought", "tool_call_started",
-            "state_changed", "tool_call_finished", "step_finished", "finished"
+            "run_started",
+            "state_changed",
+            "step_started",
+            "token_usage",
+            "thought",
+            "tool_call_started",
+            "tool_call_finished",
+            "step_finished",
+            "step_started",
+            "thought",
+            "tool_call_started",
+            "state_changed",
+            "tool_call_finished",
+            "step_finished",
+            "finished"
         ]
     );
-    assert!(seen.contains(&AgentEvent::TokenUsage { prompt_tokens: 120, completion_tokens: 8 }));
+    assert!(seen.contains(&AgentEvent::TokenUsage {
+        prompt_tokens: 120,
+        completion_tokens: 8
+    }));
     assert!(seen.contains(&AgentEvent::ToolCallFinished {
         step: 1,
         call_id: "c1".into(),
@@ -368,7 +514,9 @@ async fn events_describe_the_run_in_order() {
         observation: "Observed output of cmd `echo` executed:\nx".into(),
         success: true,
     }));
-    assert!(matches!(seen.last(), Some(AgentEvent::Finished { steps: 2, status }) if status.starts_with("finished")));
+    assert!(
+        matches!(seen.last(), Some(AgentEvent::Finished { steps: 2, status }) if status.starts_with("finished"))
+    );
 }
 
 // ---- cancellation ---------------------------------------------------------------------------
@@ -384,16 +532,33 @@ async fn cancelling_during_the_model_call_stops_the_run_and_stores_nothing_half_
         waiter.wait_for_requests(2).await;
         token.cancel();
     });
-    let outcome = timeout(Duration::from_secs(10), agent.run(Some("task".into()))).await.unwrap().unwrap();
+    let outcome = timeout(Duration::from_secs(10), agent.run(Some("task".into())))
+        .await
+        .unwrap()
+        .unwrap();
     canceller.await.unwrap();
 
     assert!(matches!(outcome.status, RunStatus::Cancelled));
     assert_eq!(outcome.steps.len(), 1);
-    assert_eq!(outcome.text(), format!("Step 1: {}\nCancelled after step 1", outcome.steps[0].result));
+    assert_eq!(
+        outcome.text(),
+        format!(
+            "Step 1: {}\nCancelled after step 1",
+            outcome.steps[0].result
+        )
+    );
     assert_eq!(agent.base().state(), AgentState::Idle);
-    assert_eq!(agent.messages().len(), 3, "task, call, result: nothing from the cancelled step");
+    assert_eq!(
+        agent.messages().len(),
+        3,
+        "task, call, result: nothing from the cancelled step"
+    );
     check_tool_pairing(agent.messages(), false).unwrap();
-    assert_eq!(probe.cleanups(), 2, "echo and block were cleaned up after the cancel");
+    assert_eq!(
+        probe.cleanups(),
+        2,
+        "echo and block were cleaned up after the cancel"
+    );
 }
 
 #[tokio::test]
@@ -401,7 +566,11 @@ async fn cancelling_inside_a_tool_call_answers_every_started_and_unstarted_call(
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     model.push_tool_calls(
         "",
-        [echo("c1", "before"), tool_call("c2", "block", "{}"), echo("c3", "after")],
+        [
+            echo("c1", "before"),
+            tool_call("c2", "block", "{}"),
+            echo("c3", "after"),
+        ],
     );
     let mut agent = new_agent(&model, &probe, 10);
     let token = agent.base().cancellation_token();
@@ -410,12 +579,23 @@ async fn cancelling_inside_a_tool_call_answers_every_started_and_unstarted_call(
         watcher.wait_for_calls(2).await;
         token.cancel();
     });
-    let outcome = timeout(Duration::from_secs(10), agent.run(Some("task".into()))).await.unwrap().unwrap();
+    let outcome = timeout(Duration::from_secs(10), agent.run(Some("task".into())))
+        .await
+        .unwrap()
+        .unwrap();
     canceller.await.unwrap();
 
     assert!(matches!(outcome.status, RunStatus::Cancelled));
-    assert_eq!(outcome.text(), "No steps executed", "the only step did not complete");
-    assert_eq!(probe.calls(), ["c1", "c2"], "no tool call starts after the cancel");
+    assert_eq!(
+        outcome.text(),
+        "No steps executed",
+        "the only step did not complete"
+    );
+    assert_eq!(
+        probe.calls(),
+        ["c1", "c2"],
+        "no tool call starts after the cancel"
+    );
     let tail: Vec<(&str, &str)> = agent.messages()[2..]
         .iter()
         .map(|m| (m.tool_call_id.as_deref().unwrap(), m.text()))
@@ -424,8 +604,14 @@ async fn cancelling_inside_a_tool_call_answers_every_started_and_unstarted_call(
         tail,
         [
             ("c1", "Observed output of cmd `echo` executed:\nbefore"),
-            ("c2", "Error: Tool 'block' did not complete: the run was cancelled"),
-            ("c3", "Error: Tool 'echo' did not complete: the run was cancelled"),
+            (
+                "c2",
+                "Error: Tool 'block' did not complete: the run was cancelled"
+            ),
+            (
+                "c3",
+                "Error: Tool 'echo' did not complete: the run was cancelled"
+            ),
         ]
     );
     check_tool_pairing(agent.messages(), false).unwrap();

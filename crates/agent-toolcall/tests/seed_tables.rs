@@ -2,6 +2,9 @@
 //! `tool_choice` modes, every `execute_tool` outcome, and the special-tool hooks. Each test
 //! asserts the exact messages stored in memory and the exact request the model received.
 
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 
 use agent_core::{
@@ -25,7 +28,10 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        Self { model: Arc::new(ScriptedModel::new()), probe: ToolProbe::new() }
+        Self {
+            model: Arc::new(ScriptedModel::new()),
+            probe: ToolProbe::new(),
+        }
     }
 
     fn tools(&self) -> ToolCollection {
@@ -61,13 +67,24 @@ fn call_json(id: &str, name: &str, args: &str) -> Value {
 
 /// The request every think sends: system prompt first (not from memory), the conversation, the
 /// next-step prompt last (ephemeral by default), every tool schema, and the tool_choice.
-fn assert_request(request: &ChatRequest, agent: &ToolCallAgent<impl ToolCallHooks>, conversation: Value, choice: ToolChoice) {
-    assert_eq!(to_json(&request.system_msgs), json!([{"role": "system", "content": SYSTEM}]));
+fn assert_request(
+    request: &ChatRequest,
+    agent: &ToolCallAgent<impl ToolCallHooks>,
+    conversation: Value,
+    choice: ToolChoice,
+) {
+    assert_eq!(
+        to_json(&request.system_msgs),
+        json!([{"role": "system", "content": SYSTEM}])
+    );
     let mut expected = conversation.as_array().unwrap().clone();
     expected.push(json!({"role": "user", "content": NEXT}));
     assert_eq!(to_json(&request.messages), Value::Array(expected));
     assert_eq!(request.tools, agent.core().tools.to_params());
-    assert_eq!(request.tool_names(), vec!["echo", "fail", "screenshot", "terminate"]);
+    assert_eq!(
+        request.tool_names(),
+        vec!["echo", "fail", "screenshot", "terminate"]
+    );
     assert_eq!(request.tool_choice, Some(choice));
 }
 
@@ -80,7 +97,10 @@ async fn none_mode_text_reply_is_kept_and_the_step_returns_it() {
     let mut agent = f.agent(ToolChoice::None, 1);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
-    assert_eq!(outcome.text(), "Step 1: Here is my answer.\nTerminated: Reached max steps (1)");
+    assert_eq!(
+        outcome.text(),
+        "Step 1: Here is my answer.\nTerminated: Reached max steps (1)"
+    );
     assert_eq!(
         to_json(agent.messages()),
         json!([
@@ -88,18 +108,29 @@ async fn none_mode_text_reply_is_kept_and_the_step_returns_it() {
             {"role": "assistant", "content": "Here is my answer."}
         ])
     );
-    assert_request(&f.request(0), &agent, json!([{"role": "user", "content": TASK}]), ToolChoice::None);
+    assert_request(
+        &f.request(0),
+        &agent,
+        json!([{"role": "user", "content": TASK}]),
+        ToolChoice::None,
+    );
 }
 
 #[tokio::test]
 async fn none_mode_drops_stray_tool_calls_instead_of_running_them() {
     let f = Fixture::new();
-    f.model.push_tool_calls("Answer without tools.", [tool_call("c1", "echo", r#"{"text":"x"}"#)]);
+    f.model.push_tool_calls(
+        "Answer without tools.",
+        [tool_call("c1", "echo", r#"{"text":"x"}"#)],
+    );
     let mut agent = f.agent(ToolChoice::None, 1);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
     assert_eq!(outcome.steps[0].result, "Answer without tools.");
-    assert!(f.probe.calls().is_empty(), "spec W19: the call must not run");
+    assert!(
+        f.probe.calls().is_empty(),
+        "spec W19: the call must not run"
+    );
     assert_eq!(
         to_json(agent.messages()),
         json!([
@@ -113,12 +144,19 @@ async fn none_mode_drops_stray_tool_calls_instead_of_running_them() {
 #[tokio::test]
 async fn none_mode_without_text_thinks_there_is_nothing_to_do() {
     let f = Fixture::new();
-    f.model.push_tool_calls("", [tool_call("c1", "echo", r#"{"text":"x"}"#)]);
+    f.model
+        .push_tool_calls("", [tool_call("c1", "echo", r#"{"text":"x"}"#)]);
     let mut agent = f.agent(ToolChoice::None, 1);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
-    assert_eq!(outcome.steps[0].result, "Thinking complete - no action needed");
-    assert_eq!(to_json(agent.messages()), json!([{"role": "user", "content": TASK}]));
+    assert_eq!(
+        outcome.steps[0].result,
+        "Thinking complete - no action needed"
+    );
+    assert_eq!(
+        to_json(agent.messages()),
+        json!([{"role": "user", "content": TASK}])
+    );
     assert!(f.probe.calls().is_empty());
 }
 
@@ -127,7 +165,10 @@ async fn auto_mode_runs_the_calls_and_stores_each_observation() {
     let f = Fixture::new();
     f.model.push_tool_calls(
         "Echo twice.",
-        [tool_call("c1", "echo", r#"{"text":"one"}"#), tool_call("c2", "echo", r#"{"text":"two"}"#)],
+        [
+            tool_call("c1", "echo", r#"{"text":"one"}"#),
+            tool_call("c2", "echo", r#"{"text":"two"}"#),
+        ],
     );
     let mut agent = f.agent(ToolChoice::Auto, 1);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
@@ -149,19 +190,28 @@ async fn auto_mode_runs_the_calls_and_stores_each_observation() {
             {"role": "tool", "content": "Observed output of cmd `echo` executed:\ntwo", "name": "echo", "tool_call_id": "c2"}
         ])
     );
-    assert_request(&f.request(0), &agent, json!([{"role": "user", "content": TASK}]), ToolChoice::Auto);
+    assert_request(
+        &f.request(0),
+        &agent,
+        json!([{"role": "user", "content": TASK}]),
+        ToolChoice::Auto,
+    );
 }
 
 #[tokio::test]
 async fn auto_mode_text_reply_keeps_looping_and_the_next_request_carries_it() {
     let f = Fixture::new();
-    f.model.push_text("Thinking aloud.").push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
+    f.model
+        .push_text("Thinking aloud.")
+        .push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
     let mut agent = f.agent(ToolChoice::Auto, 5);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
     assert_eq!(outcome.steps.len(), 2);
     assert_eq!(outcome.steps[0].result, "Thinking aloud.");
-    assert!(matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "terminate"));
+    assert!(
+        matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "terminate")
+    );
     assert_request(
         &f.request(1),
         &agent,
@@ -180,18 +230,28 @@ async fn auto_mode_empty_reply_thinks_there_is_nothing_to_do_and_stores_nothing(
     let mut agent = f.agent(ToolChoice::Auto, 1);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
-    assert_eq!(outcome.steps[0].result, "Thinking complete - no action needed");
-    assert_eq!(to_json(agent.messages()), json!([{"role": "user", "content": TASK}]));
+    assert_eq!(
+        outcome.steps[0].result,
+        "Thinking complete - no action needed"
+    );
+    assert_eq!(
+        to_json(agent.messages()),
+        json!([{"role": "user", "content": TASK}])
+    );
 }
 
 #[tokio::test]
 async fn required_mode_with_calls_runs_them() {
     let f = Fixture::new();
-    f.model.push_tool_calls("", [tool_call("c1", "echo", r#"{"text":"hi"}"#)]);
+    f.model
+        .push_tool_calls("", [tool_call("c1", "echo", r#"{"text":"hi"}"#)]);
     let mut agent = f.agent(ToolChoice::Required, 1);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
-    assert_eq!(outcome.steps[0].result, "Observed output of cmd `echo` executed:\nhi");
+    assert_eq!(
+        outcome.steps[0].result,
+        "Observed output of cmd `echo` executed:\nhi"
+    );
     assert_eq!(
         to_json(agent.messages()),
         json!([
@@ -200,7 +260,12 @@ async fn required_mode_with_calls_runs_them() {
             {"role": "tool", "content": "Observed output of cmd `echo` executed:\nhi", "name": "echo", "tool_call_id": "c1"}
         ])
     );
-    assert_request(&f.request(0), &agent, json!([{"role": "user", "content": TASK}]), ToolChoice::Required);
+    assert_request(
+        &f.request(0),
+        &agent,
+        json!([{"role": "user", "content": TASK}]),
+        ToolChoice::Required,
+    );
 }
 
 #[tokio::test]
@@ -210,10 +275,15 @@ async fn required_mode_without_calls_fails_the_run_with_a_typed_error() {
     let mut agent = f.agent(ToolChoice::Required, 3);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
-    let RunStatus::Failed(error) = &outcome.status else { panic!("expected a failed run, got {}", outcome.status) };
+    let RunStatus::Failed(error) = &outcome.status else {
+        panic!("expected a failed run, got {}", outcome.status)
+    };
     assert!(matches!(**error, AgentError::ToolCallsRequired));
     assert_eq!(error.to_string(), "Tool calls required but none provided");
-    assert_eq!(outcome.text(), "Error: Tool calls required but none provided");
+    assert_eq!(
+        outcome.text(),
+        "Error: Tool calls required but none provided"
+    );
     assert_eq!(agent.base().state(), AgentState::Error);
     assert_eq!(outcome.final_state, AgentState::Error);
     assert_eq!(
@@ -223,7 +293,11 @@ async fn required_mode_without_calls_fails_the_run_with_a_typed_error() {
             {"role": "assistant", "content": "I refuse to use tools."}
         ])
     );
-    assert_eq!(f.model.requests().len(), 1, "the run stops at the failing step");
+    assert_eq!(
+        f.model.requests().len(),
+        1,
+        "the run stops at the failing step"
+    );
 }
 
 // ---- execute_tool outcomes ---------------------------------------------------------------
@@ -234,7 +308,10 @@ async fn every_execute_tool_outcome_is_an_observation_in_openmanus_words() {
     let rows = [
         // (call, expected observation)
         (tool_call("c1", "nope", "{}"), "Error: Unknown tool 'nope'"),
-        (tool_call("c2", "echo", "{not json"), "Error: Error parsing arguments for echo: Invalid JSON format"),
+        (
+            tool_call("c2", "echo", "{not json"),
+            "Error: Error parsing arguments for echo: Invalid JSON format",
+        ),
         (
             tool_call("c3", "fail", r#"{"mode":"crash","message":"boom"}"#),
             "Error: ⚠️ Tool 'fail' encountered a problem: boom",
@@ -243,8 +320,14 @@ async fn every_execute_tool_outcome_is_an_observation_in_openmanus_words() {
             tool_call("c4", "fail", r#"{"mode":"failure","message":"disk full"}"#),
             "Observed output of cmd `fail` executed:\nError: disk full",
         ),
-        (tool_call("c5", "echo", r#"{"text":"hello"}"#), "Observed output of cmd `echo` executed:\nhello"),
-        (tool_call("c6", "echo", r#"{"text":""}"#), "Cmd `echo` completed with no output"),
+        (
+            tool_call("c5", "echo", r#"{"text":"hello"}"#),
+            "Observed output of cmd `echo` executed:\nhello",
+        ),
+        (
+            tool_call("c6", "echo", r#"{"text":""}"#),
+            "Cmd `echo` completed with no output",
+        ),
         (tool_call("c7", "", "{}"), "Error: Invalid command format"),
         (
             tool_call("c8", "echo", r#"{"txt":"typo"}"#),
@@ -259,7 +342,8 @@ async fn every_execute_tool_outcome_is_an_observation_in_openmanus_words() {
             "Error: ⚠️ Tool 'echo' encountered a problem: Invalid arguments: expected a JSON object, got an array",
         ),
     ];
-    f.model.push_tool_calls("", rows.iter().map(|(call, _)| call.clone()));
+    f.model
+        .push_tool_calls("", rows.iter().map(|(call, _)| call.clone()));
     let mut agent = f.agent(ToolChoice::Auto, 1);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
@@ -313,16 +397,25 @@ async fn terminate_finishes_the_run_after_the_rest_of_the_batch() {
     let f = Fixture::new();
     f.model.push_tool_calls(
         "Done.",
-        [tool_call("t1", "terminate", r#"{"status":"success"}"#), tool_call("c2", "echo", r#"{"text":"after"}"#)],
+        [
+            tool_call("t1", "terminate", r#"{"status":"success"}"#),
+            tool_call("c2", "echo", r#"{"text":"after"}"#),
+        ],
     );
     let mut agent = f.agent(ToolChoice::Auto, 10);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
 
     assert_eq!(agent.base().state(), AgentState::Finished);
     assert_eq!(outcome.final_state, AgentState::Finished);
-    assert!(matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "terminate"));
+    assert!(
+        matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "terminate")
+    );
     assert_eq!(outcome.steps.len(), 1);
-    assert_eq!(f.probe.calls(), ["c2"], "the call after terminate still runs");
+    assert_eq!(
+        f.probe.calls(),
+        ["c2"],
+        "the call after terminate still runs"
+    );
     assert_eq!(
         to_json(&agent.messages()[2..]),
         json!([
@@ -341,20 +434,35 @@ async fn terminate_finishes_the_run_after_the_rest_of_the_batch() {
 #[tokio::test]
 async fn special_tool_names_are_compared_ignoring_case() {
     let f = Fixture::new();
-    f.model.push_tool_calls("", [tool_call("c1", "Echo_Stop", r#"{"text":"bye"}"#)]);
+    f.model
+        .push_tool_calls("", [tool_call("c1", "Echo_Stop", r#"{"text":"bye"}"#)]);
     let mut tools = f.tools();
     tools.add_tool(EchoTool::named("Echo_Stop", &f.probe));
-    let mut agent = f.agent(ToolChoice::Auto, 5).with_tools(tools).with_special_tool_names(["echo_STOP"]);
+    let mut agent = f
+        .agent(ToolChoice::Auto, 5)
+        .with_tools(tools)
+        .with_special_tool_names(["echo_STOP"]);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
-    assert!(matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "Echo_Stop"));
+    assert!(
+        matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "Echo_Stop")
+    );
 }
 
 #[tokio::test]
 async fn a_special_tool_finishes_even_with_a_failed_result_but_not_when_it_raised() {
     // ToolError::Failure becomes a failed ToolResult: the special-tool hook still runs.
     let f = Fixture::new();
-    f.model.push_tool_calls("", [tool_call("c1", "fail", r#"{"mode":"failure","message":"no"}"#)]);
-    let mut agent = f.agent(ToolChoice::Auto, 3).with_special_tool_names(["fail"]);
+    f.model.push_tool_calls(
+        "",
+        [tool_call(
+            "c1",
+            "fail",
+            r#"{"mode":"failure","message":"no"}"#,
+        )],
+    );
+    let mut agent = f
+        .agent(ToolChoice::Auto, 3)
+        .with_special_tool_names(["fail"]);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
     assert!(outcome.is_finished());
     assert_eq!(outcome.steps.len(), 1);
@@ -362,9 +470,18 @@ async fn a_special_tool_finishes_even_with_a_failed_result_but_not_when_it_raise
     // A tool that raised skips the hook, as does a terminate whose arguments are invalid.
     let f = Fixture::new();
     f.model
-        .push_tool_calls("", [tool_call("c1", "fail", r#"{"mode":"crash","message":"no"}"#)])
+        .push_tool_calls(
+            "",
+            [tool_call(
+                "c1",
+                "fail",
+                r#"{"mode":"crash","message":"no"}"#,
+            )],
+        )
         .push_tool_calls("", [tool_call("c2", "terminate", r#"{"status":"maybe"}"#)]);
-    let mut agent = f.agent(ToolChoice::Auto, 2).with_special_tool_names(["fail", "terminate"]);
+    let mut agent = f
+        .agent(ToolChoice::Auto, 2)
+        .with_special_tool_names(["fail", "terminate"]);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
     assert!(matches!(outcome.status, RunStatus::MaxSteps(2)));
     assert!(agent.messages().last().unwrap().text().starts_with(
@@ -377,7 +494,12 @@ struct OnlyExactTerminate;
 
 #[async_trait]
 impl ToolCallHooks for OnlyExactTerminate {
-    fn should_finish_execution(&self, _core: &ToolCallCore, name: &str, _result: &ToolResult) -> bool {
+    fn should_finish_execution(
+        &self,
+        _core: &ToolCallCore,
+        name: &str,
+        _result: &ToolResult,
+    ) -> bool {
         name == "terminate"
     }
 }
@@ -387,22 +509,37 @@ async fn should_finish_execution_can_be_overridden() {
     let f = Fixture::new();
     f.model
         .push_tool_calls("", [tool_call("c1", "echo", r#"{"text":"not yet"}"#)])
-        .push_tool_calls("", [tool_call("c2", "terminate", r#"{"status":"success"}"#)]);
+        .push_tool_calls(
+            "",
+            [tool_call("c2", "terminate", r#"{"status":"success"}"#)],
+        );
     let mut agent = f
         .agent(ToolChoice::Auto, 5)
         .with_special_tool_names(["echo", "terminate"])
         .with_hooks(OnlyExactTerminate);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
-    assert_eq!(outcome.steps.len(), 2, "echo is special but the hook refused to finish on it");
-    assert!(matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "terminate"));
+    assert_eq!(
+        outcome.steps.len(),
+        2,
+        "echo is special but the hook refused to finish on it"
+    );
+    assert!(
+        matches!(outcome.status, RunStatus::Finished(FinishReason::SpecialTool { ref name }) if name == "terminate")
+    );
 }
 
 #[tokio::test]
 async fn a_special_name_that_is_not_a_tool_is_just_unknown() {
     let f = Fixture::new();
-    f.model.push_tool_calls("", [tool_call("c1", "finish", "{}")]);
-    let mut agent = f.agent(ToolChoice::Auto, 1).with_special_tool_names(["finish"]);
+    f.model
+        .push_tool_calls("", [tool_call("c1", "finish", "{}")]);
+    let mut agent = f
+        .agent(ToolChoice::Auto, 1)
+        .with_special_tool_names(["finish"]);
     let outcome = agent.run(Some(TASK.into())).await.unwrap();
     assert!(matches!(outcome.status, RunStatus::MaxSteps(1)));
-    assert_eq!(agent.messages().last().unwrap().text(), "Error: Unknown tool 'finish'");
+    assert_eq!(
+        agent.messages().last().unwrap().text(),
+        "Error: Unknown tool 'finish'"
+    );
 }

@@ -62,7 +62,11 @@ impl ToolCollection {
 
     /// Adds several shared tools; returns how many were added.
     pub fn add_tools(&mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> usize {
-        tools.into_iter().map(|t| self.add_shared(t)).filter(|added| *added).count()
+        tools
+            .into_iter()
+            .map(|t| self.add_shared(t))
+            .filter(|added| *added)
+            .count()
     }
 
     /// Removes the tool `name` (for tool sets that change at run time, such as MCP servers).

@@ -149,8 +149,16 @@ mod tests {
     fn rendering_follows_openmanus() {
         assert_eq!(ToolResult::success("out").to_string(), "out");
         assert_eq!(ToolResult::failure("bad").to_string(), "Error: bad");
-        let both = ToolResult { output: Some("out".into()), error: Some("warn".into()), ..Default::default() };
-        assert_eq!(both.to_string(), "Error: warn", "error text hides the output, as in OpenManus");
+        let both = ToolResult {
+            output: Some("out".into()),
+            error: Some("warn".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            both.to_string(),
+            "Error: warn",
+            "error text hides the output, as in OpenManus"
+        );
         assert_eq!(ToolResult::default().with_system("note").to_string(), "");
         assert_eq!(ToolResult::success("").with_image("aGk=").to_string(), "");
     }
@@ -168,7 +176,11 @@ mod tests {
     #[test]
     fn combining_concatenates_set_fields_and_refuses_two_images() {
         let a = ToolResult::success("a").with_system("s1");
-        let b = ToolResult { output: Some("b".into()), error: Some("e".into()), ..Default::default() };
+        let b = ToolResult {
+            output: Some("b".into()),
+            error: Some("e".into()),
+            ..Default::default()
+        };
         let c = a.combine(b).unwrap();
         assert_eq!(c.output.as_deref(), Some("ab"));
         assert_eq!(c.error.as_deref(), Some("e"));
@@ -180,14 +192,25 @@ mod tests {
             img1.clone().combine(img2).unwrap_err().to_string(),
             "Cannot combine tool results"
         );
-        assert_eq!(img1.combine(ToolResult::success("o")).unwrap().base64_image.as_deref(), Some("x"));
+        assert_eq!(
+            img1.combine(ToolResult::success("o"))
+                .unwrap()
+                .base64_image
+                .as_deref(),
+            Some("x")
+        );
     }
 
     #[test]
     fn success_response_keeps_strings_and_pretty_prints_the_rest() {
-        assert_eq!(ToolResult::success_response(&"plain").output.as_deref(), Some("plain"));
         assert_eq!(
-            ToolResult::success_response(&json!({"a": 1})).output.as_deref(),
+            ToolResult::success_response(&"plain").output.as_deref(),
+            Some("plain")
+        );
+        assert_eq!(
+            ToolResult::success_response(&json!({"a": 1}))
+                .output
+                .as_deref(),
             Some("{\n  \"a\": 1\n}")
         );
     }

@@ -1,5 +1,8 @@
 //! Schema snapshots and behaviour of the built-in tools and the collection.
 
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -116,18 +119,37 @@ fn a_schema_without_fields_still_has_an_object_root() {
 
 #[tokio::test]
 async fn terminate_reports_the_status_and_validates_it() {
-    let ok = Terminate.execute(json!({"status": "failure"}), &ctx()).await.unwrap();
-    assert_eq!(ok.to_string(), "The interaction has been completed with status: failure");
+    let ok = Terminate
+        .execute(json!({"status": "failure"}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(
+        ok.to_string(),
+        "The interaction has been completed with status: failure"
+    );
 
-    let bad = Terminate.execute(json!({"status": "maybe"}), &ctx()).await.unwrap_err();
+    let bad = Terminate
+        .execute(json!({"status": "maybe"}), &ctx())
+        .await
+        .unwrap_err();
     assert!(matches!(bad, ToolError::InvalidArguments(_)));
-    assert!(bad.to_string().starts_with("Invalid arguments: unknown variant `maybe`"), "{bad}");
+    assert!(
+        bad.to_string()
+            .starts_with("Invalid arguments: unknown variant `maybe`"),
+        "{bad}"
+    );
 
     let missing = Terminate.execute(json!({}), &ctx()).await.unwrap_err();
-    assert_eq!(missing.to_string(), "Invalid arguments: missing field `status`");
+    assert_eq!(
+        missing.to_string(),
+        "Invalid arguments: missing field `status`"
+    );
 
     let not_object = Terminate.execute(json!([1]), &ctx()).await.unwrap_err();
-    assert_eq!(not_object.to_string(), "Invalid arguments: expected a JSON object, got an array");
+    assert_eq!(
+        not_object.to_string(),
+        "Invalid arguments: expected a JSON object, got an array"
+    );
 }
 
 #[tokio::test]
@@ -141,15 +163,26 @@ async fn create_chat_completion_returns_the_response_or_the_structured_object() 
     let structured = CreateChatCompletion::structured::<Report>();
     assert_eq!(structured.parameters(), parameters_schema::<Report>());
     let out = structured
-        .execute(json!({"title": "t", "tags": ["a"], "severity": "high"}), &ctx())
+        .execute(
+            json!({"title": "t", "tags": ["a"], "severity": "high"}),
+            &ctx(),
+        )
         .await
         .unwrap();
     let parsed: Report = serde_json::from_str(out.output.as_deref().unwrap()).unwrap();
     assert_eq!(
         parsed,
-        Report { title: "t".into(), score: None, tags: vec!["a".into()], severity: Some(Severity::High) }
+        Report {
+            title: "t".into(),
+            score: None,
+            tags: vec!["a".into()],
+            severity: Some(Severity::High)
+        }
     );
-    let invalid = structured.execute(json!({"title": 3}), &ctx()).await.unwrap_err();
+    let invalid = structured
+        .execute(json!({"title": 3}), &ctx())
+        .await
+        .unwrap_err();
     assert!(matches!(invalid, ToolError::InvalidArguments(_)));
 }
 
@@ -184,12 +217,20 @@ impl TypedTool for Flaky {
     }
     async fn cleanup(&self) -> Result<(), ToolError> {
         self.cleanups.fetch_add(1, Ordering::SeqCst);
-        if self.fail_cleanup { Err(ToolError::failure("cleanup broke")) } else { Ok(()) }
+        if self.fail_cleanup {
+            Err(ToolError::failure("cleanup broke"))
+        } else {
+            Ok(())
+        }
     }
 }
 
 fn flaky(name: &'static str, cleanups: &Arc<AtomicUsize>, fail_cleanup: bool) -> Arc<dyn Tool> {
-    Arc::new(Flaky { name, cleanups: cleanups.clone(), fail_cleanup })
+    Arc::new(Flaky {
+        name,
+        cleanups: cleanups.clone(),
+        fail_cleanup,
+    })
 }
 
 #[tokio::test]
@@ -197,30 +238,55 @@ async fn collection_skips_duplicates_maps_failures_and_cleans_everything() {
     let cleanups = Arc::new(AtomicUsize::new(0));
     let mut tools = ToolCollection::new();
     assert!(tools.add_shared(flaky("a", &cleanups, false)));
-    assert!(!tools.add_shared(flaky("a", &cleanups, false)), "duplicate name is skipped");
+    assert!(
+        !tools.add_shared(flaky("a", &cleanups, false)),
+        "duplicate name is skipped"
+    );
     assert!(tools.add_shared(flaky("b", &cleanups, true)));
     assert!(tools.add_tool(Terminate));
     assert_eq!(tools.names(), vec!["a", "b", "terminate"]);
-    let names: Vec<Value> = tools.to_params().iter().map(|d| json!(d.function.name)).collect();
+    let names: Vec<Value> = tools
+        .to_params()
+        .iter()
+        .map(|d| json!(d.function.name))
+        .collect();
     assert_eq!(names, vec![json!("a"), json!("b"), json!("terminate")]);
 
     let ctx = ToolContext::new(Default::default(), "call_9");
     assert_eq!(
-        tools.execute("a", json!({"mode": "ok"}), &ctx).await.unwrap().to_string(),
+        tools
+            .execute("a", json!({"mode": "ok"}), &ctx)
+            .await
+            .unwrap()
+            .to_string(),
         "ok from call_9"
     );
     assert_eq!(
-        tools.execute("a", json!({"mode": "failure"}), &ctx).await.unwrap(),
+        tools
+            .execute("a", json!({"mode": "failure"}), &ctx)
+            .await
+            .unwrap(),
         ToolResult::failure("expected failure")
     );
-    assert_eq!(tools.execute("a", json!({"mode": "crash"}), &ctx).await.unwrap_err().to_string(), "boom");
+    assert_eq!(
+        tools
+            .execute("a", json!({"mode": "crash"}), &ctx)
+            .await
+            .unwrap_err()
+            .to_string(),
+        "boom"
+    );
     assert_eq!(
         tools.execute("zzz", json!({}), &ctx).await.unwrap(),
         ToolResult::failure("Tool zzz is invalid")
     );
 
     let failures = tools.cleanup_all().await;
-    assert_eq!(cleanups.load(Ordering::SeqCst), 2, "both flaky tools were cleaned");
+    assert_eq!(
+        cleanups.load(Ordering::SeqCst),
+        2,
+        "both flaky tools were cleaned"
+    );
     assert_eq!(failures.len(), 1);
     assert_eq!(failures[0].0, "b");
 
@@ -230,6 +296,9 @@ async fn collection_skips_duplicates_maps_failures_and_cleans_everything() {
     assert_eq!(tools.to_params().len(), 2);
     assert_eq!(tools.get_tool("terminate").unwrap().name(), "terminate");
     assert!(tools.remove_tool("a").is_none());
-    assert!(tools.add_shared(flaky("a", &cleanups, false)), "a removed name can be added again");
+    assert!(
+        tools.add_shared(flaky("a", &cleanups, false)),
+        "a removed name can be added again"
+    );
     assert_eq!(tools.names(), vec!["b", "terminate", "a"]);
 }
