@@ -32,6 +32,15 @@ pub fn cancelled_observation(call: &ToolCall) -> String {
     )
 }
 
+/// The observation given to a tool call that a failed step left unanswered.
+#[must_use]
+pub fn failed_observation(call: &ToolCall) -> String {
+    format!(
+        "Error: Tool '{}' did not complete: the step failed",
+        call.function.name
+    )
+}
+
 /// What stuck detection compares.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum StuckDetection {
@@ -511,7 +520,7 @@ pub async fn run_loop<A: Agent + ?Sized>(
         let mut steps = Vec::new();
         let mut status = None;
         while agent.base().current_step < agent.base().max_steps
-            && agent.base().state() != AgentState::Finished
+            && agent.base().state() == AgentState::Running
         {
             if token.is_cancelled() {
                 status = Some(RunStatus::Cancelled);
@@ -544,6 +553,9 @@ pub async fn run_loop<A: Agent + ?Sized>(
                     // Only a running agent moves to ERROR; a step that already finished the
                     // agent and then failed still reports the failure.
                     let base = agent.base_mut();
+                    // Calls the failed step started but never answered get a result, so the
+                    // conversation stays valid for a later run.
+                    base.memory.close_open_tool_calls(failed_observation);
                     if base.state() == AgentState::Running {
                         base.transition_or_log(AgentState::Error);
                     }
@@ -573,7 +585,12 @@ pub async fn run_loop<A: Agent + ?Sized>(
                     .clone()
                     .unwrap_or_else(|| FinishReason::Other("finished".to_owned())),
             ),
-            None => RunStatus::MaxSteps(base.max_steps),
+            None if base.state() == AgentState::Running => RunStatus::MaxSteps(base.max_steps),
+            // A step moved the state machine itself (to ERROR or IDLE) without failing.
+            None => RunStatus::Failed(Arc::new(AgentError::step(format!(
+                "a step left the agent in state {} without finishing it",
+                base.state()
+            )))),
         };
         if matches!(status, RunStatus::MaxSteps(_) | RunStatus::Cancelled) {
             base.transition_or_log(AgentState::Idle);

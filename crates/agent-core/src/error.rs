@@ -9,6 +9,10 @@ use crate::schema::AgentState;
 /// A boxed error from a lower layer (the model, a hook, a custom step).
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
+/// OpenManus's `TOOL_CALL_REQUIRED`: the error text when `tool_choice = required` and the model
+/// called no tool.
+pub const TOOL_CALL_REQUIRED: &str = "Tool calls required but none provided";
+
 /// Why an agent could not start or finish a run.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -25,7 +29,7 @@ pub enum AgentError {
         to: AgentState,
     },
     /// `tool_choice = required` and the model called no tool (OpenManus's `TOOL_CALL_REQUIRED`).
-    #[error("Tool calls required but none provided")]
+    #[error("{}", TOOL_CALL_REQUIRED)]
     ToolCallsRequired,
     /// The model call failed with an error that is not an observation for the model.
     #[error("model call failed: {0}")]

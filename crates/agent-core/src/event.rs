@@ -95,7 +95,8 @@ pub enum AgentEvent {
     },
     /// The run ended.
     Finished {
-        /// A one-line summary of the outcome (`finished`, `max_steps`, `cancelled`, `error: ...`).
+        /// A one-line summary of the outcome, as [`RunStatus`](crate::RunStatus)'s `Display`:
+        /// ``finished (special tool `terminate`)``, `max_steps (30)`, `cancelled`, `error: ...`.
         status: String,
         /// Steps executed.
         steps: u32,

@@ -44,9 +44,10 @@ mod schema;
 
 pub use agent::{
     Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, FinishReason, RunOutcome,
-    RunStatus, STUCK_PROMPT, StepRecord, StuckDetection, cancelled_observation, run_loop,
+    RunStatus, STUCK_PROMPT, StepRecord, StuckDetection, cancelled_observation, failed_observation,
+    run_loop,
 };
-pub use error::{AgentError, BoxError};
+pub use error::{AgentError, BoxError, TOOL_CALL_REQUIRED};
 pub use event::{AgentEvent, EventBus};
 pub use memory::{DEFAULT_MAX_MESSAGES, Memory, PairingError, check_tool_pairing, turns};
 pub use schema::{

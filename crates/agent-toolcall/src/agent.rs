@@ -27,8 +27,7 @@ pub const DEFAULT_NEXT_STEP_PROMPT: &str =
     "When the task is done, or cannot be taken any further, call the `terminate` tool.";
 /// Default step budget of a ToolCallAgent.
 pub const DEFAULT_MAX_STEPS: u32 = 30;
-/// OpenManus's `TOOL_CALL_REQUIRED` text.
-pub const TOOL_CALL_REQUIRED: &str = "Tool calls required but none provided";
+pub use agent_core::TOOL_CALL_REQUIRED;
 /// Result of `act()` when there is no tool call and no text.
 pub const NO_CONTENT: &str = "No content or commands to execute";
 

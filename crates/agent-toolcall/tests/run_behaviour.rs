@@ -644,3 +644,48 @@ async fn tool_choice_none_requests_still_list_the_tools() {
     assert_eq!(request.tool_choice, Some(ToolChoice::None));
     assert_eq!(request.tool_names(), ["echo", "block", "terminate"]);
 }
+
+/// A hook that fails after the second tool call of a batch.
+struct FailingAfterTool;
+
+#[async_trait]
+impl ToolCallHooks for FailingAfterTool {
+    async fn after_tool(
+        &mut self,
+        _core: &mut ToolCallCore,
+        call: &agent_core::ToolCall,
+        _result: &agent_tools::ToolResult,
+    ) -> Result<(), AgentError> {
+        if call.id == "c2" {
+            return Err(AgentError::step(std::io::Error::other("hook broke")));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_step_that_fails_mid_batch_still_leaves_every_call_answered() {
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    model.push_tool_calls("", [echo("c1", "a"), echo("c2", "b"), echo("c3", "c")]);
+    let mut agent = new_agent(&model, &probe, 5).with_hooks(FailingAfterTool);
+    let outcome = agent.run(Some("task".into())).await.unwrap();
+
+    assert!(matches!(outcome.status, RunStatus::Failed(ref e) if e.to_string() == "hook broke"));
+    assert_eq!(agent.base().state(), AgentState::Error);
+    let tail: Vec<&str> = agent.messages()[2..].iter().map(Message::text).collect();
+    assert_eq!(
+        tail,
+        [
+            "Observed output of cmd `echo` executed:\na",
+            "Error: Tool 'echo' did not complete: the step failed",
+            "Error: Tool 'echo' did not complete: the step failed",
+        ]
+    );
+    check_tool_pairing(agent.messages(), false).unwrap();
+    assert_eq!(probe.calls(), ["c1", "c2"], "c3 never started");
+
+    // After a reset the strict model accepts the conversation.
+    agent.base_mut().reset_state().unwrap();
+    model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
+    assert!(agent.run(None).await.unwrap().is_finished());
+}
