@@ -26,13 +26,26 @@
 //! # }).unwrap();
 //! ```
 
+mod client;
 mod error;
+pub mod format;
+mod models;
+mod retry;
+mod settings;
+pub mod tokens;
 mod types;
+mod wire;
 
 use async_trait::async_trait;
 
-pub use error::LlmError;
+pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient, TokenTotals};
+pub use error::{LlmError, classify, parse_retry_after};
+pub use models::{ModelProfile, model_profile};
+pub use retry::RetryPolicy;
+pub use settings::{ApiKey, ApiType, LlmSettings};
+pub use tokens::TokenCounter;
 pub use types::{ChatRequest, ChatResponse, Usage};
+pub use wire::{StreamAssembler, parse_completion, parse_usage};
 
 use agent_core::{Message, ToolChoice, ToolDefinition};
 

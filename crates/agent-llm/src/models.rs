@@ -1,0 +1,121 @@
+//! Per-model parameter rules, as data: which models reason (and so take
+//! `max_completion_tokens` and no `temperature`), which accept images, and known context
+//! windows. The first matching rule wins; settings override every field.
+
+/// What the client needs to know about a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModelProfile {
+    /// Reasoning model: `max_completion_tokens` instead of `max_tokens`, no `temperature`.
+    pub reasoning: bool,
+    /// Accepts `image_url` content parts.
+    pub vision: bool,
+    /// Context window in tokens, when known.
+    pub context_window: Option<u64>,
+}
+
+/// How a rule matches a model name (compared lower-case, after any `provider/` prefix).
+#[derive(Debug, Clone, Copy)]
+enum Match {
+    Exact(&'static str),
+    Prefix(&'static str),
+}
+
+struct Rule {
+    matches: Match,
+    profile: ModelProfile,
+}
+
+const fn rule(matches: Match, reasoning: bool, vision: bool, window: u64) -> Rule {
+    Rule {
+        matches,
+        profile: ModelProfile {
+            reasoning,
+            vision,
+            context_window: if window == 0 { None } else { Some(window) },
+        },
+    }
+}
+
+use Match::{Exact, Prefix};
+
+/// The model table. More specific entries come first.
+const RULES: &[Rule] = &[
+    // OpenAI reasoning families.
+    rule(Exact("o1-mini"), true, false, 128_000),
+    rule(Exact("o1-preview"), true, false, 128_000),
+    rule(Exact("o3-mini"), true, false, 200_000),
+    rule(Prefix("o1"), true, true, 200_000),
+    rule(Prefix("o3"), true, true, 200_000),
+    rule(Prefix("o4"), true, true, 200_000),
+    rule(Prefix("gpt-5"), true, true, 400_000),
+    // OpenAI chat models.
+    rule(Prefix("gpt-4.1"), false, true, 1_047_576),
+    rule(Prefix("gpt-4o"), false, true, 128_000),
+    rule(Prefix("gpt-4-turbo"), false, true, 128_000),
+    rule(Exact("gpt-4-vision-preview"), false, true, 128_000),
+    rule(Prefix("gpt-4"), false, false, 8_192),
+    rule(Prefix("gpt-3.5"), false, false, 16_385),
+    // Anthropic (through its OpenAI-compatible endpoint or a router).
+    rule(Prefix("claude-3-5-haiku"), false, false, 200_000),
+    rule(Prefix("claude"), false, true, 200_000),
+    // Others commonly used with OpenManus configs.
+    rule(Prefix("gemini"), false, true, 1_048_576),
+    rule(Prefix("deepseek-reasoner"), false, false, 64_000),
+    rule(Prefix("deepseek"), false, false, 64_000),
+    rule(Prefix("qwen-vl"), false, true, 0),
+    rule(Prefix("qwen2.5-vl"), false, true, 0),
+    rule(Prefix("llava"), false, true, 0),
+    rule(Prefix("llama3.2-vision"), false, true, 0),
+];
+
+/// The profile of `model` from the table (all false / unknown when no rule matches).
+#[must_use]
+pub fn model_profile(model: &str) -> ModelProfile {
+    let lower = model.to_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    RULES
+        .iter()
+        .find(|r| match r.matches {
+            Exact(exact) => name == exact,
+            Prefix(prefix) => name.starts_with(prefix),
+        })
+        .map(|r| r.profile)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_sorts_models_into_families() {
+        let cases = [
+            ("o1", true, true),
+            ("o1-mini", true, false),
+            ("o3-mini", true, false),
+            ("o3", true, true),
+            ("o4-mini", true, true),
+            ("gpt-5-mini", true, true),
+            ("gpt-4o", false, true),
+            ("gpt-4o-mini", false, true),
+            ("GPT-4O", false, true),
+            ("openai/gpt-4o", false, true),
+            ("gpt-4", false, false),
+            ("claude-3-7-sonnet-20250219", false, true),
+            ("anthropic/claude-sonnet-4", false, true),
+            ("deepseek-chat", false, false),
+            ("llama3.1:8b", false, false),
+            ("my-local-model", false, false),
+        ];
+        for (model, reasoning, vision) in cases {
+            let profile = model_profile(model);
+            assert_eq!(
+                (profile.reasoning, profile.vision),
+                (reasoning, vision),
+                "{model}"
+            );
+        }
+        assert_eq!(model_profile("gpt-4o").context_window, Some(128_000));
+        assert_eq!(model_profile("my-local-model").context_window, None);
+    }
+}

@@ -1,0 +1,274 @@
+//! The settings of one LLM client: everything an `[llm]` (or `[llm.<name>]`) config section says.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Which wire flavour of the chat-completions API the endpoint speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApiType {
+    /// OpenAI and every OpenAI-compatible server (`{base_url}/chat/completions`, bearer token).
+    /// Labels such as `ppio` or `jiekou` in OpenManus configs mean this too.
+    #[default]
+    #[serde(
+        alias = "ppio",
+        alias = "jiekou",
+        alias = "openrouter",
+        alias = "deepseek",
+        alias = ""
+    )]
+    Openai,
+    /// Azure OpenAI (`/openai/deployments/{deployment}/chat/completions?api-version=...`, an
+    /// `api-key` header).
+    Azure,
+    /// Ollama's OpenAI-compatible `/v1` endpoint (no key needed).
+    Ollama,
+}
+
+/// An API key. Its `Debug` and `Display` never show it.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the request header only.
+    #[must_use]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// True when no key is set.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.trim().is_empty()
+    }
+
+    /// `text` with every occurrence of the key replaced by `[redacted]`.
+    #[must_use]
+    pub fn redact(&self, text: &str) -> String {
+        if self.0.len() < 4 {
+            return text.to_owned();
+        }
+        text.replace(&self.0, "[redacted]")
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.is_empty() {
+            "ApiKey(<empty>)"
+        } else {
+            "ApiKey(<redacted>)"
+        })
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+fn default_max_tokens() -> u32 {
+    4096
+}
+fn default_temperature() -> f32 {
+    1.0
+}
+fn default_true() -> bool {
+    true
+}
+fn default_max_attempts() -> u32 {
+    6
+}
+fn default_connect_timeout() -> f64 {
+    10.0
+}
+fn default_read_timeout() -> f64 {
+    120.0
+}
+fn default_request_timeout() -> f64 {
+    300.0
+}
+fn default_backoff_min() -> f64 {
+    1.0
+}
+fn default_backoff_max() -> f64 {
+    60.0
+}
+
+/// Settings of one client. Field names follow OpenManus's `[llm]` keys (`model`, `base_url`,
+/// `api_key`, `api_type`, `api_version`, `max_tokens`, `temperature`, `max_input_tokens`); the
+/// rest are openmanus-rs additions with OpenManus-like defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    /// The model name sent in every request (for Azure, the deployment name unless
+    /// `deployment` is set).
+    pub model: String,
+    /// The endpoint, e.g. `https://api.openai.com/v1`, `http://localhost:11434/v1`, or the Azure
+    /// resource endpoint (`https://NAME.openai.azure.com`, optionally with
+    /// `/openai/deployments/DEPLOYMENT`).
+    pub base_url: String,
+    /// The API key (may be empty for local servers).
+    #[serde(default)]
+    pub api_key: ApiKey,
+    /// The API flavour.
+    #[serde(default)]
+    pub api_type: ApiType,
+    /// Azure's `api-version` query parameter.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Azure deployment name, when it differs from `model`.
+    #[serde(default)]
+    pub deployment: Option<String>,
+    /// Completion token limit per request (`max_tokens`, or `max_completion_tokens` for
+    /// reasoning models).
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// Sampling temperature (not sent to reasoning models).
+    #[serde(default = "default_temperature")]
+    pub temperature: f32,
+    /// Cumulative input-token budget of this client (OpenManus's `max_input_tokens`): a request
+    /// that would take the running total past it fails with `TokenLimitExceeded` before it is
+    /// sent. `None`: no budget.
+    #[serde(default)]
+    pub max_input_tokens: Option<u64>,
+    /// The model's context window in tokens; a request estimated larger fails with
+    /// `ContextLengthExceeded` before it is sent. `None`: from the model table, if known.
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    /// Whether the model accepts images. `None`: from the model table.
+    #[serde(default)]
+    pub vision: Option<bool>,
+    /// Whether the model is a reasoning model (`max_completion_tokens`, no temperature).
+    /// `None`: from the model table.
+    #[serde(default)]
+    pub reasoning: Option<bool>,
+    /// Use server-sent events (set `false` for servers without SSE).
+    #[serde(default = "default_true")]
+    pub stream: bool,
+    /// Ask for a usage chunk at the end of a stream (`stream_options.include_usage`).
+    #[serde(default = "default_true")]
+    pub stream_usage: bool,
+    /// Attempts per call, the first included (OpenManus: 6).
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// Shortest backoff between attempts, in seconds.
+    #[serde(default = "default_backoff_min")]
+    pub backoff_min_secs: f64,
+    /// Longest backoff between attempts, in seconds.
+    #[serde(default = "default_backoff_max")]
+    pub backoff_max_secs: f64,
+    /// TCP/TLS connect timeout, in seconds.
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout_secs: f64,
+    /// Longest wait for the next bytes of a response, in seconds.
+    #[serde(default = "default_read_timeout")]
+    pub read_timeout_secs: f64,
+    /// Longest a whole request may take, in seconds (OpenManus's `ask_tool` timeout: 300).
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_secs: f64,
+}
+
+impl LlmSettings {
+    /// Settings for `model` at `base_url` with every other value at its default.
+    pub fn new(model: impl Into<String>, base_url: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            base_url: base_url.into(),
+            api_key: ApiKey::default(),
+            api_type: ApiType::default(),
+            api_version: None,
+            deployment: None,
+            max_tokens: default_max_tokens(),
+            temperature: default_temperature(),
+            max_input_tokens: None,
+            context_window: None,
+            vision: None,
+            reasoning: None,
+            stream: true,
+            stream_usage: true,
+            max_attempts: default_max_attempts(),
+            backoff_min_secs: default_backoff_min(),
+            backoff_max_secs: default_backoff_max(),
+            connect_timeout_secs: default_connect_timeout(),
+            read_timeout_secs: default_read_timeout(),
+            request_timeout_secs: default_request_timeout(),
+        }
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = ApiKey::new(key);
+        self
+    }
+
+    /// Sets the API type.
+    #[must_use]
+    pub fn with_api_type(mut self, api_type: ApiType) -> Self {
+        self.api_type = api_type;
+        self
+    }
+
+    pub(crate) fn secs(value: f64) -> Duration {
+        if value.is_finite() && value > 0.0 {
+            Duration::from_secs_f64(value.min(86_400.0))
+        } else {
+            Duration::ZERO
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_never_show_in_debug_or_display() {
+        let settings =
+            LlmSettings::new("gpt-4o", "https://api.openai.com/v1").with_api_key("sk-secret-123");
+        let debug = format!("{settings:?}");
+        assert!(!debug.contains("sk-secret-123"), "{debug}");
+        assert!(debug.contains("ApiKey(<redacted>)"));
+        assert_eq!(settings.api_key.to_string(), "<redacted>");
+        assert_eq!(
+            settings.api_key.redact("bad key sk-secret-123!"),
+            "bad key [redacted]!"
+        );
+    }
+
+    #[test]
+    fn openmanus_keys_deserialize_with_defaults() {
+        let settings: LlmSettings = serde_json::from_value(serde_json::json!({
+            "model": "claude-3-7-sonnet-20250219",
+            "base_url": "https://api.anthropic.com/v1/",
+            "api_key": "k",
+            "api_type": "jiekou",
+            "max_tokens": 8192,
+            "temperature": 0.0
+        }))
+        .unwrap();
+        assert_eq!(settings.api_type, ApiType::Openai);
+        assert_eq!(settings.max_tokens, 8192);
+        assert_eq!(settings.max_attempts, 6);
+        assert!(settings.stream);
+        let unknown = serde_json::from_value::<LlmSettings>(serde_json::json!({
+            "model": "m", "base_url": "u", "max_token": 5
+        }));
+        assert!(
+            unknown
+                .unwrap_err()
+                .to_string()
+                .contains("unknown field `max_token`")
+        );
+    }
+}

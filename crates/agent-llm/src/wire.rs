@@ -1,0 +1,339 @@
+//! Parsing chat-completions responses: whole JSON bodies and streamed chunks.
+
+use agent_core::ToolCall;
+use serde_json::Value;
+
+use crate::{ChatResponse, LlmError, Usage};
+
+fn malformed(what: &str) -> LlmError {
+    LlmError::MalformedResponse(what.to_owned())
+}
+
+/// Tool-call arguments as raw JSON text: a string is kept verbatim; an object (some servers send
+/// one) is serialised.
+fn arguments_text(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Reads `usage` from a response or chunk.
+#[must_use]
+pub fn parse_usage(value: &Value) -> Option<Usage> {
+    let usage = value.get("usage").filter(|u| u.is_object())?;
+    let number = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let prompt_tokens = number("prompt_tokens");
+    let completion_tokens = number("completion_tokens");
+    let total = number("total_tokens");
+    Some(Usage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens: if total == 0 {
+            prompt_tokens + completion_tokens
+        } else {
+            total
+        },
+    })
+}
+
+/// Parses a non-streamed chat completion.
+///
+/// # Errors
+///
+/// [`LlmError::MalformedResponse`] when the body is not a chat completion with a message.
+pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| LlmError::MalformedResponse(format!("invalid JSON in the response: {e}")))?;
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| malformed("the response has no choices"))?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| malformed("the first choice has no message"))?;
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    let mut tool_calls = Vec::new();
+    for (index, call) in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let function = call
+            .get("function")
+            .ok_or_else(|| malformed("a tool call has no function"))?;
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| malformed("a tool call has no function name"))?;
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map_or_else(|| format!("call_{index}"), str::to_owned);
+        tool_calls.push(ToolCall::new(
+            id,
+            name,
+            arguments_text(function.get("arguments")),
+        ));
+    }
+    Ok(ChatResponse {
+        content,
+        tool_calls,
+        usage: parse_usage(&value),
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Assembles a streamed reply from its chunks: content deltas are concatenated, tool-call
+/// fragments are joined by their `index`.
+#[derive(Debug, Default)]
+pub struct StreamAssembler {
+    content: String,
+    calls: Vec<(u64, PartialCall)>,
+    usage: Option<Usage>,
+    finish_reason: Option<String>,
+    received_tokens: bool,
+}
+
+impl StreamAssembler {
+    /// Whether any content or tool-call data has arrived.
+    #[must_use]
+    pub fn received_tokens(&self) -> bool {
+        self.received_tokens
+    }
+
+    /// Whether a chunk carried a `finish_reason`.
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// Takes one `data:` payload (already known not to be `[DONE]`).
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::MalformedResponse`] for a chunk that is not JSON; an error object sent inside
+    /// the stream becomes [`LlmError::Server`].
+    pub fn push(&mut self, data: &str) -> Result<(), LlmError> {
+        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+            LlmError::MalformedResponse(format!("invalid JSON in a stream chunk: {e}"))
+        })?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_owned);
+            return Err(LlmError::Server {
+                status: 500,
+                message,
+            });
+        }
+        if let Some(usage) = parse_usage(&chunk) {
+            self.usage = Some(usage);
+        }
+        let Some(choice) = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
+            return Ok(());
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta") else {
+            return Ok(());
+        };
+        if let Some(text) = delta.get("content").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            self.received_tokens = true;
+            self.content.push_str(text);
+        }
+        for (position, fragment) in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            self.received_tokens = true;
+            let index = fragment
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(position as u64);
+            let at = match self.calls.iter().position(|(i, _)| *i == index) {
+                Some(at) => at,
+                None => {
+                    self.calls.push((index, PartialCall::default()));
+                    self.calls.len() - 1
+                }
+            };
+            let call = &mut self.calls[at].1;
+            if let Some(id) = fragment
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
+                id.clone_into(&mut call.id);
+            }
+            if let Some(function) = fragment.get("function") {
+                if let Some(name) = function.get("name").and_then(Value::as_str) {
+                    call.name.push_str(name);
+                }
+                call.arguments
+                    .push_str(&arguments_text(function.get("arguments")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The assembled reply.
+    #[must_use]
+    pub fn finish(mut self) -> ChatResponse {
+        self.calls.sort_by_key(|(index, _)| *index);
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|(index, call)| {
+                let id = if call.id.is_empty() {
+                    format!("call_{index}")
+                } else {
+                    call.id
+                };
+                ToolCall::new(id, call.name, call.arguments)
+            })
+            .collect();
+        ChatResponse {
+            content: (!self.content.is_empty()).then_some(self.content),
+            tool_calls,
+            usage: self.usage,
+            finish_reason: self.finish_reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_completion_with_tool_calls_parses() {
+        let body = json!({
+            "id": "x", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "echo", "arguments": {"text": "hi"}}}
+                ]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        });
+        let response = parse_completion(body.to_string().as_bytes()).unwrap();
+        assert_eq!(response.content, None);
+        assert_eq!(
+            response.tool_calls,
+            vec![
+                ToolCall::new("c1", "bash", r#"{"command":"ls"}"#),
+                ToolCall::new("c2", "echo", r#"{"text":"hi"}"#)
+            ]
+        );
+        assert_eq!(
+            response.usage,
+            Some(Usage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+                total_tokens: 15
+            })
+        );
+        assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[test]
+    fn malformed_completions_are_reported() {
+        assert!(matches!(
+            parse_completion(b"{not json"),
+            Err(LlmError::MalformedResponse(_))
+        ));
+        assert!(matches!(
+            parse_completion(br#"{"choices": []}"#),
+            Err(LlmError::MalformedResponse(_))
+        ));
+        assert!(matches!(
+            parse_completion(br#"{"choices": [{"index": 0}]}"#),
+            Err(LlmError::MalformedResponse(_))
+        ));
+    }
+
+    #[test]
+    fn streamed_fragments_reassemble() {
+        let chunks = [
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "Let me "}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "check."}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "bash", "arguments": ""}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"comm"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "echo", "arguments": "{}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "and\":\"ls\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}),
+        ];
+        let mut assembler = StreamAssembler::default();
+        assert!(!assembler.received_tokens());
+        for chunk in chunks {
+            assembler.push(&chunk.to_string()).unwrap();
+        }
+        assert!(assembler.finished());
+        let response = assembler.finish();
+        assert_eq!(response.content.as_deref(), Some("Let me check."));
+        assert_eq!(
+            response.tool_calls,
+            vec![
+                ToolCall::new("c1", "bash", r#"{"command":"ls"}"#),
+                ToolCall::new("c2", "echo", "{}")
+            ]
+        );
+        assert_eq!(response.usage.map(|u| u.total_tokens), Some(7));
+    }
+
+    #[test]
+    fn an_error_inside_a_stream_is_a_server_error() {
+        let mut assembler = StreamAssembler::default();
+        let err = assembler
+            .push(r#"{"error": {"message": "overloaded"}}"#)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            LlmError::Server {
+                status: 500,
+                message: "overloaded".into()
+            }
+        );
+        assert!(matches!(
+            assembler.push("nope"),
+            Err(LlmError::MalformedResponse(_))
+        ));
+    }
+}
