@@ -6,6 +6,7 @@
 //! * `fmt` — format the workspace.
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
@@ -15,7 +16,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci      fmt check, clippy (-D warnings), rustdoc (-D warnings), cargo test --workspace
-  bench   agent-loop benchmarks (release build; prints figures)
+          (installs the test peer fakellm from PyPI into target/xtask-tools/ on first use;
+          set FAKELLM_BIN to use another copy)
+  bench   agent-loop and LLM-client benchmarks (release build; prints figures)
   fmt     cargo fmt --all";
 
 fn main() -> ExitCode {
@@ -57,7 +60,10 @@ fn ci() -> Result<()> {
     let mut doc = cargo(&["doc", "--workspace", "--no-deps", "--locked"]);
     doc.env("RUSTDOCFLAGS", "-D warnings");
     run("rustdoc", doc)?;
-    let (passed, failed, ignored) = run_tests(cargo(&["test", "--workspace", "--locked"]))?;
+    let fakellm = ensure_fakellm()?;
+    let mut test = cargo(&["test", "--workspace", "--locked"]);
+    test.env("FAKELLM_BIN", &fakellm);
+    let (passed, failed, ignored) = run_tests(test)?;
     // One plain closing line for whoever reads the end of the log.
     say(&format!(
         "tests: {passed} passed, {failed} failed, {ignored} skipped"
@@ -111,6 +117,48 @@ fn count(line: &str, word: &str) -> u64 {
         .filter_map(|part| part.trim().strip_suffix(word))
         .find_map(|n| n.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// The version of `fakellm` (PyPI) the integration tests run against.
+const FAKELLM_VERSION: &str = "0.3.5";
+
+/// Returns the `fakellm` executable the tests use: `$FAKELLM_BIN` if set, else one installed
+/// (once) into a virtualenv under `target/xtask-tools/`.
+fn ensure_fakellm() -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("FAKELLM_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let venv = workspace_root()
+        .join("target")
+        .join("xtask-tools")
+        .join(format!("fakellm-{FAKELLM_VERSION}"));
+    let bin = venv.join("bin").join("fakellm");
+    if bin.exists() {
+        return Ok(bin);
+    }
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let mut create = Command::new(&python);
+    create.args(["-m", "venv"]).arg(&venv);
+    run("create a virtualenv for fakellm", create)?;
+    let mut install = Command::new(venv.join("bin").join("pip"));
+    install.args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        &format!("fakellm=={FAKELLM_VERSION}"),
+    ]);
+    run("install fakellm", install)?;
+    if !bin.exists() {
+        bail!("fakellm was installed but {} is missing", bin.display());
+    }
+    Ok(bin)
+}
+
+fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map_or(manifest.clone(), Path::to_path_buf)
 }
 
 fn bench(extra: &[String]) -> Result<()> {

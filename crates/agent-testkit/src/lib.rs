@@ -5,9 +5,13 @@
 //!   comes), records every request it receives, and — like a strict provider — rejects requests
 //!   whose tool results are not paired with their calls, that contain empty messages, or that set
 //!   `tool_choice` without tools.
+//! * [`MockOpenAi`]: a strict mock OpenAI-compatible HTTP server on 127.0.0.1 (OpenAI and Azure
+//!   routes, optional API key) that records every request, rejects the ones strict providers
+//!   reject (400 + a recorded [`Violation`]), and answers from a script of [`MockReply`]s:
+//!   completions, streamed as SSE when asked, or [`Fault`]s (429 with `Retry-After`, 5xx, slow
+//!   first byte, cut streams, malformed JSON, `context_length_exceeded`, ...). The `mock-openai`
+//!   binary serves it from the command line (`--help`).
 //! * Small tools for driving agents: [`EchoTool`], [`ImageTool`], [`FailTool`], [`BlockingTool`].
-//!
-//! Later layers reuse these; the strict mock OpenAI HTTP server joins them with the LLM client.
 //!
 //! ```
 //! use agent_core::Message;
@@ -30,8 +34,17 @@
 //! # });
 //! ```
 
+pub mod mock_openai;
 mod model;
 mod tools;
 
+pub use mock_openai::{
+    Completion, Fault, MockOpenAi, MockReply, RecordedRequest, Violation, ViolationRule,
+    ViolationsError,
+};
+
 pub use model::{ScriptedModel, ScriptedReply, tool_call, validate_request};
-pub use tools::{BlockingTool, EchoTool, FailTool, ImageTool, ToolProbe};
+pub use tools::{
+    BlockingTool, EchoArgs, EchoTool, FailArgs, FailMode, FailTool, ImageArgs, ImageTool, NoArgs,
+    ToolProbe,
+};

@@ -131,7 +131,7 @@ impl ScriptedModel {
         )))
     }
 
-    /// Queues a reply with usage figures attached.
+    /// Queues any response (for example one with usage figures attached).
     pub fn push_response(&self, response: ChatResponse) -> &Self {
         self.push(ScriptedReply::Respond(response))
     }
