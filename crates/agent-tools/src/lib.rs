@@ -22,8 +22,13 @@
 //! # });
 //! ```
 
+mod ask_human;
+pub mod bash;
 mod collection;
 mod create_chat_completion;
+pub mod editor;
+pub mod planning;
+pub mod python;
 mod result;
 mod terminate;
 mod tool;
