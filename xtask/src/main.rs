@@ -78,7 +78,9 @@ fn ci() -> Result<()> {
 fn run_tests(mut command: Command) -> Result<(u64, u64, u64)> {
     say(&format!("==> tests: {command:?}"));
     let started = Instant::now();
+    // No terminal on stdin: tools that would prompt a human (ask_human) must see there is none.
     let mut child = command
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
         .context("could not start cargo test")?;

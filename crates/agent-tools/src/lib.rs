@@ -33,8 +33,12 @@ mod result;
 mod terminate;
 mod tool;
 
+pub use ask_human::{
+    ASK_HUMAN, AskHuman, AskHumanArgs, ChannelInput, HumanInput, NO_HUMAN, Question, TerminalInput,
+};
 pub use collection::ToolCollection;
 pub use create_chat_completion::{CREATE_CHAT_COMPLETION, CreateChatCompletion, TextResponse};
+pub use planning::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus};
 pub use result::ToolResult;
 pub use terminate::{TERMINATE, Terminate, TerminateArgs, TerminateStatus};
 pub use tool::{Tool, ToolContext, ToolError, TypedTool, parameters_schema, parse_args};

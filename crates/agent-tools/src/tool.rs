@@ -208,8 +208,9 @@ fn json_kind(value: &Value) -> &'static str {
 /// The function-calling parameter schema of `A`: subschemas inlined; no `$schema`, `title` or
 /// type-level `description` at the root (those are Rust docs, not model instructions); a root
 /// `"type": "object"` with `properties`; unit-variant enums as `{"type": "string", "enum": [...]}`;
-/// and optional fields shown as their plain type (`Option<String>` is `{"type": "string"}`, not
-/// required) as OpenAI tools expect.
+/// optional fields shown as their plain type (`Option<String>` is `{"type": "string"}`, not
+/// required) as OpenAI tools expect; and wrapped doc-comment lines joined into one line per
+/// paragraph.
 #[must_use]
 pub fn parameters_schema<A: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
@@ -234,6 +235,9 @@ pub fn parameters_schema<A: JsonSchema>() -> Value {
 /// Applies the simplifications of [`parameters_schema`] to a schema node and everything under it.
 fn normalize(node: &mut Map<String, Value>) {
     collapse_string_consts(node);
+    if let Some(Value::String(description)) = node.get_mut("description") {
+        *description = unwrap_doc_lines(description);
+    }
     if let Some(Value::Object(properties)) = node.get_mut("properties") {
         for property in properties.values_mut() {
             if let Value::Object(property) = property {
@@ -245,6 +249,21 @@ fn normalize(node: &mut Map<String, Value>) {
     if let Some(Value::Object(items)) = node.get_mut("items") {
         normalize(items);
     }
+}
+
+/// Joins the lines of a wrapped doc comment into one line per paragraph (a blank line still
+/// separates paragraphs), so descriptions read as the model expects.
+fn unwrap_doc_lines(text: &str) -> String {
+    text.split("\n\n")
+        .map(|paragraph| {
+            paragraph
+                .split('\n')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// `oneOf`/`anyOf` of string `const`s (what schemars makes of an enum with documented variants)
