@@ -327,7 +327,8 @@ impl BaseAgent {
         self.current_step
     }
 
-    /// The event bus; clone it or call [`EventBus::subscribe`].
+    /// The event bus; clone it (to hand it to an LLM client for retry events) or call
+    /// [`EventBus::subscribe`].
     #[must_use]
     pub fn events(&self) -> &EventBus {
         &self.events
@@ -426,6 +427,31 @@ impl BaseAgent {
         });
     }
 
+    /// Reports calls closed by [`Memory::close_open_tool_calls`] as finished, unsuccessfully.
+    fn emit_closed_calls(
+        &self,
+        step: u32,
+        closed: &[ToolCall],
+        observation: fn(&ToolCall) -> String,
+    ) {
+        for call in closed {
+            self.emit(AgentEvent::ToolCallFinished {
+                step,
+                call_id: call.id.clone(),
+                name: call.function.name.clone(),
+                observation: observation(call),
+                success: false,
+            });
+        }
+    }
+
+    /// Replaces the event bus (for example with one shared by an application, or the bus an
+    /// [`LlmClient`](https://docs.rs/agent-llm) reports retries on). Existing subscribers of the
+    /// old bus stop receiving events.
+    pub fn set_event_bus(&mut self, events: EventBus) {
+        self.events = events;
+    }
+
     fn transition_or_log(&mut self, to: AgentState) {
         if let Err(error) = self.set_state(to) {
             warn!(%error, "state transition refused");
@@ -479,6 +505,11 @@ pub trait Agent: Send {
 
     /// Runs the agent on `request` until it finishes, runs out of steps, fails or is cancelled.
     ///
+    /// Cancel a run with the agent's [cancellation token](BaseAgent::cancellation_token): the
+    /// loop then closes open tool calls and cleans up. If the future is dropped instead (a
+    /// `timeout`, an aborted task), cleanup does not run and the agent stays `RUNNING`: call
+    /// [`BaseAgent::reset_state`] before the next run, which answers any calls left open.
+    ///
     /// # Errors
     ///
     /// [`AgentError::InvalidState`] when the agent is not `IDLE`. Failures *during* the run are
@@ -506,16 +537,30 @@ pub async fn run_loop<A: Agent + ?Sized>(
     async move {
         let base = agent.base_mut();
         base.begin_run();
+        let token = base.cancellation_token();
+        if token.is_cancelled() {
+            // A token that is already cancelled runs nothing and leaves memory as it is.
+            base.emit(AgentEvent::Finished {
+                status: RunStatus::Cancelled.to_string(),
+                steps: 0,
+            });
+            return Ok(RunOutcome {
+                status: RunStatus::Cancelled,
+                steps: Vec::new(),
+                final_state: base.state(),
+            });
+        }
+        // A run whose future was dropped mid-step left calls unanswered: answer them first.
+        base.memory.close_open_tool_calls(cancelled_observation);
         let request = request.filter(|r| !r.is_empty());
         base.emit(AgentEvent::RunStarted {
             agent: base.name.clone(),
             request: request.clone(),
         });
         if let Some(request) = request {
-            base.update_memory(Message::user_message(request));
+            base.memory.add_task(Message::user_message(request));
         }
         base.set_state(AgentState::Running)?;
-        let token = base.cancellation_token();
 
         let mut steps = Vec::new();
         let mut status = None;
@@ -540,11 +585,10 @@ pub async fn run_loop<A: Agent + ?Sized>(
             };
             match result {
                 None => {
-                    let closed = agent
-                        .base_mut()
-                        .memory
-                        .close_open_tool_calls(cancelled_observation);
-                    info!(step, closed, "run cancelled inside a step");
+                    let base = agent.base_mut();
+                    let closed = base.memory.close_open_tool_calls(cancelled_observation);
+                    base.emit_closed_calls(step, &closed, cancelled_observation);
+                    info!(step, closed = closed.len(), "run cancelled inside a step");
                     status = Some(RunStatus::Cancelled);
                     break;
                 }
@@ -555,7 +599,8 @@ pub async fn run_loop<A: Agent + ?Sized>(
                     let base = agent.base_mut();
                     // Calls the failed step started but never answered get a result, so the
                     // conversation stays valid for a later run.
-                    base.memory.close_open_tool_calls(failed_observation);
+                    let closed = base.memory.close_open_tool_calls(failed_observation);
+                    base.emit_closed_calls(step, &closed, failed_observation);
                     if base.state() == AgentState::Running {
                         base.transition_or_log(AgentState::Error);
                     }

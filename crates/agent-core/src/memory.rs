@@ -4,7 +4,8 @@
 //! assistant `tool_calls` message and its `tool` results (providers then reject every request) and
 //! drops the original task (spec §13 W1). [`Memory`] instead removes whole *turns* (an assistant
 //! message together with the `tool` results answering it) from the oldest end, and never removes
-//! the first user message: the task.
+//! the first user message (the original task) or the request of the current run (see
+//! [`Memory::add_task`]).
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -121,6 +122,8 @@ pub fn turns(messages: &[Message]) -> Vec<Range<usize>> {
 pub struct Memory {
     messages: Vec<Message>,
     max_messages: usize,
+    /// Index of the current run's request, pinned like the first user message.
+    task: Option<usize>,
 }
 
 impl Default for Memory {
@@ -137,6 +140,7 @@ impl Memory {
         Self {
             messages: Vec::new(),
             max_messages,
+            task: None,
         }
     }
 
@@ -164,9 +168,24 @@ impl Memory {
         self.truncate();
     }
 
+    /// Appends the request of a new run and pins it: truncation keeps it (with the first user
+    /// message) until the next `add_task` or `clear`.
+    pub fn add_task(&mut self, message: Message) {
+        self.messages.push(message);
+        self.task = Some(self.messages.len() - 1);
+        self.truncate();
+    }
+
+    /// The pinned request of the current run, if one was added with [`Memory::add_task`].
+    #[must_use]
+    pub fn current_task(&self) -> Option<&Message> {
+        self.task.and_then(|at| self.messages.get(at))
+    }
+
     /// Removes every message.
     pub fn clear(&mut self) {
         self.messages.clear();
+        self.task = None;
     }
 
     /// All messages, oldest first.
@@ -213,20 +232,22 @@ impl Memory {
         self.messages.iter().find(|m| m.role == Role::User)
     }
 
-    /// Removes the oldest turns until at most `max_messages` remain. The turn holding the first
-    /// user message and the newest turn are never removed, so memory may exceed the cap when
-    /// those two alone are longer than it. A turn is removed whole, so an assistant `tool_calls`
+    /// Removes the oldest turns until at most `max_messages` remain. The turns holding the first
+    /// user message and the current task, and the newest turn, are never removed, so memory may
+    /// exceed the cap when those alone are longer than it. A turn is removed whole, so an assistant `tool_calls`
     /// message and its `tool` results are kept or dropped together.
     pub fn truncate(&mut self) {
         if self.messages.len() <= self.max_messages {
             return;
         }
         let turns = turns(&self.messages);
-        let pinned = self
+        let turn_of = |at: usize| turns.iter().position(|t| t.contains(&at));
+        let first_user = self
             .messages
             .iter()
             .position(|m| m.role == Role::User)
-            .and_then(|at| turns.iter().position(|t| t.contains(&at)));
+            .and_then(turn_of);
+        let task = self.task.and_then(turn_of);
         let newest = turns.len().saturating_sub(1);
         let mut len = self.messages.len();
         let mut dropped = vec![false; turns.len()];
@@ -234,7 +255,7 @@ impl Memory {
             if len <= self.max_messages || i == newest {
                 break;
             }
-            if Some(i) == pinned {
+            if Some(i) == first_user || Some(i) == task {
                 continue;
             }
             dropped[i] = true;
@@ -245,6 +266,10 @@ impl Memory {
             if gone {
                 keep[turn.clone()].fill(false);
             }
+        }
+        if let Some(at) = self.task {
+            let removed_before = keep[..at].iter().filter(|k| !**k).count();
+            self.task = Some(at - removed_before);
         }
         let mut flags = keep.into_iter();
         self.messages.retain(|_| flags.next().unwrap_or(true));
@@ -274,17 +299,19 @@ impl Memory {
     }
 
     /// Answers every open tool call (see [`Memory::open_tool_calls`]) with a `tool` message built
-    /// by `observation`, so the conversation stays valid for the next request. Returns how many
-    /// calls were closed.
-    pub fn close_open_tool_calls(&mut self, observation: impl Fn(&ToolCall) -> String) -> usize {
+    /// by `observation`, so the conversation stays valid for the next request. Returns the calls
+    /// it closed.
+    pub fn close_open_tool_calls(
+        &mut self,
+        observation: impl Fn(&ToolCall) -> String,
+    ) -> Vec<ToolCall> {
         let open = self.open_tool_calls();
-        let closed = open.len();
         self.add_messages(
             open.iter().map(|call| {
                 Message::tool_message(observation(call), &call.function.name, &call.id)
             }),
         );
-        closed
+        open
     }
 
     /// Checks the pairing invariant (see [`check_tool_pairing`]); the newest assistant message may
@@ -408,6 +435,25 @@ mod tests {
     }
 
     #[test]
+    fn the_current_task_is_pinned_too() {
+        let mut memory = Memory::new(3);
+        memory.add_task(Message::user_message("first task"));
+        memory.add_message(Message::assistant_message("a1"));
+        memory.add_task(Message::user_message("second task"));
+        for i in 0..5 {
+            memory.add_message(Message::assistant_message(format!("b{i}")));
+        }
+        let texts: Vec<&str> = memory.messages().iter().map(Message::text).collect();
+        assert_eq!(texts, ["first task", "second task", "b4"]);
+        assert_eq!(
+            memory.current_task().map(Message::text),
+            Some("second task")
+        );
+        memory.clear();
+        assert!(memory.current_task().is_none());
+    }
+
+    #[test]
     fn recent_messages_and_open_calls() {
         let mut memory = Memory::default();
         assert_eq!(memory.max_messages(), 100);
@@ -418,7 +464,9 @@ mod tests {
         let open: Vec<_> = memory.open_tool_calls().into_iter().map(|c| c.id).collect();
         assert_eq!(open, vec!["b".to_owned()]);
         assert_eq!(
-            memory.close_open_tool_calls(|c| format!("cancelled {}", c.id)),
+            memory
+                .close_open_tool_calls(|c| format!("cancelled {}", c.id))
+                .len(),
             1
         );
         assert_eq!(memory.last().map(Message::text), Some("cancelled b"));

@@ -10,6 +10,8 @@ use proptest::prelude::*;
 #[derive(Debug, Clone)]
 enum Op {
     User,
+    /// A new run's request (`add_task`), pinned like the first user message.
+    Task,
     AssistantText,
     /// An assistant message with `calls` tool calls, answered one message at a time; the first
     /// `answered` answers are added before the step is "cancelled" and the rest are closed.
@@ -28,6 +30,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => Just(Op::User),
+        1 => Just(Op::Task),
         3 => Just(Op::AssistantText),
         6 => (1usize..4).prop_flat_map(|calls| (Just(calls), 0..=calls))
             .prop_map(|(calls, answered)| Op::ToolTurn { calls, answered }),
@@ -41,6 +44,7 @@ struct Model {
     memory: Memory,
     added: Vec<Message>,
     counter: usize,
+    task: Option<Message>,
 }
 
 impl Model {
@@ -76,8 +80,8 @@ impl Model {
 
         if messages.len() > self.memory.max_messages() {
             assert!(
-                turns(messages).len() <= 2,
-                "over the cap only the pinned task turn and the newest turn may remain"
+                turns(messages).len() <= 3,
+                "over the cap only the pinned turns (first request, current task) and the newest turn may remain"
             );
         }
     }
@@ -90,6 +94,14 @@ impl Model {
 
     fn apply(&mut self, op: &Op) {
         match *op {
+            Op::Task => {
+                let text = self.next("task");
+                let message = Message::user_message(text);
+                self.task = Some(message.clone());
+                self.added.push(message.clone());
+                self.memory.add_task(message);
+                self.check(true);
+            }
             Op::User => {
                 let text = self.next("user");
                 self.add(Message::user_message(text));
@@ -107,7 +119,8 @@ impl Model {
                 let before = self.memory.len();
                 let closed = self
                     .memory
-                    .close_open_tool_calls(|c| format!("cancelled {}", c.id));
+                    .close_open_tool_calls(|c| format!("cancelled {}", c.id))
+                    .len();
                 assert_eq!(closed, calls.len() - answered);
                 for call in &calls[answered..] {
                     self.added.push(Message::tool_message(
@@ -153,7 +166,7 @@ proptest! {
         max in 1usize..15,
         ops in proptest::collection::vec(op(), 1..80),
     ) {
-        let mut model = Model { memory: Memory::new(max), added: Vec::new(), counter: 0 };
+        let mut model = Model { memory: Memory::new(max), added: Vec::new(), counter: 0, task: None };
         for op in &ops {
             model.apply(op);
         }

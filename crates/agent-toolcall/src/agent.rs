@@ -84,17 +84,20 @@ impl ToolCallCore {
 /// The outcome of one tool call, before it is stored.
 struct Execution {
     observation: String,
-    image: Option<String>,
-    success: bool,
+    /// The tool's result, when the tool ran and returned one.
+    result: Option<ToolResult>,
 }
 
 impl Execution {
     fn error(observation: String) -> Self {
         Self {
             observation,
-            image: None,
-            success: false,
+            result: None,
         }
+    }
+
+    fn success(&self) -> bool {
+        self.result.as_ref().is_some_and(|r| !r.is_error())
     }
 }
 
@@ -260,14 +263,14 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
     }
 
     /// Runs one tool call and returns its observation. Every failure becomes an observation for
-    /// the model ("errors are observations"); only a failing hook is an `Err`.
-    async fn execute_tool(&mut self, call: &ToolCall) -> Result<Execution, AgentError> {
+    /// the model ("errors are observations").
+    async fn execute_tool(&mut self, call: &ToolCall) -> Execution {
         let name = call.function.name.as_str();
         if name.is_empty() {
-            return Ok(Execution::error("Error: Invalid command format".to_owned()));
+            return Execution::error("Error: Invalid command format".to_owned());
         }
         if !self.core.tools.contains(name) {
-            return Ok(Execution::error(format!("Error: Unknown tool '{name}'")));
+            return Execution::error(format!("Error: Unknown tool '{name}'"));
         }
         let raw = if call.function.arguments.is_empty() {
             "{}"
@@ -275,9 +278,9 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
             call.function.arguments.as_str()
         };
         let Ok(args) = serde_json::from_str::<Value>(raw) else {
-            return Ok(Execution::error(format!(
+            return Execution::error(format!(
                 "Error: Error parsing arguments for {name}: Invalid JSON format"
-            )));
+            ));
         };
         info!(tool = name, "activating tool");
         let ctx = ToolContext::new(self.core.base.cancellation_token(), call.id.clone());
@@ -285,23 +288,20 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
             Ok(result) => result,
             Err(error) => {
                 warn!(tool = name, %error, "tool raised an error");
-                return Ok(Execution::error(format!(
+                return Execution::error(format!(
                     "Error: ⚠️ Tool '{name}' encountered a problem: {error}"
-                )));
+                ));
             }
         };
-        self.handle_special_tool(name, &result)?;
-        self.hooks.after_tool(&mut self.core, call, &result).await?;
         let observation = if result.is_empty() {
             format!("Cmd `{name}` completed with no output")
         } else {
             format!("Observed output of cmd `{name}` executed:\n{result}")
         };
-        Ok(Execution {
+        Execution {
             observation,
-            image: result.image().map(str::to_owned),
-            success: !result.is_error(),
-        })
+            result: Some(result),
+        }
     }
 
     fn handle_special_tool(&mut self, name: &str, result: &ToolResult) -> Result<(), AgentError> {
@@ -460,7 +460,8 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                 step,
                 call: call.clone(),
             });
-            let execution = self.execute_tool(&call).await?;
+            let execution = self.execute_tool(&call).await;
+            let success = execution.success();
             let observation = self.observe(execution.observation);
             info!(tool = %call.function.name, "🎯 tool completed; result: {observation}");
             self.core.base.emit(AgentEvent::ToolCallFinished {
@@ -468,20 +469,28 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                 call_id: call.id.clone(),
                 name: call.function.name.clone(),
                 observation: observation.clone(),
-                success: execution.success,
+                success,
             });
+            // The observation is stored before any hook runs, so a failing hook cannot lose
+            // the result of a call that did run.
             self.core.base.update_memory(Message::tool_message(
                 observation.clone(),
                 &call.function.name,
                 &call.id,
             ));
-            if let Some(image) = execution.image {
-                images.push(Message::user_message_with_image(
-                    format!("Image returned by {}:", call.function.name),
-                    image,
-                ));
-            }
             results.push(observation);
+            if let Some(result) = execution.result {
+                self.handle_special_tool(&call.function.name, &result)?;
+                self.hooks
+                    .after_tool(&mut self.core, &call, &result)
+                    .await?;
+                if let Some(image) = result.image() {
+                    images.push(Message::user_message_with_image(
+                        format!("Image returned by {}:", call.function.name),
+                        image,
+                    ));
+                }
+            }
         }
         self.core.base.memory.add_messages(images);
         Ok(results.join("\n\n"))

@@ -497,8 +497,8 @@ async fn events_describe_the_run_in_order() {
             "step_started",
             "thought",
             "tool_call_started",
-            "state_changed",
             "tool_call_finished",
+            "state_changed",
             "step_finished",
             "finished"
         ]
@@ -677,9 +677,10 @@ async fn a_step_that_fails_mid_batch_still_leaves_every_call_answered() {
         tail,
         [
             "Observed output of cmd `echo` executed:\na",
+            "Observed output of cmd `echo` executed:\nb",
             "Error: Tool 'echo' did not complete: the step failed",
-            "Error: Tool 'echo' did not complete: the step failed",
-        ]
+        ],
+        "c2 ran: its result is kept although the hook after it failed; c3 never started"
     );
     check_tool_pairing(agent.messages(), false).unwrap();
     assert_eq!(probe.calls(), ["c1", "c2"], "c3 never started");
@@ -688,4 +689,121 @@ async fn a_step_that_fails_mid_batch_still_leaves_every_call_answered() {
     agent.base_mut().reset_state().unwrap();
     model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
     assert!(agent.run(None).await.unwrap().is_finished());
+}
+
+#[tokio::test]
+async fn every_started_call_gets_a_finished_event_even_when_cancelled() {
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    model.push_tool_calls("", [tool_call("c1", "block", "{}"), echo("c2", "never")]);
+    let mut agent = new_agent(&model, &probe, 10);
+    let mut events = agent.base().events().subscribe();
+    let token = agent.base().cancellation_token();
+    let watcher = probe.clone();
+    tokio::spawn(async move {
+        watcher.wait_for_calls(1).await;
+        token.cancel();
+    });
+    timeout(Duration::from_secs(10), agent.run(Some("task".into())))
+        .await
+        .unwrap()
+        .unwrap();
+    let finished: Vec<(String, bool)> = std::iter::from_fn(|| events.try_recv().ok())
+        .filter_map(|e| match e {
+            AgentEvent::ToolCallFinished {
+                call_id, success, ..
+            } => Some((call_id, success)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        [("c1".to_owned(), false), ("c2".to_owned(), false)]
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_run_is_repaired_by_reset_and_the_next_run() {
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    model.push_tool_calls("", [tool_call("c1", "block", "{}")]);
+    let mut agent = new_agent(&model, &probe, 10);
+    // Dropping the future (instead of cancelling the token) interrupts the run mid-tool.
+    let dropped = timeout(Duration::from_millis(200), agent.run(Some("task".into()))).await;
+    assert!(dropped.is_err());
+    assert_eq!(agent.base().state(), AgentState::Running);
+    assert!(matches!(
+        agent.run(None).await,
+        Err(AgentError::InvalidState(AgentState::Running))
+    ));
+
+    agent.base_mut().reset_state().unwrap();
+    model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
+    let outcome = agent.run(Some("go on".into())).await.unwrap();
+    assert!(
+        outcome.is_finished(),
+        "the strict model accepted the repaired conversation"
+    );
+    assert_eq!(
+        agent.messages()[2].text(),
+        "Error: Tool 'block' did not complete: the run was cancelled"
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_token_runs_nothing_and_leaves_memory_alone() {
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    let mut agent = new_agent(&model, &probe, 10);
+    agent.base().cancellation_token().cancel();
+    for _ in 0..3 {
+        let outcome = agent.run(Some("task".into())).await.unwrap();
+        assert!(matches!(outcome.status, RunStatus::Cancelled));
+    }
+    assert!(agent.messages().is_empty());
+    assert_eq!(agent.base().state(), AgentState::Idle);
+}
+
+#[tokio::test]
+async fn the_current_request_survives_truncation_across_runs() {
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    let mut agent = new_agent(&model, &probe, 10).with_max_messages(4);
+    model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
+    agent.run(Some("first task".into())).await.unwrap();
+    agent.base_mut().reset_state().unwrap();
+    for i in 0..3 {
+        model.push_tool_calls("", [echo(&format!("c{i}"), &format!("n{i}"))]);
+    }
+    model.push_tool_calls(
+        "",
+        [tool_call("t2", "terminate", r#"{"status":"success"}"#)],
+    );
+    agent.run(Some("second task".into())).await.unwrap();
+    let last_request = model.requests().last().unwrap().clone();
+    let users: Vec<&str> = last_request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(Message::text)
+        .collect();
+    assert_eq!(
+        users,
+        ["first task", "second task", NEXT],
+        "both requests stay in view"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_without_tools_sends_no_tool_choice() {
+    let model = Arc::new(ScriptedModel::new());
+    model.push_text("just text");
+    let mut agent = ToolCallAgent::new(model.clone())
+        .with_tools(ToolCollection::new())
+        .with_max_steps(1);
+    let outcome = agent.run(Some("task".into())).await.unwrap();
+    assert!(
+        matches!(outcome.status, RunStatus::MaxSteps(1)),
+        "{}",
+        outcome.text()
+    );
+    let request = &model.requests()[0];
+    assert!(request.tools.is_empty());
+    assert_eq!(request.tool_choice, None);
 }

@@ -361,6 +361,12 @@ async fn every_execute_tool_outcome_is_an_observation_in_openmanus_words() {
     // Only the calls that reached a tool ran; unknown, unparsable and invalid ones did not.
     assert_eq!(f.probe.calls(), ["c3", "c4", "c5", "c6"]);
     check_tool_pairing(agent.messages(), false).unwrap();
+    assert_request(
+        &f.request(0),
+        &agent,
+        json!([{"role": "user", "content": TASK}]),
+        ToolChoice::Auto,
+    );
 }
 
 #[tokio::test]
@@ -377,6 +383,12 @@ async fn images_become_one_user_message_each_after_the_batch() {
     let mut agent = f.agent(ToolChoice::Auto, 1);
     agent.run(Some(TASK.into())).await.unwrap();
 
+    assert_request(
+        &f.request(0),
+        &agent,
+        json!([{"role": "user", "content": TASK}]),
+        ToolChoice::Auto,
+    );
     let image = ImageTool::IMAGE;
     assert_eq!(
         to_json(&agent.messages()[2..]),
@@ -429,6 +441,12 @@ async fn terminate_finishes_the_run_after_the_rest_of_the_batch() {
         "no 'Terminated' line for a run that finished"
     );
     assert_eq!(f.model.requests().len(), 1);
+    assert_request(
+        &f.request(0),
+        &agent,
+        json!([{"role": "user", "content": TASK}]),
+        ToolChoice::Auto,
+    );
 }
 
 #[tokio::test]
