@@ -35,6 +35,12 @@ async fn conversation(stream: bool, policies: Policies) {
             [call("c3", "screenshot", json!({"caption": "page"}))],
         ))
         .push(Completion::text("Looking at the screenshot, all is fine."))
+        // A tool that does not exist: the agent records `Error: Unknown tool`, and the provider
+        // must still accept the history that holds the call.
+        .push(Completion::tool_calls(
+            None,
+            [call("c9", "no_such_tool", json!({}))],
+        ))
         .push(Completion::tool_calls(
             None,
             [call("c4", "echo", json!({"text": ""}))],
@@ -69,11 +75,11 @@ async fn conversation(stream: bool, policies: Policies) {
         "{}",
         outcome.text()
     );
-    assert_eq!(outcome.steps.len(), 5);
+    assert_eq!(outcome.steps.len(), 6);
     server
         .verify()
         .unwrap_or_else(|e| panic!("stream={stream} {policies:?}: {e}"));
-    assert_eq!(server.request_count(), 5);
+    assert_eq!(server.request_count(), 6);
     assert_eq!(probe.calls(), ["c1", "c2", "c3", "c4"]);
 
     // The screenshot travelled to the vision model as an image part of a user message.
@@ -101,7 +107,13 @@ async fn conversation(stream: bool, policies: Policies) {
         .iter()
         .filter(|m| m.role == Role::Tool)
         .count();
-    assert_eq!(tool_messages, 5);
+    assert_eq!(tool_messages, 6);
+    assert!(
+        agent
+            .messages()
+            .iter()
+            .any(|m| m.text() == "Error: Unknown tool 'no_such_tool'")
+    );
     let usage: Vec<(u64, u64)> = std::iter::from_fn(|| events.try_recv().ok())
         .filter_map(|e| match e {
             AgentEvent::TokenUsage {
@@ -113,7 +125,7 @@ async fn conversation(stream: bool, policies: Policies) {
         .collect();
     assert_eq!(
         usage.len(),
-        5,
+        6,
         "every reply reports usage (scripted or estimated)"
     );
     assert_eq!(usage[0], (120, 20));

@@ -63,6 +63,18 @@ fn ci() -> Result<()> {
     let fakellm = ensure_fakellm()?;
     let mut test = cargo(&["test", "--workspace", "--locked"]);
     test.env("FAKELLM_BIN", &fakellm);
+    // Tests talk to servers on loopback only; a proxy configured for the machine must not
+    // intercept them.
+    let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
+    for host in ["127.0.0.1", "localhost", "::1"] {
+        if !no_proxy.split(',').any(|h| h.trim() == host) {
+            if !no_proxy.is_empty() {
+                no_proxy.push(',');
+            }
+            no_proxy.push_str(host);
+        }
+    }
+    test.env("NO_PROXY", &no_proxy).env("no_proxy", &no_proxy);
     let (passed, failed, ignored) = run_tests(test)?;
     // One plain closing line for whoever reads the end of the log.
     say(&format!(

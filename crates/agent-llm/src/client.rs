@@ -77,7 +77,7 @@ impl LlmClient {
         }
         let url = endpoint(&settings)?;
         let mut profile = model_profile(&settings.model);
-        if let Some(vision) = settings.vision {
+        if let Some(vision) = settings.supports_images {
             profile.vision = vision;
         }
         if let Some(reasoning) = settings.reasoning {
@@ -86,17 +86,24 @@ impl LlmClient {
         if settings.context_window.is_some() {
             profile.context_window = settings.context_window;
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(LlmSettings::secs(settings.connect_timeout_secs))
-            .read_timeout(LlmSettings::secs(settings.read_timeout_secs))
-            .timeout(LlmSettings::secs(settings.request_timeout_secs))
-            .user_agent(concat!("openmanus-rs/", env!("CARGO_PKG_VERSION")))
+        // No client-wide read timeout: it would also bound the wait for the response headers,
+        // cutting off models that think before answering. Streams get an idle timeout instead.
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("openmanus-rs/", env!("CARGO_PKG_VERSION")));
+        if let Some(timeout) = LlmSettings::secs(settings.connect_timeout_secs) {
+            builder = builder.connect_timeout(timeout);
+        }
+        if let Some(timeout) = LlmSettings::secs(settings.request_timeout_secs) {
+            builder = builder.timeout(timeout);
+        }
+        let http = builder
             .build()
             .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))?;
         let retry = RetryPolicy {
             max_attempts: settings.max_attempts.max(1),
-            min_delay: LlmSettings::secs(settings.backoff_min_secs),
-            max_delay: LlmSettings::secs(settings.backoff_max_secs),
+            min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
+            max_delay: LlmSettings::secs(settings.backoff_max_secs).unwrap_or_default(),
+            max_retry_after: LlmSettings::secs(settings.max_retry_after_secs).unwrap_or_default(),
         };
         Ok(Self {
             settings,
@@ -205,7 +212,7 @@ impl LlmClient {
         messages: Vec<Value>,
         tools: Vec<Value>,
         tool_choice: Option<&str>,
-        temperature: Option<f32>,
+        temperature: Option<f64>,
     ) -> Result<ChatResponse, LlmError> {
         let counter = self.counter();
         let input = counter.count_messages(&messages) + counter.count_tools(&tools);
@@ -221,10 +228,16 @@ impl LlmClient {
         if let Some(window) = self.profile.context_window
             && input > window
         {
-            return Err(LlmError::ContextLengthExceeded(format!(
+            let message = format!(
                 "the request needs about {input} input tokens but {}'s context window is {window}",
                 self.settings.model
-            )));
+            );
+            // Only a window the settings state is trusted enough to refuse a request; the
+            // built-in table can lag behind providers, so it only warns.
+            if self.settings.context_window.is_some() {
+                return Err(LlmError::ContextLengthExceeded(message));
+            }
+            tracing::warn!("{message} (from the model table; sending anyway)");
         }
         let body = self.body(messages, tools, tool_choice, temperature);
         let response = self
@@ -248,13 +261,13 @@ impl LlmClient {
             Usage {
                 prompt_tokens: input,
                 completion_tokens: completion,
-                total_tokens: input + completion,
+                total_tokens: input.saturating_add(completion),
             }
         });
         let totals = {
             let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
-            totals.input += usage.prompt_tokens;
-            totals.completion += usage.completion_tokens;
+            totals.input = totals.input.saturating_add(usage.prompt_tokens);
+            totals.completion = totals.completion.saturating_add(usage.completion_tokens);
             *totals
         };
         info!(
@@ -263,8 +276,8 @@ impl LlmClient {
             usage.completion_tokens,
             totals.input,
             totals.completion,
-            usage.prompt_tokens + usage.completion_tokens,
-            totals.input + totals.completion
+            usage.prompt_tokens.saturating_add(usage.completion_tokens),
+            totals.input.saturating_add(totals.completion)
         );
         Ok(ChatResponse {
             usage: Some(usage),
@@ -278,7 +291,7 @@ impl LlmClient {
         messages: Vec<Value>,
         tools: Vec<Value>,
         tool_choice: Option<&str>,
-        temperature: Option<f32>,
+        temperature: Option<f64>,
     ) -> Value {
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.settings.model.clone()));
@@ -347,7 +360,21 @@ impl LlmClient {
         let mut events = response.bytes_stream().eventsource();
         let mut assembler = StreamAssembler::default();
         let mut done = false;
-        while let Some(event) = events.next().await {
+        let idle = LlmSettings::secs(self.settings.read_timeout_secs);
+        loop {
+            let next = match idle {
+                Some(idle) => match tokio::time::timeout(idle, events.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        return Err(LlmError::stream_interrupted(
+                            format!("no data for {} s", idle.as_secs_f64()),
+                            assembler.received_tokens(),
+                        ));
+                    }
+                },
+                None => events.next().await,
+            };
+            let Some(event) = next else { break };
             let event = match event {
                 Ok(event) => event,
                 Err(e) => {
@@ -379,8 +406,7 @@ impl LlmClient {
         let text = self.settings.api_key.redact(&error_chain(error));
         if error.is_timeout() {
             LlmError::Timeout(
-                LlmSettings::secs(self.settings.request_timeout_secs)
-                    .min(LlmSettings::secs(self.settings.read_timeout_secs)),
+                LlmSettings::secs(self.settings.request_timeout_secs).unwrap_or_default(),
             )
         } else if error.is_body() || error.is_decode() {
             LlmError::stream_interrupted(text, received_tokens)
@@ -556,7 +582,7 @@ mod tests {
     fn settings_override_the_model_table() {
         let mut settings = LlmSettings::new("my-local-vision-model", "http://127.0.0.1:9/v1");
         assert!(!LlmClient::new(settings.clone()).unwrap().profile().vision);
-        settings.vision = Some(true);
+        settings.supports_images = Some(true);
         settings.reasoning = Some(true);
         settings.context_window = Some(1000);
         let profile = LlmClient::new(settings).unwrap().profile();

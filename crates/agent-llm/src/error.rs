@@ -39,6 +39,8 @@ pub enum LlmError {
         status: u16,
         /// The provider's message.
         message: String,
+        /// The provider's `Retry-After`, when given.
+        retry_after: Option<Duration>,
     },
     /// The connection failed.
     #[error("network error: {0}")]
@@ -81,8 +83,17 @@ impl LlmError {
     #[must_use]
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::RateLimited { retry_after } => *retry_after,
+            Self::RateLimited { retry_after } | Self::Server { retry_after, .. } => *retry_after,
             _ => None,
+        }
+    }
+
+    /// A server error without `Retry-After`.
+    pub fn server(status: u16, message: impl Into<String>) -> Self {
+        Self::Server {
+            status,
+            message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -136,22 +147,27 @@ pub fn classify(status: u16, header: impl Fn(&str) -> Option<String>, body: &str
         || lower.contains("context window")
         || lower.contains("prompt is too long");
     let quota = code == "insufficient_quota" || kind == "insufficient_quota";
+    let retry_after = || {
+        header("retry-after-ms")
+            .and_then(|ms| ms.trim().parse::<f64>().ok())
+            .filter(|ms| ms.is_finite() && *ms >= 0.0)
+            .map(|ms| Duration::from_secs_f64((ms / 1000.0).min(3600.0)))
+            .or_else(|| header("retry-after").as_deref().and_then(parse_retry_after))
+    };
 
     match status {
         401 | 403 => LlmError::Authentication(message),
         402 => LlmError::QuotaExhausted(message),
         429 if quota => LlmError::QuotaExhausted(message),
-        429 => {
-            let retry_after = header("retry-after-ms")
-                .and_then(|ms| ms.trim().parse::<f64>().ok())
-                .filter(|ms| ms.is_finite() && *ms >= 0.0)
-                .map(|ms| Duration::from_secs_f64((ms / 1000.0).min(3600.0)))
-                .or_else(|| header("retry-after").as_deref().and_then(parse_retry_after));
-            LlmError::RateLimited { retry_after }
-        }
-        408 => LlmError::Server { status, message },
+        429 => LlmError::RateLimited {
+            retry_after: retry_after(),
+        },
+        408 | 500..=599 => LlmError::Server {
+            status,
+            message,
+            retry_after: retry_after(),
+        },
         400 | 413 if mentions_context => LlmError::ContextLengthExceeded(message),
-        500..=599 => LlmError::Server { status, message },
         _ => LlmError::InvalidRequest(format!("HTTP {status}: {message}")),
     }
 }
@@ -164,10 +180,7 @@ mod tests {
     fn only_transient_errors_are_retryable() {
         let retryable = [
             LlmError::RateLimited { retry_after: None },
-            LlmError::Server {
-                status: 503,
-                message: "busy".into(),
-            },
+            LlmError::server(503, "busy"),
             LlmError::Network("reset".into()),
             LlmError::Timeout(Duration::from_secs(1)),
             LlmError::stream_interrupted("eof", false),
@@ -308,37 +321,29 @@ mod tests {
                 408,
                 Box::new(none),
                 "".into(),
-                LlmError::Server {
-                    status: 408,
-                    message: "HTTP 408".into(),
-                },
+                LlmError::server(408, "HTTP 408"),
             ),
             (
                 500,
                 Box::new(none),
                 openai_body("The server had an error", "server_error", ""),
-                LlmError::Server {
-                    status: 500,
-                    message: "The server had an error".into(),
-                },
+                LlmError::server(500, "The server had an error"),
             ),
             (
                 503,
-                Box::new(none),
+                Box::new(|h: &str| (h == "retry-after").then(|| "30".to_owned())),
                 "upstream unavailable".into(),
                 LlmError::Server {
                     status: 503,
                     message: "upstream unavailable".into(),
+                    retry_after: Some(Duration::from_secs(30)),
                 },
             ),
             (
                 529,
                 Box::new(none),
                 r#"{"error":"overloaded"}"#.into(),
-                LlmError::Server {
-                    status: 529,
-                    message: "overloaded".into(),
-                },
+                LlmError::server(529, "overloaded"),
             ),
         ];
         for (status, header, body, expected) in rows {

@@ -1,6 +1,8 @@
 //! Per-model parameter rules, as data: which models reason (and so take
 //! `max_completion_tokens` and no `temperature`), which accept images, and known context
-//! windows. The first matching rule wins; settings override every field.
+//! windows. The first matching rule wins; settings override every field. A window from this
+//! table only produces a warning when a request looks too long (tables lag behind providers);
+//! a window set in the settings refuses the request before it is sent.
 
 /// What the client needs to know about a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,9 +52,13 @@ const RULES: &[Rule] = &[
     rule(Prefix("gpt-5"), true, true, 400_000),
     // OpenAI chat models.
     rule(Prefix("gpt-4.1"), false, true, 1_047_576),
+    rule(Prefix("gpt-4.5"), false, true, 128_000),
     rule(Prefix("gpt-4o"), false, true, 128_000),
     rule(Prefix("gpt-4-turbo"), false, true, 128_000),
     rule(Exact("gpt-4-vision-preview"), false, true, 128_000),
+    rule(Prefix("gpt-4-1106"), false, false, 128_000),
+    rule(Prefix("gpt-4-0125"), false, false, 128_000),
+    rule(Prefix("gpt-4-32k"), false, false, 32_768),
     rule(Prefix("gpt-4"), false, false, 8_192),
     rule(Prefix("gpt-3.5"), false, false, 16_385),
     // Anthropic (through its OpenAI-compatible endpoint or a router).
@@ -60,8 +66,7 @@ const RULES: &[Rule] = &[
     rule(Prefix("claude"), false, true, 200_000),
     // Others commonly used with OpenManus configs.
     rule(Prefix("gemini"), false, true, 1_048_576),
-    rule(Prefix("deepseek-reasoner"), false, false, 64_000),
-    rule(Prefix("deepseek"), false, false, 64_000),
+    rule(Prefix("deepseek"), false, false, 128_000),
     rule(Prefix("qwen-vl"), false, true, 0),
     rule(Prefix("qwen2.5-vl"), false, true, 0),
     rule(Prefix("llava"), false, true, 0),
@@ -116,6 +121,13 @@ mod tests {
             );
         }
         assert_eq!(model_profile("gpt-4o").context_window, Some(128_000));
+        assert_eq!(
+            model_profile("gpt-4-0125-preview").context_window,
+            Some(128_000)
+        );
+        assert_eq!(model_profile("gpt-4-32k").context_window, Some(32_768));
+        assert_eq!(model_profile("gpt-4").context_window, Some(8_192));
+        assert!(model_profile("gpt-4.5-preview").vision);
         assert_eq!(model_profile("my-local-model").context_window, None);
     }
 }

@@ -18,8 +18,10 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Shortest wait.
     pub min_delay: Duration,
-    /// Longest wait; a `Retry-After` longer than this is not waited for (the error is returned).
+    /// Longest backoff wait.
     pub max_delay: Duration,
+    /// Longest `Retry-After` waited for; a longer one returns the error at once.
+    pub max_retry_after: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -28,6 +30,7 @@ impl Default for RetryPolicy {
             max_attempts: 6,
             min_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
+            max_retry_after: Duration::from_secs(300),
         }
     }
 }
@@ -74,7 +77,7 @@ impl RetryPolicy {
             }
             let backoff = delays.next().unwrap_or(self.max_delay);
             let delay = match error.retry_after() {
-                Some(asked) if asked > self.max_delay => return Err(error),
+                Some(asked) if asked > self.max_retry_after => return Err(error),
                 Some(asked) => asked,
                 None => backoff,
             };
@@ -102,6 +105,7 @@ mod tests {
             max_attempts: 6,
             min_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(8),
+            max_retry_after: Duration::from_millis(200),
         }
     }
 
@@ -130,10 +134,7 @@ mod tests {
                 calls.fetch_add(1, Ordering::SeqCst);
                 async move {
                     if n < 3 {
-                        Err(LlmError::Server {
-                            status: 503,
-                            message: "busy".into(),
-                        })
+                        Err(LlmError::server(503, "busy"))
                     } else {
                         Ok(n)
                     }
@@ -182,10 +183,7 @@ mod tests {
     async fn retry_after_sets_the_delay_and_an_excessive_one_is_not_waited_for() {
         let bus = EventBus::new();
         let mut rx = bus.subscribe();
-        let policy = RetryPolicy {
-            max_delay: Duration::from_millis(200),
-            ..fast()
-        };
+        let policy = fast();
         let result = policy
             .run(Some(&bus), |n| async move {
                 if n == 1 {

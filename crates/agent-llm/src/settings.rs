@@ -27,10 +27,17 @@ pub enum ApiType {
     Ollama,
 }
 
-/// An API key. Its `Debug` and `Display` never show it.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// An API key. Its `Debug`, `Display` and `Serialize` never show it (serialising writes
+/// `<redacted>`, so settings can be dumped or logged safely).
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
 pub struct ApiKey(String);
+
+impl Serialize for ApiKey {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(if self.is_empty() { "" } else { "<redacted>" })
+    }
+}
 
 impl ApiKey {
     /// Wraps a key.
@@ -79,7 +86,7 @@ impl fmt::Display for ApiKey {
 fn default_max_tokens() -> u32 {
     4096
 }
-fn default_temperature() -> f32 {
+fn default_temperature() -> f64 {
     1.0
 }
 fn default_true() -> bool {
@@ -95,6 +102,9 @@ fn default_read_timeout() -> f64 {
     120.0
 }
 fn default_request_timeout() -> f64 {
+    300.0
+}
+fn default_max_retry_after() -> f64 {
     300.0
 }
 fn default_backoff_min() -> f64 {
@@ -135,7 +145,7 @@ pub struct LlmSettings {
     pub max_tokens: u32,
     /// Sampling temperature (not sent to reasoning models).
     #[serde(default = "default_temperature")]
-    pub temperature: f32,
+    pub temperature: f64,
     /// Cumulative input-token budget of this client (OpenManus's `max_input_tokens`): a request
     /// that would take the running total past it fails with `TokenLimitExceeded` before it is
     /// sent. `None`: no budget.
@@ -145,9 +155,10 @@ pub struct LlmSettings {
     /// `ContextLengthExceeded` before it is sent. `None`: from the model table, if known.
     #[serde(default)]
     pub context_window: Option<u64>,
-    /// Whether the model accepts images. `None`: from the model table.
+    /// Whether the model accepts images. `None`: from the model table. (Not called `vision`: in
+    /// OpenManus configs `[llm.vision]` is a whole model section.)
     #[serde(default)]
-    pub vision: Option<bool>,
+    pub supports_images: Option<bool>,
     /// Whether the model is a reasoning model (`max_completion_tokens`, no temperature).
     /// `None`: from the model table.
     #[serde(default)]
@@ -170,12 +181,19 @@ pub struct LlmSettings {
     /// TCP/TLS connect timeout, in seconds.
     #[serde(default = "default_connect_timeout")]
     pub connect_timeout_secs: f64,
-    /// Longest wait for the next bytes of a response, in seconds.
+    /// Longest silence between two chunks of a streamed reply, in seconds (0: no limit). The
+    /// wait for the first byte is bounded by `request_timeout_secs` only, so a slow model that
+    /// thinks before answering is not cut off.
     #[serde(default = "default_read_timeout")]
     pub read_timeout_secs: f64,
-    /// Longest a whole request may take, in seconds (OpenManus's `ask_tool` timeout: 300).
+    /// Longest a whole request may take, in seconds (OpenManus's `ask_tool` timeout: 300;
+    /// 0: no limit).
     #[serde(default = "default_request_timeout")]
     pub request_timeout_secs: f64,
+    /// Longest `Retry-After` the client waits for, in seconds; a longer one fails the call at
+    /// once with the provider's error.
+    #[serde(default = "default_max_retry_after")]
+    pub max_retry_after_secs: f64,
 }
 
 impl LlmSettings {
@@ -192,7 +210,7 @@ impl LlmSettings {
             temperature: default_temperature(),
             max_input_tokens: None,
             context_window: None,
-            vision: None,
+            supports_images: None,
             reasoning: None,
             stream: true,
             stream_usage: true,
@@ -202,6 +220,7 @@ impl LlmSettings {
             connect_timeout_secs: default_connect_timeout(),
             read_timeout_secs: default_read_timeout(),
             request_timeout_secs: default_request_timeout(),
+            max_retry_after_secs: default_max_retry_after(),
         }
     }
 
@@ -219,12 +238,9 @@ impl LlmSettings {
         self
     }
 
-    pub(crate) fn secs(value: f64) -> Duration {
-        if value.is_finite() && value > 0.0 {
-            Duration::from_secs_f64(value.min(86_400.0))
-        } else {
-            Duration::ZERO
-        }
+    /// A duration in seconds; `None` for 0, negative or non-finite values ("no limit").
+    pub(crate) fn secs(value: f64) -> Option<Duration> {
+        (value.is_finite() && value > 0.0).then(|| Duration::from_secs_f64(value.min(86_400.0)))
     }
 }
 

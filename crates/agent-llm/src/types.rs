@@ -19,7 +19,7 @@ pub struct ChatRequest {
     pub tool_choice: Option<ToolChoice>,
     /// Sampling temperature override (the client's configured value when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
 }
 
 impl ChatRequest {
@@ -39,17 +39,18 @@ impl ChatRequest {
         self
     }
 
-    /// Offers `tools` under `tool_choice`.
+    /// Offers `tools` under `tool_choice`. With no tools, no `tool_choice` is set (providers
+    /// reject one without tools).
     #[must_use]
     pub fn with_tools(mut self, tools: Vec<ToolDefinition>, tool_choice: ToolChoice) -> Self {
+        self.tool_choice = (!tools.is_empty()).then_some(tool_choice);
         self.tools = tools;
-        self.tool_choice = Some(tool_choice);
         self
     }
 
     /// Sets the temperature.
     #[must_use]
-    pub fn with_temperature(mut self, temperature: f32) -> Self {
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
         self.temperature = Some(temperature);
         self
     }

@@ -1,9 +1,19 @@
 //! Parsing chat-completions responses: whole JSON bodies and streamed chunks.
 
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use agent_core::ToolCall;
 use serde_json::Value;
 
 use crate::{ChatResponse, LlmError, Usage};
+
+/// A tool-call id for a call the server sent without one: unique within the process, so two
+/// steps never share an id.
+fn synthetic_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("call_rs{:08}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
 
 fn malformed(what: &str) -> LlmError {
     LlmError::MalformedResponse(what.to_owned())
@@ -17,6 +27,54 @@ fn arguments_text(value: Option<&Value>) -> String {
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
+}
+
+/// An error object sent with a 200 status (inside a stream, or as a whole body), classified like
+/// an HTTP error: the status comes from a numeric `code`, else from what the code or type names.
+fn embedded_error(error: &Value) -> LlmError {
+    let text = |key: &str| {
+        error
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_lowercase()
+    };
+    let status = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..600).contains(c))
+        .unwrap_or_else(|| {
+            let (code, kind) = (text("code"), text("type"));
+            let names = |needle: &str| code.contains(needle) || kind.contains(needle);
+            if names("context_length") || names("invalid_request") {
+                400
+            } else if names("invalid_api_key") || names("authentication") {
+                401
+            } else if names("insufficient_quota") || names("rate_limit") {
+                429
+            } else {
+                500
+            }
+        });
+    crate::classify(
+        status,
+        |_| None,
+        &serde_json::json!({ "error": error }).to_string(),
+    )
+}
+
+/// Gives every call a non-empty id that no other call of the reply has (a repeated or missing
+/// id would make the `tool` results ambiguous, and strict providers reject it).
+fn unique_ids(mut calls: Vec<ToolCall>) -> Vec<ToolCall> {
+    let mut seen = HashSet::new();
+    for call in &mut calls {
+        if call.id.is_empty() || !seen.insert(call.id.clone()) {
+            call.id = synthetic_id();
+            seen.insert(call.id.clone());
+        }
+    }
+    calls
 }
 
 /// Reads `usage` from a response or chunk.
@@ -46,6 +104,9 @@ pub fn parse_usage(value: &Value) -> Option<Usage> {
 pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| LlmError::MalformedResponse(format!("invalid JSON in the response: {e}")))?;
+    if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+        return Err(embedded_error(error));
+    }
     let choice = value
         .get("choices")
         .and_then(Value::as_array)
@@ -60,13 +121,11 @@ pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
     let mut tool_calls = Vec::new();
-    for (index, call) in message
+    for call in message
         .get("tool_calls")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
-        .iter()
-        .enumerate()
     {
         let function = call
             .get("function")
@@ -75,11 +134,7 @@ pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
             .get("name")
             .and_then(Value::as_str)
             .ok_or_else(|| malformed("a tool call has no function name"))?;
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map_or_else(|| format!("call_{index}"), str::to_owned);
+        let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
         tool_calls.push(ToolCall::new(
             id,
             name,
@@ -88,7 +143,7 @@ pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
     }
     Ok(ChatResponse {
         content,
-        tool_calls,
+        tool_calls: unique_ids(tool_calls),
         usage: parse_usage(&value),
         finish_reason: choice
             .get("finish_reason")
@@ -139,14 +194,7 @@ impl StreamAssembler {
             LlmError::MalformedResponse(format!("invalid JSON in a stream chunk: {e}"))
         })?;
         if let Some(error) = chunk.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_owned);
-            return Err(LlmError::Server {
-                status: 500,
-                message,
-            });
+            return Err(embedded_error(error));
         }
         if let Some(usage) = parse_usage(&chunk) {
             self.usage = Some(usage);
@@ -170,19 +218,29 @@ impl StreamAssembler {
             self.received_tokens = true;
             self.content.push_str(text);
         }
-        for (position, fragment) in delta
+        for fragment in delta
             .get("tool_calls")
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default()
-            .iter()
-            .enumerate()
         {
             self.received_tokens = true;
-            let index = fragment
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(position as u64);
+            let id = fragment
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty());
+            let index = match fragment.get("index").and_then(Value::as_u64) {
+                Some(index) => index,
+                // Without an index, a fragment with a new id starts a new call and one
+                // without an id continues the latest call.
+                None => match (self.calls.last(), id) {
+                    (Some((last, call)), Some(id)) if !call.id.is_empty() && call.id != id => {
+                        last + 1
+                    }
+                    (Some((last, _)), _) => *last,
+                    (None, _) => 0,
+                },
+            };
             let at = match self.calls.iter().position(|(i, _)| *i == index) {
                 Some(at) => at,
                 None => {
@@ -191,15 +249,14 @@ impl StreamAssembler {
                 }
             };
             let call = &mut self.calls[at].1;
-            if let Some(id) = fragment
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-            {
+            if let Some(id) = id {
                 id.clone_into(&mut call.id);
             }
             if let Some(function) = fragment.get("function") {
-                if let Some(name) = function.get("name").and_then(Value::as_str) {
+                // Some servers repeat the whole name in every fragment; others split it.
+                if let Some(name) = function.get("name").and_then(Value::as_str)
+                    && name != call.name
+                {
                     call.name.push_str(name);
                 }
                 call.arguments
@@ -216,18 +273,11 @@ impl StreamAssembler {
         let tool_calls = self
             .calls
             .into_iter()
-            .map(|(index, call)| {
-                let id = if call.id.is_empty() {
-                    format!("call_{index}")
-                } else {
-                    call.id
-                };
-                ToolCall::new(id, call.name, call.arguments)
-            })
+            .map(|(_, call)| ToolCall::new(call.id, call.name, call.arguments))
             .collect();
         ChatResponse {
             content: (!self.content.is_empty()).then_some(self.content),
-            tool_calls,
+            tool_calls: unique_ids(tool_calls),
             usage: self.usage,
             finish_reason: self.finish_reason,
         }
@@ -319,18 +369,56 @@ mod tests {
     }
 
     #[test]
+    fn fragments_without_index_and_repeated_names() {
+        let chunks = [
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "a", "function": {"name": "echo", "arguments": "{\"text\":"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"function": {"name": "echo", "arguments": "\"1\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "b", "function": {"name": "echo", "arguments": "{\"text\":\"2\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        ];
+        let mut assembler = StreamAssembler::default();
+        for chunk in chunks {
+            assembler.push(&chunk.to_string()).unwrap();
+        }
+        assert_eq!(
+            assembler.finish().tool_calls,
+            vec![
+                ToolCall::new("a", "echo", r#"{"text":"1"}"#),
+                ToolCall::new("b", "echo", r#"{"text":"2"}"#)
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_and_repeated_ids_are_replaced_by_unique_ones() {
+        let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+            {"type": "function", "function": {"name": "a", "arguments": "{}"}},
+            {"id": "x", "type": "function", "function": {"name": "b", "arguments": "{}"}},
+            {"id": "x", "type": "function", "function": {"name": "c", "arguments": "{}"}}
+        ]}}]});
+        let first = parse_completion(body.to_string().as_bytes())
+            .unwrap()
+            .tool_calls;
+        let second = parse_completion(body.to_string().as_bytes())
+            .unwrap()
+            .tool_calls;
+        let ids: HashSet<&str> = first.iter().chain(&second).map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids.len(),
+            5,
+            "x is kept once per reply; the rest are fresh: {first:?} {second:?}"
+        );
+        assert_eq!(first[1].id, "x");
+        assert!(first.iter().all(|c| !c.id.is_empty()));
+    }
+
+    #[test]
     fn an_error_inside_a_stream_is_a_server_error() {
         let mut assembler = StreamAssembler::default();
         let err = assembler
             .push(r#"{"error": {"message": "overloaded"}}"#)
             .unwrap_err();
-        assert_eq!(
-            err,
-            LlmError::Server {
-                status: 500,
-                message: "overloaded".into()
-            }
-        );
+        assert_eq!(err, LlmError::server(500, "overloaded"));
         assert!(matches!(
             assembler.push("nope"),
             Err(LlmError::MalformedResponse(_))

@@ -317,8 +317,17 @@ async fn a_slow_first_byte_times_out_and_the_retry_succeeds() {
             .unwrap(),
         "in time"
     );
-    let retries = drain(&mut events);
-    assert_eq!(retries.len(), 1);
+    let reasons: Vec<String> = std::iter::from_fn(|| events.try_recv().ok())
+        .filter_map(|e| match e {
+            AgentEvent::Retry { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons.len(), 1);
+    assert!(
+        reasons[0].starts_with("request timed out"),
+        "the retried error was the timeout: {reasons:?}"
+    );
     assert_eq!(server.request_count(), 2);
 }
 
@@ -533,9 +542,9 @@ async fn requests_without_tools_carry_no_tool_choice() {
 }
 
 #[tokio::test]
-async fn dropping_a_call_mid_request_cancels_it() {
+async fn a_call_dropped_mid_request_leaves_the_client_usable() {
     let server = server().await;
-    server.push_hang();
+    server.push_hang().push_text("after the hang");
     let client = Arc::new(client(&server, true));
     let task = {
         let client = client.clone();
@@ -548,5 +557,32 @@ async fn dropping_a_call_mid_request_cancels_it() {
     server.wait_for_requests(1).await;
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
-    assert_eq!(server.request_count(), 1);
+    let answer = client
+        .ask(vec![Message::user_message("again")], vec![])
+        .await
+        .unwrap();
+    assert_eq!(answer, "after the hang");
+    assert!(
+        client.totals().completion > 0,
+        "the finished call was counted"
+    );
+}
+
+#[tokio::test]
+async fn the_read_timeout_does_not_cut_off_a_slow_first_byte() {
+    let server = server().await;
+    server.push_slow_first_byte(
+        Duration::from_millis(600),
+        Completion::text("worth the wait"),
+    );
+    let mut settings = settings(&server, "gpt-4o", true);
+    settings.read_timeout_secs = 0.2;
+    settings.request_timeout_secs = 10.0;
+    settings.max_attempts = 1;
+    let answer = LlmClient::new(settings)
+        .unwrap()
+        .ask(vec![Message::user_message("hi")], vec![])
+        .await
+        .unwrap();
+    assert_eq!(answer, "worth the wait");
 }

@@ -280,8 +280,8 @@ mod tests {
         ]);
         assert!(model.complete(empty_assistant).await.is_err());
 
-        let choice_without_tools = request(vec![Message::user_message("u")])
-            .with_tools(vec![], agent_core::ToolChoice::Auto);
+        let mut choice_without_tools = request(vec![Message::user_message("u")]);
+        choice_without_tools.tool_choice = Some(agent_core::ToolChoice::Auto);
         assert!(model.complete(choice_without_tools).await.is_err());
 
         assert_eq!(model.remaining(), 1, "rejected requests consume no reply");

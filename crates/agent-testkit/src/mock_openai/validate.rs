@@ -45,8 +45,7 @@ pub enum ViolationRule {
     InvalidToolCall,
     /// Two tool calls of one assistant message share an id.
     DuplicateToolCallId,
-    /// A tool call names a tool that `tools` does not advertise.
-    UnadvertisedTool,
+
     /// A `tool` message that answers no open call of the assistant message before it.
     OrphanToolResult,
     /// An assistant tool call left without a `tool` answer before the next non-tool message (or
@@ -99,7 +98,7 @@ impl ViolationRule {
             Self::EmptyAssistantMessage => "empty_assistant_message",
             Self::InvalidToolCall => "invalid_tool_call",
             Self::DuplicateToolCallId => "duplicate_tool_call_id",
-            Self::UnadvertisedTool => "unadvertised_tool",
+
             Self::OrphanToolResult => "orphan_tool_result",
             Self::MissingToolResult => "missing_tool_result",
             Self::InvalidTools => "invalid_tools",
@@ -249,6 +248,13 @@ pub(crate) fn validate_body(body: &Value, azure: bool) -> Check {
             format!("Unrecognized request argument supplied: {key}"),
         );
     }
+    // OpenAI treats an optional parameter sent as `null` like an absent one.
+    let body: Map<String, Value> = body
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let body = &body;
     let model = check_model(body, azure)?;
     check_parameters(body, model)?;
     let tools = check_tools(body)?;
@@ -281,7 +287,7 @@ pub(crate) fn validate_body(body: &Value, azure: bool) -> Check {
         }
     };
     for (index, message) in messages.iter().enumerate() {
-        check_message(index, message, tools.as_ref())?;
+        check_message(index, message)?;
     }
     check_pairing(messages)
 }
@@ -556,7 +562,7 @@ fn has_substance(content: &Value) -> bool {
     }
 }
 
-fn check_message(index: usize, message: &Value, tools: Option<&HashSet<String>>) -> Check {
+fn check_message(index: usize, message: &Value) -> Check {
     let param = format!("messages.[{index}]");
     let Value::Object(message) = message else {
         return fail(
@@ -611,16 +617,18 @@ fn check_message(index: usize, message: &Value, tools: Option<&HashSet<String>>)
             format!("Invalid '{param}.name': expected a string."),
         );
     }
-    let calls = check_tool_calls(&param, role, message, tools)?;
+    let calls = check_tool_calls(&param, role, message)?;
     check_content(&param, role, message.get("content"), calls)
 }
 
 /// Checks `tool_calls` of a message; returns how many calls it has.
+/// Tool names in earlier turns are not checked against `tools`: OpenAI does not, and an agent
+/// legitimately keeps calls to tools that no longer exist (an unknown-tool observation, an MCP
+/// server that went away) in its history.
 fn check_tool_calls(
     param: &str,
     role: &str,
     message: &Map<String, Value>,
-    tools: Option<&HashSet<String>>,
 ) -> Result<usize, Problem> {
     let Some(calls) = message.get("tool_calls") else {
         return Ok(0);
@@ -674,9 +682,9 @@ fn check_tool_calls(
         let Some(function) = call.get("function").and_then(Value::as_object) else {
             return Err(invalid("'function' must be an object."));
         };
-        let Some(name) = function.get("name").and_then(Value::as_str) else {
+        if !function.get("name").is_some_and(Value::is_string) {
             return Err(invalid("'function.name' must be a string."));
-        };
+        }
         if !function.get("arguments").is_some_and(Value::is_string) {
             return Err(invalid(
                 "'function.arguments' must be a string (JSON text, not an object).",
@@ -687,15 +695,6 @@ fn check_tool_calls(
                 ViolationRule::DuplicateToolCallId,
                 Some(format!("{param}.id")),
                 format!("Duplicate tool call id '{id}' in one assistant message."),
-            ));
-        }
-        if let Some(tools) = tools
-            && !tools.contains(name)
-        {
-            return Err(Problem::new(
-                ViolationRule::UnadvertisedTool,
-                Some(format!("{param}.function.name")),
-                format!("Tool call '{id}' names the tool '{name}', which is not in 'tools'."),
             ));
         }
     }
