@@ -38,6 +38,7 @@ pub use ask_human::{
 };
 pub use collection::ToolCollection;
 pub use create_chat_completion::{CREATE_CHAT_COMPLETION, CreateChatCompletion, TextResponse};
+pub use editor::{FileOperator, LocalFileOperator, STR_REPLACE_EDITOR, StrReplaceEditor};
 pub use planning::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus};
 pub use result::ToolResult;
 pub use terminate::{TERMINATE, Terminate, TerminateArgs, TerminateStatus};
