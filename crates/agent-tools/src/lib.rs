@@ -36,6 +36,7 @@ mod tool;
 pub use ask_human::{
     ASK_HUMAN, AskHuman, AskHumanArgs, ChannelInput, HumanInput, NO_HUMAN, Question, TerminalInput,
 };
+pub use bash::{BASH, Bash, BashArgs};
 pub use collection::ToolCollection;
 pub use create_chat_completion::{CREATE_CHAT_COMPLETION, CreateChatCompletion, TextResponse};
 pub use editor::{FileOperator, LocalFileOperator, STR_REPLACE_EDITOR, StrReplaceEditor};
