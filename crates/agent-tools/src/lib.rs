@@ -41,6 +41,7 @@ pub use collection::ToolCollection;
 pub use create_chat_completion::{CREATE_CHAT_COMPLETION, CreateChatCompletion, TextResponse};
 pub use editor::{FileOperator, LocalFileOperator, STR_REPLACE_EDITOR, StrReplaceEditor};
 pub use planning::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus};
+pub use python::{PYTHON_EXECUTE, PythonExecute, PythonExecuteArgs};
 pub use result::ToolResult;
 pub use terminate::{TERMINATE, Terminate, TerminateArgs, TerminateStatus};
 pub use tool::{Tool, ToolContext, ToolError, TypedTool, parameters_schema, parse_args};
