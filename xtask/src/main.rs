@@ -18,7 +18,7 @@ commands:
   ci      fmt check, clippy (-D warnings), rustdoc (-D warnings), cargo test --workspace
           (installs the test peer fakellm from PyPI into target/xtask-tools/ on first use;
           set FAKELLM_BIN to use another copy)
-  bench   agent-loop and LLM-client benchmarks (release build; prints figures)
+  bench   agent-loop, LLM-client and local-tool benchmarks (release build; prints figures)
   fmt     cargo fmt --all";
 
 fn main() -> ExitCode {
