@@ -1,0 +1,1 @@
+//! # agent-config — being written (issue #7).

@@ -1,0 +1,1 @@
+//! # agents — being written (issue #7).
