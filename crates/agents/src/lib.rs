@@ -1,1 +1,3 @@
-//! # agents — being written (issue #7).
+//! # agents — the OpenManus agents on openmanus-rs (being written, issue #7).
+
+pub mod flow;

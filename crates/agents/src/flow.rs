@@ -1,0 +1,1 @@
+//! PlanningFlow: being written.
