@@ -1,3 +1,33 @@
-//! # agents — the OpenManus agents on openmanus-rs (being written, issue #7).
+//! # agents — the OpenManus agents on openmanus-rs
+//!
+//! Each agent is a few lines of configuration over [`agent_toolcall::ToolCallAgent`]: a tool
+//! set, two prompts and its limits. [`manus`] is the general-purpose agent, [`swe`] the
+//! programmer; [`flow`] holds the planning flow that drives several of them. [`workspace`]
+//! tells what a run changed in the workspace.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use agent_core::Agent;
+//! use agent_testkit::{ScriptedModel, tool_call};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! let model = Arc::new(ScriptedModel::new());
+//! model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
+//! let mut agent = agents::manus(model.clone(), &agents::AgentOptions::new(dir.path()));
+//! assert!(agent.run(Some("Nothing to do.".into())).await.unwrap().is_finished());
+//! assert_eq!(
+//!     model.requests()[0].tool_names(),
+//!     ["python_execute", "str_replace_editor", "ask_human", "terminate"]
+//! );
+//! # });
+//! ```
 
+mod agents;
 pub mod flow;
+pub mod prompts;
+pub mod workspace;
+
+pub use agents::{AgentOptions, MANUS, SWE, manus, swe};
+pub use workspace::{DEFAULT_WORKSPACE, Snapshot, WorkspaceChanges};

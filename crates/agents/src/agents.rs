@@ -1,0 +1,156 @@
+//! Manus and SWEAgent: each a tool set, two prompts and a few limits over ToolCallAgent.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_llm::ChatModel;
+use agent_toolcall::{Policies, ToolCallAgent};
+use agent_tools::{
+    AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, Terminate, TerminalInput,
+    ToolCollection,
+};
+
+use crate::prompts::{
+    MANUS_NEXT_STEP_PROMPT, MANUS_SYSTEM_PROMPT, SWE_SYSTEM_PROMPT, with_directory,
+};
+
+/// The agent names, as OpenManus spells them.
+pub const MANUS: &str = "Manus";
+/// SWEAgent's name.
+pub const SWE: &str = "swe";
+
+/// What every agent needs from its surroundings.
+#[derive(Clone)]
+pub struct AgentOptions {
+    /// The workspace: file tools are confined to it, bash and python run in it. Should be an
+    /// absolute, existing directory.
+    pub workspace: PathBuf,
+    /// Overrides the agent's step budget.
+    pub max_steps: Option<u32>,
+    /// Overrides the agent's observation limit.
+    pub max_observe: Option<usize>,
+    /// Behaviour policies (default: [`Policies::default`]).
+    pub policies: Policies,
+    /// Where `ask_human` questions go (default: the terminal).
+    pub human: Option<Arc<dyn HumanInput>>,
+    /// The Python interpreter for `python_execute` (default: `python3` from `PATH`).
+    pub python: Option<PathBuf>,
+    /// Time limit of one `python_execute` call (default 5 s).
+    pub python_timeout: Option<Duration>,
+    /// Time limit of one `bash` call (default 120 s).
+    pub bash_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("workspace", &self.workspace)
+            .field("max_steps", &self.max_steps)
+            .field("max_observe", &self.max_observe)
+            .field("policies", &self.policies)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentOptions {
+    /// Options for `workspace` with every default.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            max_steps: None,
+            max_observe: None,
+            policies: Policies::default(),
+            human: None,
+            python: None,
+            python_timeout: None,
+            bash_timeout: None,
+        }
+    }
+
+    fn python(&self) -> PythonExecute {
+        let mut python = PythonExecute::new().with_cwd(&self.workspace);
+        if let Some(program) = &self.python {
+            python = python.with_interpreter(program);
+        }
+        if let Some(timeout) = self.python_timeout {
+            python = python.with_timeout(timeout);
+        }
+        python
+    }
+
+    fn bash(&self) -> Bash {
+        let mut bash = Bash::new().with_cwd(&self.workspace);
+        if let Some(timeout) = self.bash_timeout {
+            bash = bash.with_timeout(timeout);
+        }
+        bash
+    }
+
+    fn ask_human(&self) -> AskHuman {
+        match &self.human {
+            Some(input) => AskHuman::with_input(SharedInput(input.clone())),
+            None => AskHuman::with_input(TerminalInput),
+        }
+    }
+
+    fn apply(&self, mut agent: ToolCallAgent) -> ToolCallAgent {
+        if let Some(max_steps) = self.max_steps {
+            agent = agent.with_max_steps(max_steps);
+        }
+        if let Some(max_observe) = self.max_observe {
+            agent = agent.with_max_observe(max_observe);
+        }
+        agent.with_policies(self.policies)
+    }
+}
+
+/// An `Arc<dyn HumanInput>` as a `HumanInput`.
+struct SharedInput(Arc<dyn HumanInput>);
+
+#[async_trait::async_trait]
+impl HumanInput for SharedInput {
+    async fn ask(&self, inquire: &str) -> Result<Option<String>, agent_tools::ToolError> {
+        self.0.ask(inquire).await
+    }
+}
+
+/// Manus, the general-purpose agent: `python_execute`, `str_replace_editor`, `ask_human` and
+/// `terminate` (the browser and MCP tools join when their crates land), 20 steps, observations
+/// cut at 10,000 characters, the workspace in its system prompt.
+pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
+    let mut tools = ToolCollection::new();
+    tools.add_tool(options.python());
+    tools.add_tool(StrReplaceEditor::new().with_workspace_root(&options.workspace));
+    tools.add_tool(options.ask_human());
+    tools.add_tool(Terminate);
+    let agent = ToolCallAgent::new(llm)
+        .with_name(MANUS)
+        .with_description(
+            "A versatile agent that solves many kinds of tasks with tools: code, files, and \
+             questions to the user.",
+        )
+        .with_system_prompt(with_directory(MANUS_SYSTEM_PROMPT, &options.workspace))
+        .with_next_step_prompt(MANUS_NEXT_STEP_PROMPT)
+        .with_tools(tools)
+        .with_max_steps(20)
+        .with_max_observe(10_000);
+    options.apply(agent)
+}
+
+/// SWEAgent, the programmer: `bash`, `str_replace_editor` and `terminate`, 20 steps, no
+/// next-step prompt.
+pub fn swe(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
+    let mut tools = ToolCollection::new();
+    tools.add_tool(options.bash());
+    tools.add_tool(StrReplaceEditor::new().with_workspace_root(&options.workspace));
+    tools.add_tool(Terminate);
+    let agent = ToolCallAgent::new(llm)
+        .with_name(SWE)
+        .with_description("An autonomous programmer that works with a shell and a file editor.")
+        .with_system_prompt(with_directory(SWE_SYSTEM_PROMPT, &options.workspace))
+        .with_next_step_prompt("")
+        .with_tools(tools)
+        .with_max_steps(20);
+    options.apply(agent)
+}
