@@ -7,7 +7,7 @@ use std::time::Duration;
 use agent_llm::ChatModel;
 use agent_toolcall::{Policies, ToolCallAgent};
 use agent_tools::{
-    AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, Terminate, TerminalInput,
+    AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, Terminate,
     ToolCollection,
 };
 

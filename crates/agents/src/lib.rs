@@ -30,4 +30,8 @@ pub mod prompts;
 pub mod workspace;
 
 pub use agents::{AgentOptions, MANUS, SWE, manus, swe};
+pub use flow::{
+    ExecutorMemory, Flow, FlowError, FlowEvent, FlowFactory, FlowOptions, FlowOutcome, FlowType,
+    PlanningFlow,
+};
 pub use workspace::{DEFAULT_WORKSPACE, Snapshot, WorkspaceChanges};

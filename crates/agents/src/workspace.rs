@@ -46,13 +46,17 @@ impl Snapshot {
         let mut files = BTreeMap::new();
         let mut pending = vec![root.to_path_buf()];
         while let Some(dir) = pending.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for entry in entries.flatten() {
                 if files.len() >= 10_000 {
                     return Self { files };
                 }
                 let path = entry.path();
-                let Ok(kind) = entry.file_type() else { continue };
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
                 if kind.is_dir() {
                     let name = entry.file_name();
                     if !IGNORED.iter().any(|i| name == *i) {
@@ -114,6 +118,10 @@ mod tests {
         assert_eq!(changes.created, [PathBuf::from("sub/new.txt")]);
         assert_eq!(changes.modified, [PathBuf::from("edit.txt")]);
         assert_eq!(changes.deleted, [PathBuf::from("gone.txt")]);
-        assert!(Snapshot::take(&root.join("missing")).changes(&Snapshot::default()).is_empty());
+        assert!(
+            Snapshot::take(&root.join("missing"))
+                .changes(&Snapshot::default())
+                .is_empty()
+        );
     }
 }

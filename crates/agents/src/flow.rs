@@ -1,1 +1,0 @@
-//! PlanningFlow: being written.
