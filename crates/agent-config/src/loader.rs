@@ -1,0 +1,240 @@
+//! Finding and loading `config.toml`: the lookup order, the environment, and where the file came
+//! from.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::Config;
+use crate::env::Env;
+use crate::error::ConfigError;
+
+/// The environment variable naming a configuration file (checked after `--config`).
+pub const CONFIG_ENV: &str = "OPENMANUS_CONFIG";
+
+/// How the configuration file was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigOrigin {
+    /// Named explicitly (the CLI's `--config`).
+    Explicit,
+    /// Named by the `OPENMANUS_CONFIG` environment variable.
+    EnvVar,
+    /// Found as `config/config.toml` under the base directory.
+    ConfigToml,
+    /// Found as `config/config.example.toml` under the base directory (no `config.toml`).
+    Example,
+    /// Parsed from a string; there is no file.
+    Inline,
+}
+
+impl fmt::Display for ConfigOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Explicit => "--config",
+            Self::EnvVar => CONFIG_ENV,
+            Self::ConfigToml => "the config directory",
+            Self::Example => "the config directory, example fallback",
+            Self::Inline => "a string",
+        })
+    }
+}
+
+/// The file a [`Config`] was loaded from, and why that one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSource {
+    /// The file (for [`ConfigOrigin::Inline`], a placeholder used in messages).
+    pub path: PathBuf,
+    /// How it was chosen.
+    pub origin: ConfigOrigin,
+}
+
+impl fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (from {})", self.path.display(), self.origin)
+    }
+}
+
+/// Finds and loads the configuration. Lookup order:
+///
+/// 1. the explicit path ([`ConfigLoader::explicit_path`], the CLI's `--config`);
+/// 2. the file named by `OPENMANUS_CONFIG` (unset or empty: skipped);
+/// 3. `<base>/config/config.toml`;
+/// 4. `<base>/config/config.example.toml` (as OpenManus does; a warning is logged).
+///
+/// A file named by 1 or 2 must exist (no silent fall-through); relative paths there are taken
+/// relative to the base directory. The MCP servers are read from `mcp.json` in the directory of
+/// the chosen file (missing: none).
+///
+/// The environment (for `OPENMANUS_CONFIG` and `${VAR}` values) is the process's unless
+/// [`ConfigLoader::with_env`] replaces it.
+///
+/// ```
+/// use agent_config::{ConfigLoader, ConfigOrigin};
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::create_dir(dir.path().join("config"))?;
+/// std::fs::write(
+///     dir.path().join("config/config.toml"),
+///     "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"https://api.openai.com/v1\"\napi_key = \"${KEY}\"\n",
+/// )?;
+/// let config = ConfigLoader::new(dir.path())
+///     .with_env(|name| (name == "KEY").then(|| "sk-test".to_owned()))
+///     .load()?;
+/// assert_eq!(config.source().origin, ConfigOrigin::ConfigToml);
+/// assert_eq!(config.default_llm().api_key.expose(), "sk-test");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConfigLoader {
+    base_dir: PathBuf,
+    explicit: Option<PathBuf>,
+    env: Env,
+}
+
+impl ConfigLoader {
+    /// A loader that looks under `base_dir` (the CLI passes the current directory).
+    pub fn new(base_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            base_dir: base_dir.into(),
+            explicit: None,
+            env: Env::process(),
+        }
+    }
+
+    /// Uses this file, when given, before any other (the CLI's `--config`).
+    #[must_use]
+    pub fn explicit_path(mut self, path: Option<PathBuf>) -> Self {
+        self.explicit = path;
+        self
+    }
+
+    /// Reads environment variables through `lookup` instead of the process environment (for
+    /// `OPENMANUS_CONFIG` and every `${VAR}` value).
+    #[must_use]
+    pub fn with_env(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.env = Env::from_fn(lookup);
+        self
+    }
+
+    /// The files that would be tried, in order.
+    #[must_use]
+    pub fn candidates(&self) -> Vec<ConfigSource> {
+        if let Some(path) = &self.explicit {
+            return vec![ConfigSource {
+                path: self.base_dir.join(path),
+                origin: ConfigOrigin::Explicit,
+            }];
+        }
+        if let Some(path) = self.env.get(CONFIG_ENV).filter(|p| !p.trim().is_empty()) {
+            return vec![ConfigSource {
+                path: self.base_dir.join(path),
+                origin: ConfigOrigin::EnvVar,
+            }];
+        }
+        let dir = self.base_dir.join("config");
+        vec![
+            ConfigSource {
+                path: dir.join("config.toml"),
+                origin: ConfigOrigin::ConfigToml,
+            },
+            ConfigSource {
+                path: dir.join("config.example.toml"),
+                origin: ConfigOrigin::Example,
+            },
+        ]
+    }
+
+    /// The file that will be loaded.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Missing`] when the explicit or `OPENMANUS_CONFIG` file does not exist,
+    /// [`ConfigError::NotFound`] (listing the paths searched) when neither default file does.
+    pub fn locate(&self) -> Result<ConfigSource, ConfigError> {
+        let candidates = self.candidates();
+        if let Some(found) = candidates.iter().find(|c| c.path.is_file()) {
+            return Ok(found.clone());
+        }
+        match candidates.as_slice() {
+            [single] if single.origin != ConfigOrigin::ConfigToml => Err(ConfigError::Missing {
+                path: single.path.clone(),
+                origin: single.origin,
+            }),
+            _ => Err(ConfigError::NotFound {
+                searched: candidates.into_iter().map(|c| c.path).collect(),
+            }),
+        }
+    }
+
+    /// Finds, reads and validates the configuration, and reads `mcp.json` beside it.
+    ///
+    /// # Errors
+    ///
+    /// Any [`ConfigError`]: no file, an unreadable file, invalid TOML, an unknown or mistyped
+    /// key, a missing required key, an unset `${VAR}`, or a bad `mcp.json`.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        let source = self.locate()?;
+        if source.origin == ConfigOrigin::Example {
+            tracing::warn!(
+                path = %source.path.display(),
+                "no config/config.toml; using the example configuration"
+            );
+        }
+        self.load_source(source)
+    }
+
+    /// Loads exactly `path` (relative to the base directory), and `mcp.json` beside it.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigLoader::load`]; a missing file is [`ConfigError::Missing`].
+    pub fn load_file(&self, path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let path = self.base_dir.join(path);
+        if !path.is_file() {
+            return Err(ConfigError::Missing {
+                path,
+                origin: ConfigOrigin::Explicit,
+            });
+        }
+        self.load_source(ConfigSource {
+            path,
+            origin: ConfigOrigin::Explicit,
+        })
+    }
+
+    /// Parses a configuration from a string (no `mcp.json` is read), with this loader's
+    /// environment.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigLoader::load`], with `<string>` as the file name.
+    pub fn parse_str(&self, text: &str) -> Result<Config, ConfigError> {
+        Config::parse(
+            text,
+            ConfigSource {
+                path: PathBuf::from("<string>"),
+                origin: ConfigOrigin::Inline,
+            },
+            &self.env,
+        )
+    }
+
+    fn load_source(&self, source: ConfigSource) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(&source.path).map_err(|e| ConfigError::Read {
+            path: source.path.clone(),
+            source: e,
+        })?;
+        let mcp_path = source
+            .path
+            .parent()
+            .unwrap_or_else(|| Path::new(""))
+            .join("mcp.json");
+        let mut config = Config::parse(&text, source, &self.env)?;
+        config.mcp.servers = crate::mcp::load_with_env(&mcp_path, &self.env)?;
+        config.mcp_path = Some(mcp_path);
+        tracing::debug!(source = %config.source, servers = config.mcp.servers.len(), "configuration loaded");
+        Ok(config)
+    }
+}

@@ -1,0 +1,364 @@
+//! The non-LLM sections of `config.toml`: `[browser]`, `[search]`, `[sandbox]`, `[daytona]`,
+//! `[mcp]`, `[runflow]` (OpenManus's) and `[agent]` (ours). Every section may be missing and
+//! every key in it may be missing: what is not written takes its default.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use agent_llm::ApiKey;
+use serde::{Deserialize, Deserializer};
+
+use crate::mcp::McpServerConfig;
+
+/// `""` means "not set" for optional strings (OpenManus's examples write `cdp_url = ""`).
+fn empty_as_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let value = Option::<String>::deserialize(deserializer)?;
+    Ok(value.filter(|v| !v.trim().is_empty()))
+}
+
+fn empty_path_as_none<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<PathBuf>, D::Error> {
+    Ok(empty_as_none(deserializer)?.map(PathBuf::from))
+}
+
+/// `[browser]`: how the `browser_use` tool starts or reaches a Chromium.
+///
+/// Two defaults differ from OpenManus on purpose (spec §13 W27, W31): `headless` is `true`
+/// (OpenManus: `false`, a window pops up) and `disable_security` is `false` (OpenManus: `true`).
+/// Write `headless = false` / `disable_security = true` to get OpenManus's behaviour.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BrowserSettings {
+    /// Run without a window. Default `true`.
+    pub headless: bool,
+    /// Turn off the browser's web security (CORS, ...). Default `false`.
+    pub disable_security: bool,
+    /// Extra command-line arguments for Chromium.
+    pub extra_chromium_args: Vec<String>,
+    /// The Chromium/Chrome executable to start instead of the system one (`""`: unset).
+    #[serde(deserialize_with = "empty_path_as_none")]
+    pub chrome_instance_path: Option<PathBuf>,
+    /// Connect to a running browser over this WebSocket URL instead of starting one (`""`:
+    /// unset).
+    #[serde(deserialize_with = "empty_as_none")]
+    pub wss_url: Option<String>,
+    /// Connect to a running browser over this CDP URL instead of starting one (`""`: unset).
+    #[serde(deserialize_with = "empty_as_none")]
+    pub cdp_url: Option<String>,
+    /// `[browser.proxy]`; `None` when the table is missing or has no `server` (as in OpenManus,
+    /// a proxy without a server is not used).
+    #[serde(deserialize_with = "proxy_if_server")]
+    pub proxy: Option<ProxySettings>,
+    /// How many characters of a page's text `extract_content` reads. Default 2000.
+    pub max_content_length: usize,
+}
+
+impl Default for BrowserSettings {
+    fn default() -> Self {
+        Self {
+            headless: true,
+            disable_security: false,
+            extra_chromium_args: Vec::new(),
+            chrome_instance_path: None,
+            wss_url: None,
+            cdp_url: None,
+            proxy: None,
+            max_content_length: 2000,
+        }
+    }
+}
+
+/// `[browser.proxy]`. Its `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct ProxySettings {
+    /// The proxy, e.g. `http://proxy.example:3128`.
+    pub server: String,
+    /// User name, if the proxy needs one.
+    pub username: Option<String>,
+    /// Password, if the proxy needs one.
+    pub password: Option<String>,
+}
+
+impl fmt::Debug for ProxySettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProxySettings")
+            .field("server", &self.server)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProxy {
+    #[serde(default, deserialize_with = "empty_as_none")]
+    server: Option<String>,
+    #[serde(default, deserialize_with = "empty_as_none")]
+    username: Option<String>,
+    #[serde(default, deserialize_with = "empty_as_none")]
+    password: Option<String>,
+}
+
+fn proxy_if_server<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ProxySettings>, D::Error> {
+    let raw = RawProxy::deserialize(deserializer)?;
+    match raw.server {
+        Some(server) => Ok(Some(ProxySettings {
+            server,
+            username: raw.username,
+            password: raw.password,
+        })),
+        None => {
+            tracing::warn!("[browser.proxy] has no `server`; the proxy is not used");
+            Ok(None)
+        }
+    }
+}
+
+/// `[search]`: the `web_search` tool's engines and retry policy. A missing section or key keeps
+/// OpenManus's defaults (unlike OpenManus, where a missing section yields no settings at all).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchSettings {
+    /// The primary engine, matched case-insensitively (`Google`, `Baidu`, `DuckDuckGo`, `Bing`).
+    /// Default `"Google"`.
+    pub engine: String,
+    /// Engines tried, in order, after the primary one. Default `["DuckDuckGo", "Baidu", "Bing"]`.
+    pub fallback_engines: Vec<String>,
+    /// Seconds to wait before sweeping all engines again after they all failed. Default 60.
+    pub retry_delay: u64,
+    /// How many times all engines are swept again after they all failed. Default 3.
+    pub max_retries: u32,
+    /// Language of the results. Default `"en"`.
+    pub lang: String,
+    /// Country of the results. Default `"us"`.
+    pub country: String,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        Self {
+            engine: "Google".into(),
+            fallback_engines: vec!["DuckDuckGo".into(), "Baidu".into(), "Bing".into()],
+            retry_delay: 60,
+            max_retries: 3,
+            lang: "en".into(),
+            country: "us".into(),
+        }
+    }
+}
+
+/// `[sandbox]`: the local Docker sandbox. Defaults are OpenManus's.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// Run code-executing tools in the sandbox. Default `false`.
+    pub use_sandbox: bool,
+    /// Container image. Default `"python:3.12-slim"`.
+    pub image: String,
+    /// Working directory inside the container. Default `"/workspace"`.
+    pub work_dir: String,
+    /// Docker memory limit. Default `"512m"`.
+    pub memory_limit: String,
+    /// CPUs. Default 1.0.
+    pub cpu_limit: f64,
+    /// Default command timeout, in seconds. Default 300.
+    pub timeout: u64,
+    /// Allow network access from the container. Default `false`.
+    pub network_enabled: bool,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        Self {
+            use_sandbox: false,
+            image: "python:3.12-slim".into(),
+            work_dir: "/workspace".into(),
+            memory_limit: "512m".into(),
+            cpu_limit: 1.0,
+            timeout: 300,
+            network_enabled: false,
+        }
+    }
+}
+
+/// `[daytona]`: the Daytona cloud sandbox. The whole section is optional (its absence made
+/// OpenManus crash at start-up, spec §6.1); so is every key in it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaytonaSettings {
+    /// The Daytona API key (`Debug` shows `<redacted>`). Default empty.
+    pub daytona_api_key: ApiKey,
+    /// Default `"https://app.daytona.io/api"`.
+    pub daytona_server_url: String,
+    /// Region, `us` or `eu`. Default `"us"`.
+    pub daytona_target: String,
+    /// Default `"whitezxj/sandbox:0.1.0"`.
+    pub sandbox_image_name: String,
+    /// Default `"/usr/bin/supervisord -n -c /etc/supervisor/conf.d/supervisord.conf"`.
+    pub sandbox_entrypoint: String,
+    /// The sandbox's VNC password (`VNC_password`, as OpenManus spells it). No default: OpenManus
+    /// falls back to `123456` (spec §13 W31); the sandbox should generate one when unset.
+    #[serde(rename = "VNC_password", alias = "vnc_password")]
+    pub vnc_password: Option<String>,
+}
+
+impl Default for DaytonaSettings {
+    fn default() -> Self {
+        Self {
+            daytona_api_key: ApiKey::default(),
+            daytona_server_url: "https://app.daytona.io/api".into(),
+            daytona_target: "us".into(),
+            sandbox_image_name: "whitezxj/sandbox:0.1.0".into(),
+            sandbox_entrypoint:
+                "/usr/bin/supervisord -n -c /etc/supervisor/conf.d/supervisord.conf".into(),
+            vnc_password: None,
+        }
+    }
+}
+
+/// `[mcp]` plus the servers of `mcp.json` (which lives beside `config.toml`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpSettings {
+    /// OpenManus's Python module for its own MCP server (`python -m app.mcp.server`). Accepted so
+    /// that OpenManus configs load; openmanus-rs serves its tools with `openmanus mcp-server`
+    /// and does not read it. Default `"app.mcp.server"`.
+    pub server_reference: String,
+    /// The servers of `mcp.json`, in file order (never read from `config.toml`).
+    #[serde(skip)]
+    pub servers: Vec<McpServerConfig>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            server_reference: "app.mcp.server".into(),
+            servers: Vec::new(),
+        }
+    }
+}
+
+impl McpSettings {
+    /// The server with this id.
+    #[must_use]
+    pub fn server(&self, id: &str) -> Option<&McpServerConfig> {
+        self.servers.iter().find(|s| s.id == id)
+    }
+}
+
+/// `[runflow]`: the planning flow (`openmanus flow`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunflowSettings {
+    /// Add the DataAnalysis agent to the flow's executors. Default `false`.
+    pub use_data_analysis_agent: bool,
+    /// How many times a plan step whose executor failed (or hit its step budget) is retried
+    /// before it is marked blocked. Default 1 (ours; OpenManus retries forever, spec §13 W7).
+    pub max_step_retries: u32,
+    /// Time limit of a whole flow, in seconds (`run_flow.py`'s 3600). Default 3600.
+    pub timeout_secs: u64,
+}
+
+impl Default for RunflowSettings {
+    fn default() -> Self {
+        Self {
+            use_data_analysis_agent: false,
+            max_step_retries: 1,
+            timeout_secs: 3600,
+        }
+    }
+}
+
+/// How the per-step prompt reaches the model (`[agent] next_step_prompt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum NextStepPromptMode {
+    /// `"append"` — OpenManus: added to memory as a new user message every step.
+    #[serde(rename = "append")]
+    AppendToMemory,
+    /// `"ephemeral"` — sent as the last message of each request, never stored (spec §13 W2).
+    /// The default.
+    #[default]
+    #[serde(rename = "ephemeral")]
+    Ephemeral,
+}
+
+/// How an observation longer than `max_observe` characters is shortened
+/// (`[agent] observation_truncation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum ObservationTruncation {
+    /// `"cut"` — OpenManus: keep the first `max_observe` characters, no marker.
+    #[serde(rename = "cut")]
+    Cut,
+    /// `"head_and_tail"` — keep head and tail with an explicit omission marker (spec §13 W15).
+    /// The default.
+    #[default]
+    #[serde(rename = "head_and_tail")]
+    HeadAndTail,
+}
+
+/// What a text-only reply in `auto` tool-choice mode means (`[agent] auto_text_reply`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum AutoTextReply {
+    /// `"keep_looping"` — OpenManus: the loop goes on until `terminate` or the step budget.
+    /// The default.
+    #[default]
+    #[serde(rename = "keep_looping")]
+    KeepLooping,
+    /// `"finish"` — the text is the answer and the agent finishes.
+    #[serde(rename = "finish")]
+    Finish,
+}
+
+/// `[agent]` (openmanus-rs): overrides and policies for every agent.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentSettings {
+    /// Step budget of every agent run; `None`: each agent's own default (Manus 20, SWE 20, ...).
+    pub max_steps: Option<u32>,
+    /// Longest observation in characters; `None`: each agent's own default (Manus 10000, SWE
+    /// none); `0`: never truncate.
+    pub max_observe: Option<usize>,
+    /// Per-step prompt policy. Default `"ephemeral"`.
+    pub next_step_prompt: NextStepPromptMode,
+    /// Long-observation policy. Default `"head_and_tail"`.
+    pub observation_truncation: ObservationTruncation,
+    /// Text-only replies in `auto` mode. Default `"keep_looping"`.
+    pub auto_text_reply: AutoTextReply,
+    /// The directory agents work in: it confines the file tools and is the working directory of
+    /// `bash` and `python_execute`. Default `workspace`. A relative path is relative to the
+    /// process's current directory when it is used (not to the config file), so
+    /// `openmanus` run in a project writes to that project's `./workspace`, as OpenManus's
+    /// `<project>/workspace`.
+    pub workspace_root: PathBuf,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self {
+            max_steps: None,
+            max_observe: None,
+            next_step_prompt: NextStepPromptMode::default(),
+            observation_truncation: ObservationTruncation::default(),
+            auto_text_reply: AutoTextReply::default(),
+            workspace_root: PathBuf::from("workspace"),
+        }
+    }
+}
+
+/// Everything in `config.toml` except `[llm]`, deserialized in one go so that an unknown
+/// section is an error too.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct Sections {
+    pub(crate) browser: BrowserSettings,
+    pub(crate) search: SearchSettings,
+    pub(crate) sandbox: SandboxSettings,
+    pub(crate) daytona: Option<DaytonaSettings>,
+    pub(crate) mcp: McpSettings,
+    pub(crate) runflow: RunflowSettings,
+    pub(crate) agent: AgentSettings,
+}
