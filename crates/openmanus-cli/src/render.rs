@@ -1,0 +1,257 @@
+//! Live rendering of an agent's events: readable text on the terminal (colours and a spinner
+//! only on a TTY), or JSON lines for other programs.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agent_core::AgentEvent;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+
+use crate::journal::JournalHandle;
+
+/// How much to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Steps, thoughts, tool calls and short observations.
+    Text,
+    /// Only the final answer.
+    Quiet,
+    /// Every event as a JSON line on standard output.
+    Json,
+}
+
+/// Totals gathered while rendering.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Totals {
+    /// Input tokens over the run.
+    pub prompt_tokens: u64,
+    /// Output tokens over the run.
+    pub completion_tokens: u64,
+}
+
+struct Style {
+    colour: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+    fn dim(&self, text: &str) -> String {
+        self.paint("2", text)
+    }
+    fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+    fn green(&self, text: &str) -> String {
+        self.paint("32", text)
+    }
+    fn red(&self, text: &str) -> String {
+        self.paint("31", text)
+    }
+    fn yellow(&self, text: &str) -> String {
+        self.paint("33", text)
+    }
+    fn cyan(&self, text: &str) -> String {
+        self.paint("36", text)
+    }
+}
+
+/// The first `max` characters of the first lines of `text`, on at most `lines` lines.
+pub fn preview(text: &str, lines: usize, max: usize) -> String {
+    let mut out: Vec<String> = text.lines().take(lines).map(str::to_owned).collect();
+    let total_lines = text.lines().count();
+    let mut shown: String = out.join("\n");
+    if shown.chars().count() > max {
+        shown = shown.chars().take(max).collect::<String>() + "…";
+        out.clear();
+    }
+    if total_lines > lines && out.len() == lines {
+        shown.push_str(&format!("\n… ({} more lines)", total_lines - lines));
+    }
+    shown
+}
+
+fn indent(text: &str, prefix: &str) -> String {
+    text.lines()
+        .map(|line| format!("{prefix}{line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Renders events until the run's `Finished` event (or the channel closes), also writing each
+/// one to the journal. Returns the token totals.
+pub fn spawn(
+    mut events: UnboundedReceiver<AgentEvent>,
+    mode: Mode,
+    journal: JournalHandle,
+) -> JoinHandle<Totals> {
+    tokio::spawn(async move {
+        let tty = std::io::stderr().is_terminal();
+        let style = Style {
+            colour: tty && std::env::var_os("NO_COLOR").is_none(),
+        };
+        let thinking = Arc::new(AtomicBool::new(false));
+        let spinner = (tty && mode == Mode::Text).then(|| spawn_spinner(thinking.clone()));
+        let mut totals = Totals::default();
+        while let Some(event) = events.recv().await {
+            journal.event(&event);
+            thinking.store(
+                matches!(event, AgentEvent::StepStarted { .. }),
+                Ordering::SeqCst,
+            );
+            if tty && mode == Mode::Text {
+                clear_line();
+            }
+            if let AgentEvent::TokenUsage {
+                prompt_tokens,
+                completion_tokens,
+            } = &event
+            {
+                totals.prompt_tokens += prompt_tokens;
+                totals.completion_tokens += completion_tokens;
+            }
+            let finished = matches!(event, AgentEvent::Finished { .. });
+            match mode {
+                Mode::Json => {
+                    if let Ok(line) = serde_json::to_string(&event) {
+                        out(&line);
+                    }
+                }
+                Mode::Text => text(&style, &event),
+                Mode::Quiet => {}
+            }
+            if finished {
+                break;
+            }
+        }
+        thinking.store(false, Ordering::SeqCst);
+        if let Some(spinner) = spinner {
+            spinner.abort();
+            clear_line();
+        }
+        totals
+    })
+}
+
+#[allow(clippy::print_stdout)]
+fn out(line: &str) {
+    println!("{line}");
+}
+
+#[allow(clippy::print_stderr)]
+fn err(line: &str) {
+    eprintln!("{line}");
+}
+
+fn clear_line() {
+    let mut stderr = std::io::stderr();
+    let _ = stderr.write_all(b"\r\x1b[2K");
+    let _ = stderr.flush();
+}
+
+fn spawn_spinner(thinking: Arc<AtomicBool>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+        let mut frame = 0;
+        let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            ticker.tick().await;
+            if thinking.load(Ordering::SeqCst) {
+                let mut stderr = std::io::stderr();
+                let _ = write!(
+                    stderr,
+                    "\r\x1b[2K{} waiting for the model…",
+                    FRAMES[frame % FRAMES.len()]
+                );
+                let _ = stderr.flush();
+                frame += 1;
+            }
+        }
+    })
+}
+
+fn text(style: &Style, event: &AgentEvent) {
+    match event {
+        AgentEvent::RunStarted { agent, .. } => err(&style.bold(&format!("▶ {agent}"))),
+        AgentEvent::StepStarted { step, max_steps } => {
+            err(&style.dim(&format!("── step {step}/{max_steps}")));
+        }
+        AgentEvent::Thought { content, .. } => {
+            if !content.trim().is_empty() {
+                err(&format!(
+                    "{} {}",
+                    style.cyan("✨"),
+                    indent(content.trim(), "   ").trim_start()
+                ));
+            }
+        }
+        AgentEvent::ToolCallStarted { call, .. } => {
+            err(&format!(
+                "{} {}({})",
+                style.yellow("🛠"),
+                style.bold(&call.function.name),
+                preview(&call.function.arguments, 1, 160)
+            ));
+        }
+        AgentEvent::ToolCallFinished {
+            observation,
+            success,
+            ..
+        } => {
+            let mark = if *success {
+                style.green("  ✓")
+            } else {
+                style.red("  ✗")
+            };
+            err(&format!(
+                "{mark} {}",
+                indent(&preview(observation, 6, 600), "    ").trim_start()
+            ));
+        }
+        AgentEvent::Retry {
+            attempt,
+            delay_ms,
+            reason,
+        } => {
+            err(&style.yellow(&format!(
+                "  ↻ attempt {attempt} failed ({reason}); retrying in {:.1} s",
+                *delay_ms as f64 / 1000.0
+            )));
+        }
+        AgentEvent::Stuck { .. } => {
+            err(&style.yellow("  ⚠ the agent is repeating itself; asking it to change approach"));
+        }
+        AgentEvent::TokenUsage {
+            prompt_tokens,
+            completion_tokens,
+        } => {
+            err(&style.dim(&format!(
+                "  tokens: {prompt_tokens} in, {completion_tokens} out"
+            )));
+        }
+        AgentEvent::Finished { status, steps } => {
+            err(&style.bold(&format!("■ {status} after {steps} step(s)")));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn previews_are_bounded() {
+        assert_eq!(preview("a\nb\nc", 2, 100), "a\nb\n… (1 more lines)");
+        assert_eq!(preview("short", 3, 100), "short");
+        assert_eq!(preview(&"x".repeat(10), 1, 4), "xxxx…");
+    }
+}

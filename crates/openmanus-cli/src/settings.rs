@@ -1,0 +1,250 @@
+//! From the configuration file to agents: model settings per agent, agent options, the
+//! workspace; `config check`; and the planning flow.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_config::Config;
+use agent_core::CancellationToken;
+use agent_llm::{ChatModel, LlmClient, LlmSettings};
+use agent_toolcall::{AutoTextReply, NextStepPromptMode, ObservationTruncation, Policies};
+use agents::AgentOptions;
+use agents::flow::{Flow, FlowEvent, FlowOptions, PlanningFlow};
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::journal::{Journal, JournaledModel};
+use crate::{AgentKind, GlobalArgs, note, say};
+
+/// What a run needs from the configuration.
+pub struct Resolved {
+    /// The model settings for the agent (its `[llm.<name>]` section over `[llm]`).
+    pub llm: LlmSettings,
+    /// The agent's options.
+    pub options: AgentOptions,
+}
+
+fn load(global: &GlobalArgs) -> Result<Config> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(Config::load(cwd, global.config.as_deref())?)
+}
+
+/// The workspace: `--workspace`, else the configured root, else `./workspace`; made absolute.
+///
+/// # Errors
+///
+/// When the current directory cannot be read.
+pub fn workspace_dir(explicit: Option<&Path>, configured: Option<&Path>) -> Result<PathBuf> {
+    let dir = explicit.or(configured).map_or_else(
+        || PathBuf::from(agents::DEFAULT_WORKSPACE),
+        Path::to_path_buf,
+    );
+    if dir.is_absolute() {
+        return Ok(dir);
+    }
+    Ok(std::env::current_dir()
+        .context("cannot read the current directory")?
+        .join(dir))
+}
+
+fn policies(config: &Config) -> Policies {
+    let agent = &config.agent;
+    Policies {
+        next_step_prompt: match agent.next_step_prompt {
+            agent_config::NextStepPromptMode::AppendToMemory => NextStepPromptMode::AppendToMemory,
+            _ => NextStepPromptMode::Ephemeral,
+        },
+        observation_truncation: match agent.observation_truncation {
+            agent_config::ObservationTruncation::Cut => ObservationTruncation::Cut,
+            _ => ObservationTruncation::HeadAndTail,
+        },
+        auto_text_reply: match agent.auto_text_reply {
+            agent_config::AutoTextReply::Finish => AutoTextReply::Finish,
+            _ => AutoTextReply::KeepLooping,
+        },
+    }
+}
+
+fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
+    let workspace = workspace_dir(global.workspace.as_deref(), Some(config.workspace_root()))?;
+    let mut options = AgentOptions::new(workspace);
+    options.max_steps = config.agent.max_steps;
+    options.max_observe = config.agent.max_observe;
+    options.policies = policies(config);
+    Ok(options)
+}
+
+/// Loads the configuration and resolves what the agent `kind` needs.
+///
+/// # Errors
+///
+/// A configuration error (it names the file, line and key).
+pub fn resolve(global: &GlobalArgs, kind: AgentKind) -> Result<Resolved> {
+    let config = load(global)?;
+    let name = match kind {
+        AgentKind::Manus => agents::MANUS,
+        AgentKind::Swe => agents::SWE,
+    };
+    Ok(Resolved {
+        llm: config.llm_for(name).clone(),
+        options: options(global, &config)?,
+    })
+}
+
+/// `openmanus config check`.
+///
+/// # Errors
+///
+/// A configuration error.
+pub fn check(global: &GlobalArgs) -> Result<u8> {
+    let config = load(global)?;
+    say(&format!("configuration: {}", config.source()));
+    say(&format!(
+        "workspace: {}",
+        workspace_dir(global.workspace.as_deref(), Some(config.workspace_root()))?.display()
+    ));
+    say("");
+    say(&config.describe_llms());
+    for name in [agents::MANUS, agents::SWE] {
+        LlmClient::new(config.llm_for(name).clone())
+            .with_context(|| format!("the model settings for `{name}` are not usable"))?;
+    }
+    say("\nok: the configuration loads and every model setting is usable");
+    Ok(crate::EXIT_OK)
+}
+
+/// `openmanus flow`: Manus (and SWE) as executors of a planning flow.
+///
+/// # Errors
+///
+/// A configuration error, or a journal that cannot be written.
+pub async fn run_flow(global: &GlobalArgs, prompt: Option<String>) -> Result<u8> {
+    let config = load(global)?;
+    let options = options(global, &config)?;
+    std::fs::create_dir_all(&options.workspace).with_context(|| {
+        format!(
+            "cannot create the workspace {}",
+            options.workspace.display()
+        )
+    })?;
+    let prompt = match prompt {
+        Some(prompt) => Some(prompt),
+        None => crate::read_task("Enter your prompt: ").await?,
+    };
+    let Some(prompt) = prompt.filter(|p| !p.trim().is_empty()) else {
+        note("warning: Empty prompt provided.");
+        return Ok(crate::EXIT_OK);
+    };
+
+    let journal =
+        Journal::create(&options.workspace, "flow").context("cannot create the run journal")?;
+    let model = |name: &str| -> Result<Arc<dyn ChatModel>> {
+        let client = LlmClient::new(config.llm_for(name).clone())
+            .with_context(|| format!("invalid model settings for `{name}`"))?;
+        Ok(Arc::new(JournaledModel::new(
+            Arc::new(client),
+            journal.handle(),
+        )))
+    };
+    let manus = agents::manus(model(agents::MANUS)?, &options);
+    let swe = agents::swe(model(agents::SWE)?, &options);
+    let json_mode = global.json;
+    let handle = journal.handle();
+    let mut flow = PlanningFlow::new(model("planning")?)
+        .with_agent("manus", manus)
+        .with_agent("swe", swe)
+        .with_options(FlowOptions {
+            primary_agent: Some("manus".to_owned()),
+            max_step_retries: config.runflow.max_step_retries,
+            time_limit: (config.runflow.timeout_secs > 0)
+                .then(|| Duration::from_secs(config.runflow.timeout_secs)),
+            ..FlowOptions::default()
+        })
+        .with_event_handler(move |event: &FlowEvent| {
+            handle.write("flow_event", json!({ "event": event }));
+            if json_mode {
+                if let Ok(line) = serde_json::to_string(event) {
+                    say(&line);
+                }
+            } else {
+                render_flow_event(event);
+            }
+        });
+    let token = CancellationToken::new();
+    flow.set_cancellation_token(token.clone());
+    let ctrl_c = tokio::spawn(crate::watch_ctrl_c(token));
+    let outcome = flow.execute(&prompt).await;
+    ctrl_c.abort();
+    let path = journal.path().to_path_buf();
+    let code = match outcome {
+        Ok(outcome) => {
+            journal.handle().write(
+                "result",
+                json!({"text": outcome.text(), "complete": outcome.is_complete()}),
+            );
+            say(&outcome.text());
+            if outcome.cancelled {
+                crate::EXIT_CANCELLED
+            } else if outcome.is_complete() {
+                crate::EXIT_OK
+            } else {
+                crate::EXIT_FAILED
+            }
+        }
+        Err(error) => {
+            note(&format!("error: the flow failed: {error}"));
+            crate::EXIT_FAILED
+        }
+    };
+    journal.close().await.context("writing the run journal")?;
+    if !global.json {
+        note(&format!("journal: {}", path.display()));
+    }
+    Ok(code)
+}
+
+fn render_flow_event(event: &FlowEvent) {
+    match event {
+        FlowEvent::PlanCreated { plan, .. } => note(&format!("◆ plan\n{}", plan.format())),
+        FlowEvent::StepStarted {
+            index,
+            text,
+            executor,
+            attempt,
+        } => {
+            note(&format!(
+                "◆ step {index} ({executor}, attempt {attempt}): {text}"
+            ));
+        }
+        FlowEvent::StepFinished {
+            index,
+            status,
+            run_status,
+            note: step_note,
+            ..
+        } => {
+            let detail = step_note
+                .as_deref()
+                .map(|n| format!(" — {n}"))
+                .unwrap_or_default();
+            note(&format!(
+                "◆ step {index}: {} ({run_status}){detail}",
+                status.as_str()
+            ));
+        }
+        FlowEvent::Finished {
+            completed,
+            blocked,
+            timed_out,
+            cancelled,
+        } => {
+            note(&format!(
+                "◆ flow finished: {completed} completed, {blocked} blocked{}{}",
+                if *timed_out { ", timed out" } else { "" },
+                if *cancelled { ", cancelled" } else { "" }
+            ));
+        }
+        _ => {}
+    }
+}

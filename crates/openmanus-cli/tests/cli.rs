@@ -1,0 +1,365 @@
+//! The `openmanus` binary as a subprocess against the strict mock OpenAI server: Manus and SWE
+//! runs with real tools and files, the demo, config checking, exit codes, the journal, and
+//! Ctrl-C in the middle of a bash command.
+
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_core::ToolCall;
+use agent_testkit::{Completion, MockOpenAi};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall::new(id, name, args.to_string())
+}
+
+/// A temp dir with `config/config.toml` pointing at `server`, and a workspace.
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(server: &MockOpenAi) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        std::fs::write(
+            dir.path().join("config/config.toml"),
+            format!(
+                "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-cli-test\"\nmax_tokens = 1024\ntemperature = 0.0\nmax_attempts = 1\n",
+                server.base_url()
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+        Self { dir }
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.dir.path().join("workspace").canonicalize().unwrap()
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .current_dir(self.dir.path())
+            .env_remove("OPENMANUS_CONFIG")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        tokio::time::timeout(Duration::from_secs(60), self.command().args(args).output())
+            .await
+            .expect("openmanus did not finish")
+            .unwrap()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The journal path the run named on stderr, and its entries.
+fn journal(output: &Output) -> (PathBuf, Vec<Value>) {
+    let stderr = text(&output.stderr);
+    let path = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("journal: "))
+        .unwrap_or_else(|| panic!("no journal line in:\n{stderr}"));
+    let path = PathBuf::from(path);
+    let entries = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad journal line {l}: {e}")))
+        .collect();
+    (path, entries)
+}
+
+fn kinds(entries: &[Value]) -> Vec<&str> {
+    entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn manus_writes_and_edits_a_file_prints_the_answer_and_journals_the_run() {
+    let server = MockOpenAi::start().await.unwrap();
+    server.require_api_key("sk-cli-test");
+    let setup = Setup::new(&server);
+    let file = setup.workspace().join("report.txt");
+    server
+        .push(Completion::tool_calls(
+            Some("Writing the report.".into()),
+            [call("c1", "python_execute", json!({"code": "open('report.txt','w').write('draft: 41\\n')\nprint('ok')"}))],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call("c2", "str_replace_editor", json!({"command": "str_replace", "path": file, "old_str": "draft: 41", "new_str": "final: 42"}))],
+        ))
+        .push(Completion::tool_calls(
+            Some("The report says final: 42.".into()),
+            [call("c3", "terminate", json!({"status": "success"}))],
+        ));
+
+    let output = setup.run(&["--prompt", "Write the report."]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "final: 42\n");
+    assert_eq!(
+        text(&output.stdout).trim(),
+        "The report says final: 42.",
+        "the final answer is printed"
+    );
+    assert!(stderr.contains("step 1/20"), "{stderr}");
+    assert!(stderr.contains("python_execute("), "{stderr}");
+    assert!(
+        stderr.contains("+ report.txt"),
+        "the created file is named:\n{stderr}"
+    );
+    server.verify().unwrap();
+
+    let (path, entries) = journal(&output);
+    assert!(path.starts_with(setup.workspace().join(".openmanus/runs")));
+    let kinds = kinds(&entries);
+    assert_eq!(kinds.iter().filter(|k| **k == "model_request").count(), 3);
+    assert_eq!(kinds.iter().filter(|k| **k == "model_response").count(), 3);
+    assert_eq!(kinds.last(), Some(&"result"));
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "event" && e["event"]["type"] == "tool_call_finished")
+    );
+    let journal_text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !journal_text.contains("sk-cli-test"),
+        "the API key never reaches the journal"
+    );
+}
+
+#[tokio::test]
+async fn swe_runs_bash_and_max_steps_gives_exit_code_3() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "bash",
+                json!({"command": "echo from-bash > b.txt; cat b.txt"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call("c2", "bash", json!({"command": "ls"}))],
+        ));
+    std::fs::write(
+        setup.dir.path().join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n\n[agent]\nmax_steps = 2\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let output = setup
+        .run(&["--agent", "swe", "--prompt", "Make b.txt"])
+        .await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("Terminated: Reached max steps (2)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(setup.workspace().join("b.txt")).unwrap(),
+        "from-bash\n"
+    );
+    assert!(
+        stderr.contains("from-bash"),
+        "the observation is shown:\n{stderr}"
+    );
+    server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn the_demo_runs_offline_with_real_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(BIN)
+            .args(["demo", "--workspace"])
+            .arg(&workspace)
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("scripted"),
+        "the demo says the replies are scripted:\n{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("hello.py")).unwrap(),
+        "print(\"Hello from openmanus-rs!\")\n"
+    );
+    assert!(
+        stderr.contains("Hello from openmanus-rs!"),
+        "the edited script ran:\n{stderr}"
+    );
+    assert!(
+        text(&output.stdout).starts_with("Done. I created"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+#[tokio::test]
+async fn config_check_shows_effective_settings_without_the_key_and_bad_configs_name_the_line() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let output = setup.run(&["config", "check"]).await;
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("gpt-4o") && all.contains(&server.base_url()),
+        "{all}"
+    );
+    assert!(!all.contains("sk-cli-test"), "the key is redacted:\n{all}");
+
+    std::fs::write(
+        setup.dir.path().join("config/config.toml"),
+        "[llm]\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmax_tokens = \"many\"\n",
+    )
+    .unwrap();
+    let output = setup.run(&["config", "check"]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("config/config.toml:4:") && stderr.contains("max_tokens"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_prompt_is_a_warning_and_nothing_runs() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let output = setup.run(&["--prompt", ""]).await;
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        text(&output.stderr).contains("Empty prompt provided"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(server.request_count(), 0);
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is as good as gone: it runs nothing.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+async fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn ctrl_c_in_the_middle_of_a_bash_command_leaves_no_child_and_a_closed_journal() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server.push(Completion::tool_calls(
+        None,
+        [call(
+            "c1",
+            "bash",
+            json!({"command": "echo $$ > shell.pid; sleep 120 & echo $! > bg.pid; sleep 120"}),
+        )],
+    ));
+    let mut child = setup
+        .command()
+        .args(["--agent", "swe", "--prompt", "wait a long time"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let shell: i32 = wait_for_file(&setup.workspace().join("shell.pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    let background: i32 = wait_for_file(&setup.workspace().join("bg.pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(shell) && alive(background));
+
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr)
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "stderr:\n{stderr}");
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (alive(shell) || alive(background)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(shell), "bash survived the cancel");
+    assert!(!alive(background), "the background job survived the cancel");
+
+    let journal_path = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("journal: "))
+        .expect("journal line");
+    let journal = std::fs::read_to_string(journal_path).unwrap();
+    let last: Value = serde_json::from_str(journal.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        last["kind"], "result",
+        "the journal was closed after the result"
+    );
+    assert_eq!(last["status"], "cancelled");
+}
