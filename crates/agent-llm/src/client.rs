@@ -171,7 +171,7 @@ impl LlmClient {
     ) -> Result<String, LlmError> {
         if !self.profile.vision {
             return Err(LlmError::InvalidRequest(format!(
-                "model {} does not support images (set `vision = true` if it does)",
+                "model {} does not support images (set `supports_images = true` if it does)",
                 self.settings.model
             )));
         }
