@@ -37,6 +37,7 @@
 pub mod mock_openai;
 mod model;
 mod tools;
+pub mod web_fixtures;
 
 pub use mock_openai::{
     Completion, Fault, MockOpenAi, MockReply, RecordedRequest, Violation, ViolationRule,
@@ -48,3 +49,4 @@ pub use tools::{
     BlockingTool, EchoArgs, EchoTool, FailArgs, FailMode, FailTool, ImageArgs, ImageTool, NoArgs,
     ToolProbe,
 };
+pub use web_fixtures::{EngineBehaviour, FixtureEngine, FixtureRequest, WebFixtures};
