@@ -176,17 +176,28 @@ fn workspace_root() -> PathBuf {
 }
 
 fn bench(extra: &[String]) -> Result<()> {
-    let mut command = cargo(&[
-        "bench",
-        "--locked",
-        "-p",
-        "openmanus-e2e",
-        "--bench",
-        "agent_loop",
-        "--",
-    ]);
-    command.args(extra);
-    run("benchmarks", command)
+    run(
+        "build the release openmanus binary",
+        cargo(&["build", "--release", "--locked", "--bin", "openmanus"]),
+    )?;
+    let binary = workspace_root()
+        .join("target")
+        .join("release")
+        .join("openmanus");
+    for name in ["agent_loop", "llm_client", "tools", "cli_startup"] {
+        let mut command = cargo(&[
+            "bench",
+            "--locked",
+            "-p",
+            "openmanus-e2e",
+            "--bench",
+            name,
+            "--",
+        ]);
+        command.args(extra).env("OPENMANUS_BIN", &binary);
+        run(&format!("benchmark {name}"), command)?;
+    }
+    Ok(())
 }
 
 fn cargo(args: &[&str]) -> Command {

@@ -214,30 +214,32 @@ impl LlmClient {
         tool_choice: Option<&str>,
         temperature: Option<f64>,
     ) -> Result<ChatResponse, LlmError> {
-        let counter = self.counter();
-        let input = counter.count_messages(&messages) + counter.count_tools(&tools);
-        let input = u64::try_from(input).unwrap_or(u64::MAX);
+        // Counting needs the tokenizer tables (~0.1 s to load the first time), so the request is
+        // counted before it is sent only when a budget or a configured context window needs it;
+        // otherwise the provider's `usage` is used, or an estimate made after the reply.
+        let count_input = |messages: &[Value], tools: &[Value]| {
+            let counter = self.counter();
+            u64::try_from(counter.count_messages(messages) + counter.count_tools(tools))
+                .unwrap_or(u64::MAX)
+        };
+        let mut input = None;
         if let Some(max) = self.settings.max_input_tokens {
+            let needed = *input.get_or_insert_with(|| count_input(&messages, &tools));
             let total = self.totals().input;
-            if total.saturating_add(input) > max {
+            if total.saturating_add(needed) > max {
                 return Err(LlmError::TokenLimitExceeded(format!(
-                    "Request may exceed input token limit (Current: {total}, Needed: {input}, Max: {max})"
+                    "Request may exceed input token limit (Current: {total}, Needed: {needed}, Max: {max})"
                 )));
             }
         }
-        if let Some(window) = self.profile.context_window
-            && input > window
-        {
-            let message = format!(
-                "the request needs about {input} input tokens but {}'s context window is {window}",
-                self.settings.model
-            );
-            // Only a window the settings state is trusted enough to refuse a request; the
-            // built-in table can lag behind providers, so it only warns.
-            if self.settings.context_window.is_some() {
-                return Err(LlmError::ContextLengthExceeded(message));
+        if let Some(window) = self.settings.context_window {
+            let needed = *input.get_or_insert_with(|| count_input(&messages, &tools));
+            if needed > window {
+                return Err(LlmError::ContextLengthExceeded(format!(
+                    "the request needs about {needed} input tokens but {}'s context window is {window}",
+                    self.settings.model
+                )));
             }
-            tracing::warn!("{message} (from the model table; sending anyway)");
         }
         let body = self.body(messages, tools, tool_choice, temperature);
         let response = self
@@ -247,23 +249,39 @@ impl LlmClient {
                 self.send_once(&body)
             })
             .await?;
-        let usage = response.usage.unwrap_or_else(|| {
-            let completion = counter.count_text(response.content.as_deref().unwrap_or_default())
-                + response
-                    .tool_calls
-                    .iter()
-                    .map(|c| {
-                        counter.count_text(&c.function.name)
-                            + counter.count_text(&c.function.arguments)
-                    })
-                    .sum::<usize>();
-            let completion = u64::try_from(completion).unwrap_or(u64::MAX);
-            Usage {
-                prompt_tokens: input,
-                completion_tokens: completion,
-                total_tokens: input.saturating_add(completion),
+        let usage = match response.usage {
+            Some(usage) => usage,
+            None => {
+                let counter = self.counter();
+                let input = input.unwrap_or_else(|| {
+                    let messages = body["messages"]
+                        .as_array()
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
+                    let tools = body["tools"]
+                        .as_array()
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
+                    count_input(messages, tools)
+                });
+                let completion = counter
+                    .count_text(response.content.as_deref().unwrap_or_default())
+                    + response
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            counter.count_text(&c.function.name)
+                                + counter.count_text(&c.function.arguments)
+                        })
+                        .sum::<usize>();
+                let completion = u64::try_from(completion).unwrap_or(u64::MAX);
+                Usage {
+                    prompt_tokens: input,
+                    completion_tokens: completion,
+                    total_tokens: input.saturating_add(completion),
+                }
             }
-        });
+        };
         let totals = {
             let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
             totals.input = totals.input.saturating_add(usage.prompt_tokens);

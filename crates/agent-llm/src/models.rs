@@ -1,8 +1,8 @@
 //! Per-model parameter rules, as data: which models reason (and so take
 //! `max_completion_tokens` and no `temperature`), which accept images, and known context
-//! windows. The first matching rule wins; settings override every field. A window from this
-//! table only produces a warning when a request looks too long (tables lag behind providers);
-//! a window set in the settings refuses the request before it is sent.
+//! windows (informational: only a window set in the settings refuses a request before it is
+//! sent, since tables lag behind providers). The first matching rule wins; settings override
+//! every field.
 
 /// What the client needs to know about a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

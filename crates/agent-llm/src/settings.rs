@@ -152,7 +152,8 @@ pub struct LlmSettings {
     #[serde(default)]
     pub max_input_tokens: Option<u64>,
     /// The model's context window in tokens; a request estimated larger fails with
-    /// `ContextLengthExceeded` before it is sent. `None`: from the model table, if known.
+    /// `ContextLengthExceeded` before it is sent. `None`: not checked (the provider's own limit
+    /// applies).
     #[serde(default)]
     pub context_window: Option<u64>,
     /// Whether the model accepts images. `None`: from the model table. (Not called `vision`: in

@@ -184,14 +184,12 @@ fn text(style: &Style, event: &AgentEvent) {
         AgentEvent::StepStarted { step, max_steps } => {
             err(&style.dim(&format!("── step {step}/{max_steps}")));
         }
-        AgentEvent::Thought { content, .. } => {
-            if !content.trim().is_empty() {
-                err(&format!(
-                    "{} {}",
-                    style.cyan("✨"),
-                    indent(content.trim(), "   ").trim_start()
-                ));
-            }
+        AgentEvent::Thought { content, .. } if !content.trim().is_empty() => {
+            err(&format!(
+                "{} {}",
+                style.cyan("✨"),
+                indent(content.trim(), "   ").trim_start()
+            ));
         }
         AgentEvent::ToolCallStarted { call, .. } => {
             err(&format!(
