@@ -138,6 +138,24 @@ pub struct SearchSettings {
     pub country: String,
 }
 
+impl SearchSettings {
+    /// The `web_search` tool's settings for this section: the OpenManus keys carried over, every
+    /// other setting (engine URLs, timeouts) at the tool's defaults.
+    #[must_use]
+    pub fn web_search(&self) -> agent_tools::WebSearchSettings {
+        agent_tools::WebSearchSettings {
+            engine: self.engine.clone(),
+            fallback_engines: self.fallback_engines.clone(),
+            #[allow(clippy::cast_precision_loss)]
+            retry_delay: self.retry_delay as f64,
+            max_retries: self.max_retries,
+            lang: self.lang.clone(),
+            country: self.country.clone(),
+            ..agent_tools::WebSearchSettings::default()
+        }
+    }
+}
+
 impl Default for SearchSettings {
     fn default() -> Self {
         Self {
