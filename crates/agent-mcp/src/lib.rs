@@ -1,0 +1,1 @@
+//! # agent-mcp — being written (issue #6).
