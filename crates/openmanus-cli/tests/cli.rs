@@ -363,3 +363,96 @@ async fn ctrl_c_in_the_middle_of_a_bash_command_leaves_no_child_and_a_closed_jou
     );
     assert_eq!(last["status"], "cancelled");
 }
+
+#[tokio::test]
+async fn a_flow_routes_tagged_steps_to_two_agents_and_marks_a_failing_step_blocked() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    std::fs::write(
+        setup.dir.path().join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n\n[agent]\nmax_steps = 2\n\n[runflow]\nmax_step_retries = 0\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    server
+        // The planner makes the plan through the planning tool.
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "p1",
+                "planning",
+                json!({"command": "create", "plan_id": "plan_x", "title": "Two agents",
+                       "steps": ["[MANUS] write a.txt", "[SWE] list the files"]}),
+            )],
+        ))
+        // Step 0, Manus: writes the file, then terminates.
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "m1",
+                "python_execute",
+                json!({"code": "open('a.txt','w').write('from manus\\n')"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call("m2", "terminate", json!({"status": "success"}))],
+        ))
+        // Step 1, SWE: uses up its two steps without finishing -> blocked.
+        .push(Completion::tool_calls(
+            None,
+            [call("s1", "bash", json!({"command": "ls"}))],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call("s2", "bash", json!({"command": "ls -a"}))],
+        ))
+        // The summary.
+        .push_text("Summary: a.txt was written; listing the files did not finish.");
+
+    let output = setup
+        .run(&["flow", "--prompt", "Write a file, then list the files."])
+        .await;
+    let stderr = text(&output.stderr);
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a blocked step: the flow did not complete\n{stderr}\n{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(setup.workspace().join("a.txt")).unwrap(),
+        "from manus\n"
+    );
+    assert!(
+        stderr.contains("step 0 (manus, attempt 1): [MANUS] write a.txt"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("step 1 (swe, attempt 1): [SWE] list the files"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("step 0: completed"), "{stderr}");
+    assert!(stderr.contains("step 1: blocked"), "{stderr}");
+    assert!(stdout.contains("Summary: a.txt was written"), "{stdout}");
+    server.verify().unwrap();
+
+    // The SWE executor really ran bash: its requests offered bash, Manus's offered python.
+    let requests = server.requests();
+    let tools = |i: usize| -> Vec<String> {
+        requests[i].body["tools"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(tools(0), ["planning"]);
+    assert!(tools(1).contains(&"python_execute".to_owned()));
+    assert!(tools(3).contains(&"bash".to_owned()));
+    assert_eq!(server.request_count(), 6);
+}
