@@ -47,6 +47,10 @@ pub struct ToolCallCore {
     pub max_observe: Option<usize>,
     /// Behaviour policies.
     pub policies: Policies,
+    /// Clean the tools up at the end of every run (OpenManus). `false` keeps them (a shell's
+    /// directory and variables, a Python interpreter's state) across the runs of a multi-turn
+    /// session; call [`ToolCallAgent::cleanup_tools`] when the session ends.
+    pub cleanup_tools_each_run: bool,
     tool_calls: Vec<ToolCall>,
 }
 
@@ -131,6 +135,7 @@ impl ToolCallAgent<()> {
                 special_tool_names: vec![agent_tools::TERMINATE.to_owned()],
                 max_observe: None,
                 policies: Policies::default(),
+                cleanup_tools_each_run: true,
                 tool_calls: Vec::new(),
             },
             hooks: (),
@@ -254,6 +259,18 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
     /// The hooks, mutably.
     pub fn hooks_mut(&mut self) -> &mut H {
         &mut self.hooks
+    }
+
+    /// Keeps the tools alive between runs (see [`ToolCallCore::cleanup_tools_each_run`]).
+    #[must_use]
+    pub fn with_tools_kept_between_runs(mut self) -> Self {
+        self.core.cleanup_tools_each_run = false;
+        self
+    }
+
+    /// Cleans every tool up now (at the end of a session whose tools were kept between runs).
+    pub async fn cleanup_tools(&mut self) {
+        self.core.tools.cleanup_all().await;
     }
 
     /// The conversation so far.
@@ -514,6 +531,8 @@ impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
     async fn cleanup(&mut self) {
         self.core.tool_calls.clear();
         self.hooks.cleanup(&mut self.core).await;
-        self.core.tools.cleanup_all().await;
+        if self.core.cleanup_tools_each_run {
+            self.core.tools.cleanup_all().await;
+        }
     }
 }

@@ -807,3 +807,38 @@ async fn an_agent_without_tools_sends_no_tool_choice() {
     assert!(request.tools.is_empty());
     assert_eq!(request.tool_choice, None);
 }
+
+#[tokio::test]
+async fn tools_can_be_kept_alive_across_the_runs_of_a_session() {
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    let mut agent = new_agent(&model, &probe, 5).with_tools_kept_between_runs();
+    for round in 0..2 {
+        model.push_tool_calls(
+            "",
+            [tool_call(
+                &format!("t{round}"),
+                "terminate",
+                r#"{"status":"success"}"#,
+            )],
+        );
+        assert!(
+            agent
+                .run(Some(format!("round {round}")))
+                .await
+                .unwrap()
+                .is_finished()
+        );
+        agent.base_mut().reset_state().unwrap();
+    }
+    assert_eq!(
+        probe.cleanups(),
+        0,
+        "no cleanup between the runs of a session"
+    );
+    agent.cleanup_tools().await;
+    assert_eq!(
+        probe.cleanups(),
+        2,
+        "echo and block cleaned once, at the end"
+    );
+}

@@ -1,7 +1,7 @@
 //! `ask_human`: lets the model ask the person for help.
 //!
 //! The answer comes from a pluggable [`HumanInput`]. The default, [`TerminalInput`], prompts on the
-//! terminal (`Bot: {inquire}` then `You: `) without blocking the async runtime, and when standard
+//! terminal (`Bot: {inquire}` then `You: `, on standard error) without blocking the async runtime, and when standard
 //! input is not a terminal it answers at once that no human is available — a server with no
 //! terminal never hangs on a question. [`ChannelInput`] routes questions to another task (a web
 //! UI, a chat bridge).
@@ -37,8 +37,9 @@ pub trait HumanInput: Send + Sync {
     async fn ask(&self, inquire: &str) -> Result<Option<String>, ToolError>;
 }
 
-/// Prompts on the terminal: `Bot: {inquire}\n\nYou: ` on standard output, then reads one line of
-/// standard input, both on tokio's blocking pool. Answers `None` at once when standard input is not a
+/// Prompts on the terminal: `Bot: {inquire}\n\nYou: ` on standard error (standard output is
+/// left to the program's results, such as a CLI's final answer or JSON lines), then reads one
+/// line of standard input, both on tokio's blocking pool. Answers `None` at once when standard input is not a
 /// terminal or is closed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TerminalInput;
@@ -52,10 +53,10 @@ impl HumanInput for TerminalInput {
         let prompt = format!("Bot: {inquire}\n\nYou: ");
         // Terminal I/O blocks: it runs on the blocking pool, never on the async workers.
         let (read, line) = tokio::task::spawn_blocking(move || {
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(prompt.as_bytes())?;
-            stdout.flush()?;
-            drop(stdout);
+            let mut stderr = std::io::stderr().lock();
+            stderr.write_all(prompt.as_bytes())?;
+            stderr.flush()?;
+            drop(stderr);
             let mut line = String::new();
             let read = std::io::stdin().lock().read_line(&mut line)?;
             Ok::<_, std::io::Error>((read, line))

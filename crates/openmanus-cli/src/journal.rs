@@ -56,8 +56,11 @@ impl Journal {
                 }
             })
             .collect();
-        let path = dir.join(format!("{}-{name}.jsonl", now_ms()));
-        let file = std::fs::File::create(&path)?;
+        let path = dir.join(format!("{}-{}-{name}.jsonl", now_ms(), std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
         let (sender, mut receiver) = unbounded_channel::<Entry>();
         let writer = tokio::task::spawn_blocking(move || {
             let mut out = std::io::BufWriter::new(file);
@@ -65,6 +68,9 @@ impl Journal {
             while let Some(Entry::Line(entry)) = receiver.blocking_recv() {
                 serde_json::to_writer(&mut out, &entry)?;
                 out.write_all(b"\n")?;
+                // Each entry reaches the file at once: a process that must exit without
+                // unwinding (a second Ctrl-C) loses nothing already written.
+                out.flush()?;
                 lines += 1;
             }
             out.flush()?;

@@ -144,14 +144,61 @@ fn report_error(error: &anyhow::Error) {
     eprintln!("error: {error:#}");
 }
 
-#[allow(clippy::print_stderr)]
+/// A line on standard error; a closed pipe is ignored.
 fn note(line: &str) {
-    eprintln!("{line}");
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-#[allow(clippy::print_stdout)]
+/// A line on standard output; a closed pipe (`openmanus ... | head`) is ignored, not a panic.
 fn say(line: &str) {
-    println!("{line}");
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+/// Ctrl-C for the whole session: while a run is in progress the first press cancels it (tools
+/// stop, the journal is closed); at a prompt, or on a second press, the process group of every
+/// tool is killed and the program exits at once with 130.
+#[derive(Clone, Default)]
+struct Interrupts {
+    current: Arc<std::sync::Mutex<Option<CancellationToken>>>,
+}
+
+impl Interrupts {
+    fn install() -> Self {
+        let interrupts = Self::default();
+        let current = interrupts.current.clone();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                let token = current
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
+                match token {
+                    Some(token) if !token.is_cancelled() => {
+                        note(
+                            "\ninterrupted: stopping the run (press Ctrl-C again to exit at once)",
+                        );
+                        token.cancel();
+                    }
+                    _ => {
+                        agent_tools::process::kill_all_process_groups();
+                        note("\ninterrupted");
+                        std::process::exit(i32::from(EXIT_CANCELLED));
+                    }
+                }
+            }
+        });
+        interrupts
+    }
+
+    /// The token Ctrl-C cancels (`None`: at a prompt, Ctrl-C exits).
+    fn set(&self, token: Option<CancellationToken>) {
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = token;
+    }
 }
 
 fn init_logging(global: &GlobalArgs) {
@@ -171,9 +218,12 @@ fn init_logging(global: &GlobalArgs) {
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {
+    let interrupts = Interrupts::install();
     match cli.command {
-        Some(Command::Demo) => demo(&cli.global).await,
-        Some(Command::Flow { prompt }) => settings::run_flow(&cli.global, prompt).await,
+        Some(Command::Demo) => demo(&cli.global, &interrupts).await,
+        Some(Command::Flow { prompt }) => {
+            settings::run_flow(&cli.global, prompt, &interrupts).await
+        }
         Some(Command::Config {
             action: ConfigAction::Check,
         }) => settings::check(&cli.global),
@@ -181,6 +231,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             let resolved = settings::resolve(&cli.global, cli.agent)?;
             run_agent(
                 &cli.global,
+                &interrupts,
                 cli.agent,
                 resolved.llm,
                 resolved.options,
@@ -219,9 +270,11 @@ fn mode(global: &GlobalArgs) -> Mode {
     }
 }
 
-/// Builds the agent and runs one task or, with `interactive`, one task after another.
+/// Builds the agent and runs one task or, with `interactive`, one task after another (keeping
+/// the conversation and the tools' state, such as the shell's directory, between tasks).
 async fn run_agent(
     global: &GlobalArgs,
+    interrupts: &Interrupts,
     kind: AgentKind,
     llm: LlmSettings,
     options: AgentOptions,
@@ -251,6 +304,9 @@ async fn run_agent(
         AgentKind::Swe => agents::swe(model, &options),
     };
     agent.base_mut().set_event_bus(bus);
+    if interactive {
+        agent = agent.with_tools_kept_between_runs();
+    }
 
     let mut code = EXIT_OK;
     let mut next = prompt;
@@ -273,12 +329,28 @@ async fn run_agent(
             }
             break;
         };
-        code = run_once(global, &mut agent, &options.workspace, &journal, task).await?;
-        if !interactive || code == EXIT_CANCELLED {
+        let result = run_once(
+            global,
+            interrupts,
+            &mut agent,
+            &options.workspace,
+            &journal,
+            task,
+        )
+        .await;
+        code = match result {
+            Ok(code) => code,
+            Err(error) => {
+                report_error(&error);
+                EXIT_FAILED
+            }
+        };
+        if !interactive {
             break;
         }
         let _ = agent.base_mut().reset_state();
     }
+    agent.cleanup_tools().await;
     let path = journal.path().to_path_buf();
     journal.close().await.context("writing the run journal")?;
     if !global.json {
@@ -290,6 +362,7 @@ async fn run_agent(
 /// Runs one task with live rendering, Ctrl-C handling, the final answer and the changed files.
 async fn run_once<A: Agent + ?Sized>(
     global: &GlobalArgs,
+    interrupts: &Interrupts,
     agent: &mut A,
     workspace: &Path,
     journal: &Journal,
@@ -302,15 +375,22 @@ async fn run_once<A: Agent + ?Sized>(
         mode(global),
         journal.handle(),
     );
-    let ctrl_c = tokio::spawn(watch_ctrl_c(token.clone()));
-    let before = Snapshot::take(workspace);
+    interrupts.set(Some(token));
+    let before = snapshot(workspace).await;
     journal.handle().write("task", json!({ "task": task }));
 
     let outcome = agent.run(Some(task)).await;
-    ctrl_c.abort();
+    interrupts.set(None);
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            // The run never started, so no `Finished` event will end the renderer.
+            renderer.abort();
+            return Err(error.into());
+        }
+    };
     let totals = renderer.await.unwrap_or_default();
-    let outcome = outcome?;
-    let changes = before.changes(&Snapshot::take(workspace));
+    let changes = before.changes(&snapshot(workspace).await);
     let answer = final_answer(agent.base().memory.messages());
     journal.handle().write(
         "result",
@@ -327,26 +407,34 @@ async fn run_once<A: Agent + ?Sized>(
     Ok(exit_code(&outcome))
 }
 
-/// First Ctrl-C: cancel the run cleanly. Second: exit at once.
-async fn watch_ctrl_c(token: CancellationToken) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
-    }
-    note("\ninterrupted: stopping the run (press Ctrl-C again to exit at once)");
-    token.cancel();
-    if tokio::signal::ctrl_c().await.is_ok() {
-        std::process::exit(i32::from(EXIT_CANCELLED));
-    }
+/// Lists the workspace off the async workers (it walks the file tree).
+async fn snapshot(workspace: &Path) -> Snapshot {
+    let workspace = workspace.to_path_buf();
+    tokio::task::spawn_blocking(move || Snapshot::take(&workspace))
+        .await
+        .unwrap_or_default()
 }
 
-/// The answer of the run: the last assistant text in the conversation.
+/// The answer of the run: the text that came with the call to `terminate`, else the text of the
+/// run's last assistant message that had any.
 fn final_answer(messages: &[agent_core::Message]) -> Option<String> {
-    messages
+    let run: Vec<&agent_core::Message> = messages
         .iter()
         .rev()
         .take_while(|m| m.role != Role::User || m.text().starts_with("Image returned by"))
-        .find(|m| m.role == Role::Assistant && !m.text().trim().is_empty())
-        .map(|m| m.text().trim().to_owned())
+        .collect();
+    let text = |m: &&agent_core::Message| {
+        (m.role == Role::Assistant && !m.text().trim().is_empty())
+            .then(|| m.text().trim().to_owned())
+    };
+    run.iter()
+        .filter(|m| {
+            m.calls()
+                .iter()
+                .any(|c| c.function.name == agent_tools::TERMINATE)
+        })
+        .find_map(text)
+        .or_else(|| run.iter().find_map(text))
 }
 
 fn exit_code(outcome: &RunOutcome) -> u8 {
@@ -408,7 +496,7 @@ fn report(
 }
 
 /// `openmanus demo`.
-async fn demo(global: &GlobalArgs) -> Result<u8> {
+async fn demo(global: &GlobalArgs, interrupts: &Interrupts) -> Result<u8> {
     let workspace = settings::workspace_dir(global.workspace.as_deref(), None)?;
     std::fs::create_dir_all(&workspace)
         .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
@@ -429,6 +517,7 @@ async fn demo(global: &GlobalArgs) -> Result<u8> {
     let options = AgentOptions::new(&workspace);
     let code = run_agent(
         global,
+        interrupts,
         AgentKind::Manus,
         llm,
         options,

@@ -119,7 +119,11 @@ pub fn check(global: &GlobalArgs) -> Result<u8> {
 /// # Errors
 ///
 /// A configuration error, or a journal that cannot be written.
-pub async fn run_flow(global: &GlobalArgs, prompt: Option<String>) -> Result<u8> {
+pub async fn run_flow(
+    global: &GlobalArgs,
+    prompt: Option<String>,
+    interrupts: &crate::Interrupts,
+) -> Result<u8> {
     let config = load(global)?;
     let options = options(global, &config)?;
     std::fs::create_dir_all(&options.workspace).with_context(|| {
@@ -150,6 +154,7 @@ pub async fn run_flow(global: &GlobalArgs, prompt: Option<String>) -> Result<u8>
     let manus = agents::manus(model(agents::MANUS)?, &options);
     let swe = agents::swe(model(agents::SWE)?, &options);
     let json_mode = global.json;
+    let quiet = global.quiet;
     let handle = journal.handle();
     let mut flow = PlanningFlow::new(model("planning")?)
         .with_agent("manus", manus)
@@ -167,15 +172,15 @@ pub async fn run_flow(global: &GlobalArgs, prompt: Option<String>) -> Result<u8>
                 if let Ok(line) = serde_json::to_string(event) {
                     say(&line);
                 }
-            } else {
+            } else if !quiet {
                 render_flow_event(event);
             }
         });
     let token = CancellationToken::new();
     flow.set_cancellation_token(token.clone());
-    let ctrl_c = tokio::spawn(crate::watch_ctrl_c(token));
+    interrupts.set(Some(token));
     let outcome = flow.execute(&prompt).await;
-    ctrl_c.abort();
+    interrupts.set(None);
     let path = journal.path().to_path_buf();
     let code = match outcome {
         Ok(outcome) => {

@@ -456,3 +456,169 @@ async fn a_flow_routes_tagged_steps_to_two_agents_and_marks_a_failing_step_block
     assert!(tools(3).contains(&"bash".to_owned()));
     assert_eq!(server.request_count(), 6);
 }
+
+#[tokio::test]
+async fn interactive_mode_keeps_the_conversation_and_the_shell_between_tasks() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "bash",
+                json!({"command": "mkdir -p sub && cd sub && export FOO=bar"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Moved into sub.".into()),
+            [call("t1", "terminate", json!({"status": "success"}))],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c2",
+                "bash",
+                json!({"command": "echo foo=$FOO dir=$(basename $(pwd))"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Checked.".into()),
+            [call("t2", "terminate", json!({"status": "success"}))],
+        ));
+    let mut child = setup
+        .command()
+        .args(["--agent", "swe", "-i"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let stdin = child.stdin.as_mut().unwrap();
+        stdin
+            .write_all(b"go into sub\ncheck where you are\n\n")
+            .await
+            .unwrap();
+    }
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("foo=bar dir=sub"),
+        "the shell kept its directory and variables:\n{stderr}"
+    );
+    assert_eq!(
+        text(&output.stdout).lines().collect::<Vec<_>>(),
+        ["Moved into sub.", "Checked."]
+    );
+    // The second task's request carried the first task's conversation.
+    let requests = server.requests();
+    let second_task = requests[2]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .count();
+    assert!(second_task >= 2, "both tasks are in the conversation");
+    server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn json_mode_prints_events_and_a_result_line_and_agent_sections_apply() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    std::fs::write(
+        setup.dir.path().join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{0}\"\nmax_attempts = 1\n\n[llm.swe]\nmodel = \"swe-model\"\nmax_tokens = 77\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    server.push(Completion::tool_calls(
+        Some("All done.".into()),
+        [call("t", "terminate", json!({"status": "success"}))],
+    ));
+    let output = setup
+        .run(&["--agent", "swe", "--json", "--prompt", "nothing"])
+        .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let lines: Vec<Value> = text(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.first().unwrap()["type"], "run_started");
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["answer"], "All done.");
+    assert!(lines.iter().any(|l| l["type"] == "tool_call_finished"));
+    // [llm.swe] took effect for the SWE agent.
+    let body = &server.requests()[0].body;
+    assert_eq!(body["model"], "swe-model");
+    assert_eq!(body["max_tokens"], 77);
+}
+
+#[tokio::test]
+async fn a_second_ctrl_c_exits_at_once_and_still_kills_every_tool_process() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    // The command ignores SIGINT and SIGTERM, so the clean cancel has to wait for its grace.
+    server.push(Completion::tool_calls(
+        None,
+        [call(
+            "c1",
+            "bash",
+            json!({"command": "trap '' TERM INT; echo $$ > stubborn.pid; sleep 300"}),
+        )],
+    ));
+    let mut child = setup
+        .command()
+        .args(["--agent", "swe", "--prompt", "be stubborn"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let shell: i32 = wait_for_file(&setup.workspace().join("stubborn.pid"))
+        .await
+        .trim()
+        .parse()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    // Wait for the first press to be seen before the second one.
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("interrupted") {
+        let mut line = String::new();
+        let read = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::io::AsyncBufReadExt::read_line(&mut stderr, &mut line),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(
+            read > 0,
+            "openmanus closed stderr without reporting the interrupt:\n{seen}"
+        );
+        seen.push_str(&line);
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(shell) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !alive(shell),
+        "the stubborn shell survived the second Ctrl-C"
+    );
+}

@@ -121,6 +121,8 @@ pub(super) struct Session {
     /// The command being run, if any.
     pub(super) running: Option<Running>,
     group_killed: bool,
+    /// Keeps the group in the process-wide registry (see `crate::process`).
+    _registration: crate::process::GroupRegistration,
 }
 
 impl Session {
@@ -170,6 +172,7 @@ impl Session {
             tasks,
             running: None,
             group_killed: false,
+            _registration: crate::process::GroupRegistration::new(pid),
         };
         // SIGINT goes to the whole group. The trap keeps bash alive while the commands it starts
         // get the default action (a trapped signal is reset to the default in children), and

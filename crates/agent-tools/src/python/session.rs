@@ -263,6 +263,8 @@ pub(super) struct Session {
     pub in_call: bool,
     /// True once the group was killed and the leader reaped (Drop then does nothing).
     finished: bool,
+    /// Keeps the group in the process-wide registry (see `crate::process`).
+    _registration: crate::process::GroupRegistration,
 }
 
 impl Drop for Session {
@@ -317,6 +319,7 @@ impl Session {
             },
             in_call: false,
             finished: false,
+            _registration: crate::process::GroupRegistration::new(pid),
         };
         let first = tokio::time::timeout(STARTUP_LIMIT, session.channel.frames.next()).await;
         let failure = match first {
