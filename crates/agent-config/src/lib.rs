@@ -81,7 +81,7 @@ pub use llm::VISION;
 pub use loader::{CONFIG_ENV, ConfigLoader, ConfigOrigin, ConfigSource};
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use sections::{
-    AgentSettings, AutoTextReply, BrowserSettings, DaytonaSettings, McpSettings,
+    AgentSettings, AutoTextReply, BrowserSettings, DaytonaSettings, EngineBaseUrls, McpSettings,
     NextStepPromptMode, ObservationTruncation, ProxySettings, RunflowSettings, SandboxSettings,
     SearchSettings,
 };

@@ -136,6 +136,29 @@ pub struct SearchSettings {
     pub lang: String,
     /// Country of the results. Default `"us"`.
     pub country: String,
+    /// openmanus-rs: base URLs of the engines, for mirrors, proxies or local fixture servers
+    /// (`[search.base_urls]` with `google`, `baidu`, `duckduckgo`, `bing`, `brave`; each optional).
+    pub base_urls: EngineBaseUrls,
+    /// openmanus-rs: an API key for the Brave Search API engine (tried after the HTML engines).
+    pub brave_api_key: Option<String>,
+    /// openmanus-rs: the base URL of a SearXNG instance whose JSON API is used as an engine.
+    pub searxng_url: Option<String>,
+}
+
+/// `[search.base_urls]`: overrides of the engines' base URLs (absent: the public sites).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineBaseUrls {
+    /// Google.
+    pub google: Option<String>,
+    /// Baidu.
+    pub baidu: Option<String>,
+    /// DuckDuckGo (its HTML endpoint).
+    pub duckduckgo: Option<String>,
+    /// Bing.
+    pub bing: Option<String>,
+    /// The Brave Search API.
+    pub brave: Option<String>,
 }
 
 impl SearchSettings {
@@ -143,7 +166,20 @@ impl SearchSettings {
     /// other setting (engine URLs, timeouts) at the tool's defaults.
     #[must_use]
     pub fn web_search(&self) -> agent_tools::WebSearchSettings {
+        let defaults = agent_tools::WebSearchSettings::default();
+        let url =
+            |set: &Option<String>, default: &String| set.clone().unwrap_or_else(|| default.clone());
+        let base_urls = agent_tools::web_search::EngineUrls {
+            google: url(&self.base_urls.google, &defaults.base_urls.google),
+            baidu: url(&self.base_urls.baidu, &defaults.base_urls.baidu),
+            duckduckgo: url(&self.base_urls.duckduckgo, &defaults.base_urls.duckduckgo),
+            bing: url(&self.base_urls.bing, &defaults.base_urls.bing),
+            brave: url(&self.base_urls.brave, &defaults.base_urls.brave),
+        };
         agent_tools::WebSearchSettings {
+            base_urls,
+            brave_api_key: self.brave_api_key.clone(),
+            searxng_url: self.searxng_url.clone(),
             engine: self.engine.clone(),
             fallback_engines: self.fallback_engines.clone(),
             #[allow(clippy::cast_precision_loss)]
@@ -151,7 +187,7 @@ impl SearchSettings {
             max_retries: self.max_retries,
             lang: self.lang.clone(),
             country: self.country.clone(),
-            ..agent_tools::WebSearchSettings::default()
+            ..defaults
         }
     }
 }
@@ -165,6 +201,9 @@ impl Default for SearchSettings {
             max_retries: 3,
             lang: "en".into(),
             country: "us".into(),
+            base_urls: EngineBaseUrls::default(),
+            brave_api_key: None,
+            searxng_url: None,
         }
     }
 }

@@ -119,6 +119,7 @@ fn search_defaults_survive_a_missing_section_or_key() {
             max_retries: 1,
             lang: "fr".into(),
             country: "fr".into(),
+            ..SearchSettings::default()
         }
     );
 }
