@@ -17,8 +17,10 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   ci      fmt check, clippy (-D warnings), rustdoc (-D warnings), cargo test --workspace
           (installs the test peer fakellm from PyPI into target/xtask-tools/ on first use;
-          set FAKELLM_BIN to use another copy)
-  bench   agent-loop, LLM-client and local-tool benchmarks (release build; prints figures)
+          set FAKELLM_BIN to use another copy, and the MCP test peer
+          @modelcontextprotocol/server-everything with npm into target/xtask-tools/npm;
+          set MCP_EVERYTHING_BIN to use another copy)
+  bench   agent-loop, LLM-client, local-tool and start-up benchmarks (release; prints figures)
   fmt     cargo fmt --all";
 
 fn main() -> ExitCode {
@@ -63,6 +65,8 @@ fn ci() -> Result<()> {
     let fakellm = ensure_fakellm()?;
     let mut test = cargo(&["test", "--workspace", "--locked"]);
     test.env("FAKELLM_BIN", &fakellm);
+    let everything = ensure_mcp_everything()?;
+    test.env("MCP_EVERYTHING_BIN", &everything);
     // Tests talk to servers on loopback only; a proxy configured for the machine must not
     // intercept them.
     let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
@@ -164,6 +168,57 @@ fn ensure_fakellm() -> Result<PathBuf> {
     run("install fakellm", install)?;
     if !bin.exists() {
         bail!("fakellm was installed but {} is missing", bin.display());
+    }
+    Ok(bin)
+}
+
+/// The version of `@modelcontextprotocol/server-everything` (npm) the MCP tests run against.
+const MCP_EVERYTHING_VERSION: &str = "2026.8.31";
+
+/// Returns the `mcp-server-everything` executable the MCP tests use: `$MCP_EVERYTHING_BIN` if
+/// set, else one installed (once) with npm under `target/xtask-tools/npm/`.
+fn ensure_mcp_everything() -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("MCP_EVERYTHING_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let dir = workspace_root()
+        .join("target")
+        .join("xtask-tools")
+        .join("npm");
+    let bin = dir
+        .join("node_modules")
+        .join(".bin")
+        .join("mcp-server-everything");
+    let package = dir
+        .join("node_modules")
+        .join("@modelcontextprotocol")
+        .join("server-everything")
+        .join("package.json");
+    let installed = std::fs::read_to_string(&package)
+        .is_ok_and(|p| p.contains(&format!("\"version\": \"{MCP_EVERYTHING_VERSION}\"")));
+    if bin.exists() && installed {
+        return Ok(bin);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let manifest = dir.join("package.json");
+    if !manifest.exists() {
+        std::fs::write(&manifest, "{\"private\": true}\n")
+            .with_context(|| format!("write {}", manifest.display()))?;
+    }
+    let mut install = Command::new(std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned()));
+    install.current_dir(&dir).args([
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        &format!("@modelcontextprotocol/server-everything@{MCP_EVERYTHING_VERSION}"),
+    ]);
+    run("install the MCP test server (npm)", install)?;
+    if !bin.exists() {
+        bail!(
+            "server-everything was installed but {} is missing",
+            bin.display()
+        );
     }
     Ok(bin)
 }

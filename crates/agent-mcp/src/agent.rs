@@ -1,0 +1,202 @@
+//! MCPAgent (spec §2.7): a ToolCallAgent whose tools are exactly its MCP servers' tools.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use agent_core::{AgentError, FinishReason, Message, ToolCall};
+use agent_llm::ChatModel;
+use agent_toolcall::{BeforeThink, ToolCallAgent, ToolCallCore, ToolCallHooks};
+use agent_tools::{Tool, ToolCollection, ToolResult};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::client::McpClients;
+
+/// MCPAgent's name.
+pub const MCP_AGENT_NAME: &str = "mcp_agent";
+/// MCPAgent's step budget.
+pub const MCP_AGENT_MAX_STEPS: u32 = 20;
+/// Tools are listed again every this many steps (and whenever a server announces a change).
+pub const REFRESH_INTERVAL: u32 = 5;
+/// Why the agent stops when its servers are gone.
+pub const SERVICE_GONE: &str = "MCP service is no longer available";
+
+/// MCPAgent's system prompt (our own text).
+pub const MCP_SYSTEM_PROMPT: &str = "You are an AI assistant connected to a Model Context Protocol \
+(MCP) server whose tools you may use. Pick the tool that fits each part of the task, give it \
+arguments that follow its schema, and read its result before deciding what to do next. The set of \
+tools can change while you work: new ones may appear and others may go away. When a tool reports \
+an error, work out what was wrong and call it again with corrected arguments. When a tool returns \
+an image or other media, you will be given a description of it. Make one tool call at a time and \
+say briefly why you make it. Call `terminate` when the task is done.";
+
+/// MCPAgent's next-step prompt (our own text).
+pub const MCP_NEXT_STEP_PROMPT: &str = "Consider what is still left to do and which of the available MCP tools moves the task forward; then use it.";
+
+/// The note added after a tool returns media; `{tool_name}` is replaced.
+pub const MULTIMEDIA_RESPONSE_PROMPT: &str = "The tool `{tool_name}` returned an image or other \
+media, which is attached to the conversation. Take what it shows into account in your next step.";
+
+/// The hooks that make a ToolCallAgent an MCPAgent: tool refresh every [`REFRESH_INTERVAL`]
+/// steps and on `notifications/tools/list_changed` (added tools become callable, removed ones
+/// go: fixes §13 W23), `terminate` matched on the server tool's original name (fixes W22),
+/// finishing when the servers are gone, and the media note. Cleanup does not disconnect, so the
+/// agent survives a second `run()`; call [`McpAgentHooks::disconnect`] when done with it.
+#[derive(Debug)]
+pub struct McpAgentHooks {
+    clients: McpClients,
+    refresh_interval: u32,
+    /// Agent-facing name → (original name, schema, description) of the tools last installed.
+    known: BTreeMap<String, (String, Value, String)>,
+    started: bool,
+}
+
+impl McpAgentHooks {
+    /// Hooks over these connections.
+    #[must_use]
+    pub fn new(clients: McpClients) -> Self {
+        Self {
+            clients,
+            refresh_interval: REFRESH_INTERVAL,
+            known: BTreeMap::new(),
+            started: false,
+        }
+    }
+
+    /// Lists tools every `steps` steps instead of [`REFRESH_INTERVAL`] (0: only on change
+    /// notifications).
+    #[must_use]
+    pub fn with_refresh_interval(mut self, steps: u32) -> Self {
+        self.refresh_interval = steps;
+        self
+    }
+
+    /// The connections.
+    #[must_use]
+    pub fn clients(&self) -> &McpClients {
+        &self.clients
+    }
+
+    /// The connections, to connect or disconnect servers.
+    pub fn clients_mut(&mut self) -> &mut McpClients {
+        &mut self.clients
+    }
+
+    /// Disconnects every server (the end of the session).
+    pub async fn disconnect(&mut self) {
+        self.clients.disconnect_all().await;
+    }
+
+    /// Lists the tools again and brings `core.tools` in line: added tools are installed (and
+    /// announced with `New tools available: …`), removed ones uninstalled (`Tools no longer
+    /// available: …`), changed ones replaced quietly. Names are the agent-facing names, sorted.
+    pub async fn sync_tools(&mut self, core: &mut ToolCallCore) {
+        for warning in self.clients.refresh_tools().await {
+            tracing::warn!(server = %warning.server, error = %warning.error, "MCP tool refresh failed");
+        }
+        let current: BTreeMap<String, Arc<crate::McpTool>> = self
+            .clients
+            .mcp_tools()
+            .into_iter()
+            .map(|t| (t.name().to_owned(), t))
+            .collect();
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        for name in self.known.keys() {
+            if !current.contains_key(name) {
+                removed.push(name.clone());
+            }
+        }
+        for name in &removed {
+            core.tools.remove_tool(name);
+            self.known.remove(name);
+        }
+        for (name, tool) in current {
+            let entry = (
+                tool.original_name().to_owned(),
+                tool.parameters(),
+                tool.description().to_owned(),
+            );
+            match self.known.get(&name) {
+                Some(old) if *old == entry => continue,
+                Some(_) => tracing::info!(tool = %name, "MCP tool changed"),
+                None => added.push(name.clone()),
+            }
+            core.tools.remove_tool(&name);
+            core.tools.add_shared(tool);
+            self.known.insert(name, entry);
+        }
+        if !added.is_empty() {
+            tracing::info!(tools = ?added, "New MCP tools");
+            core.base.update_memory(Message::system_message(format!(
+                "New tools available: {}",
+                added.join(", ")
+            )));
+        }
+        if !removed.is_empty() {
+            tracing::info!(tools = ?removed, "MCP tools removed");
+            core.base.update_memory(Message::system_message(format!(
+                "Tools no longer available: {}",
+                removed.join(", ")
+            )));
+        }
+    }
+}
+
+#[async_trait]
+impl ToolCallHooks for McpAgentHooks {
+    async fn before_think(&mut self, core: &mut ToolCallCore) -> Result<BeforeThink, AgentError> {
+        let step = core.base.current_step();
+        let due =
+            self.refresh_interval > 0 && step > 0 && step.is_multiple_of(self.refresh_interval);
+        if !self.started || due || self.clients.tools_changed() || !self.clients.is_alive() {
+            self.started = true;
+            self.sync_tools(core).await;
+        }
+        if !self.clients.is_alive() || core.tools.is_empty() {
+            tracing::info!("{SERVICE_GONE}, ending interaction");
+            core.base
+                .finish(FinishReason::Other(SERVICE_GONE.to_owned()))?;
+            return Ok(BeforeThink::Skip);
+        }
+        Ok(BeforeThink::Proceed)
+    }
+
+    fn is_special_tool(&self, core: &ToolCallCore, name: &str) -> bool {
+        core.is_special_tool(name)
+            || self.known.get(name).is_some_and(|(original, _, _)| {
+                core.special_tool_names
+                    .iter()
+                    .any(|s| s.eq_ignore_ascii_case(original))
+            })
+    }
+
+    async fn after_tool(
+        &mut self,
+        core: &mut ToolCallCore,
+        call: &ToolCall,
+        result: &ToolResult,
+    ) -> Result<(), AgentError> {
+        if result.image().is_some() {
+            core.base.update_memory(Message::system_message(
+                MULTIMEDIA_RESPONSE_PROMPT.replace("{tool_name}", &call.function.name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// MCPAgent: a ToolCallAgent named `mcp_agent` with 20 steps, MCPAgent's prompts, `terminate` as
+/// its special tool, and exactly the tools of `clients`' servers (installed at the first step).
+#[must_use]
+pub fn mcp_agent(llm: Arc<dyn ChatModel>, clients: McpClients) -> ToolCallAgent<McpAgentHooks> {
+    ToolCallAgent::new(llm)
+        .with_name(MCP_AGENT_NAME)
+        .with_description("An agent that uses the tools of MCP servers.")
+        .with_system_prompt(MCP_SYSTEM_PROMPT)
+        .with_next_step_prompt(MCP_NEXT_STEP_PROMPT)
+        .with_tools(ToolCollection::new())
+        .with_special_tool_names(["terminate"])
+        .with_max_steps(MCP_AGENT_MAX_STEPS)
+        .with_hooks(McpAgentHooks::new(clients))
+}

@@ -1,0 +1,695 @@
+//! The MCP client: connections to MCP servers by id, and their tools as agent [`Tool`]s.
+
+use std::collections::{BTreeMap, HashSet};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use agent_config::{McpServerConfig, McpTransport};
+use agent_tools::{Tool, ToolContext, ToolError, ToolResult};
+use async_trait::async_trait;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    Tool as McpToolDefinition,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::content::to_tool_result;
+use crate::error::McpError;
+use crate::naming::{mcp_tool_name, unique_name};
+
+/// The observation of a call to a tool whose server is not connected (OpenManus's wording).
+pub const NOT_CONNECTED: &str = "Not connected to MCP server";
+
+/// How long a call waits for its reply after the server's process exited.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a disconnect waits for a stdio server to exit after each signal.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
+
+/// Timeouts of an [`McpClients`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpClientOptions {
+    /// The longest a server may take to start and complete the MCP handshake (default 30 s).
+    pub connect_timeout: Duration,
+    /// The longest one tool call may take; `None`: no limit (default 300 s). A call that times
+    /// out is cancelled on the server with `notifications/cancelled`.
+    pub call_timeout: Option<Duration>,
+}
+
+impl Default for McpClientOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(30),
+            call_timeout: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// A server that could not be connected: logged, reported, and skipped; the others keep working.
+#[derive(Debug)]
+pub struct McpWarning {
+    /// The server id.
+    pub server: String,
+    /// Why it was skipped.
+    pub error: McpError,
+}
+
+impl std::fmt::Display for McpWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.error)
+    }
+}
+
+/// Our side of one connection: notes `notifications/tools/list_changed`.
+struct Handler {
+    list_changed: Arc<AtomicBool>,
+    notify: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("openmanus-rs", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A stdio server's process group, killed when the connection goes away.
+struct ChildGroup {
+    pgid: Pid,
+    exited: CancellationToken,
+}
+
+impl ChildGroup {
+    fn signal(&self, signal: Signal) {
+        // ESRCH (nobody left in the group) is the normal case after an exit.
+        let _ = killpg(self.pgid, signal);
+    }
+
+    async fn shutdown(&self) {
+        let exited = self.exited.clone();
+        if tokio::time::timeout(SHUTDOWN_WAIT, exited.cancelled())
+            .await
+            .is_err()
+        {
+            self.signal(Signal::SIGTERM);
+            if tokio::time::timeout(SHUTDOWN_WAIT, exited.cancelled())
+                .await
+                .is_err()
+            {
+                self.signal(Signal::SIGKILL);
+                let _ = tokio::time::timeout(SHUTDOWN_WAIT, exited.cancelled()).await;
+            }
+        }
+        // Grandchildren (`npx` → `node`) may outlive the leader.
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+impl Drop for ChildGroup {
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+/// One live connection to one MCP server.
+struct Connection {
+    id: String,
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    /// Fires when the connection is gone (process exited, or disconnected).
+    closed: CancellationToken,
+    tools: Mutex<Vec<McpToolDefinition>>,
+    list_changed: Arc<AtomicBool>,
+    notify: Arc<Notify>,
+    child: Option<ChildGroup>,
+    call_timeout: Option<Duration>,
+}
+
+impl Connection {
+    fn is_closed(&self) -> bool {
+        self.closed.is_cancelled() || self.peer.is_transport_closed()
+    }
+
+    fn cached_tools(&self) -> Vec<McpToolDefinition> {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    async fn list_tools(&self) -> Result<Vec<McpToolDefinition>, McpError> {
+        if self.is_closed() {
+            return Err(self.request_error(NOT_CONNECTED));
+        }
+        self.list_changed.store(false, Ordering::SeqCst);
+        let listing = self.peer.list_all_tools();
+        let tools = tokio::select! {
+            biased;
+            tools = listing => tools.map_err(|e| self.request_error(e))?,
+            () = self.closed.cancelled() => return Err(self.request_error(NOT_CONNECTED)),
+        };
+        *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools.clone();
+        Ok(tools)
+    }
+
+    fn request_error(&self, message: impl std::fmt::Display) -> McpError {
+        McpError::Request {
+            server: self.id.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    async fn shutdown(&self) {
+        let service = self.service.lock().await.take();
+        self.closed.cancel();
+        if let Some(service) = service
+            && let Err(error) = service.cancel().await
+        {
+            tracing::debug!(server = %self.id, %error, "MCP service task failed on close");
+        }
+        if let Some(child) = &self.child {
+            child.shutdown().await;
+        }
+        tracing::info!(server = %self.id, "Disconnected from MCP server");
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolResult, ToolError> {
+        let arguments = match args {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::InvalidArguments(format!(
+                    "expected a JSON object, got {other}"
+                )));
+            }
+        };
+        if self.is_closed() {
+            return Ok(ToolResult::failure(NOT_CONNECTED));
+        }
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments;
+        // Dropping this future before its reply sends `notifications/cancelled`.
+        let call = self.peer.call_tool(params);
+        tokio::pin!(call);
+        let timeout = async {
+            match self.call_timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let reply = tokio::select! {
+            biased;
+            reply = &mut call => reply,
+            () = ctx.cancellation.cancelled() => {
+                return Ok(ToolResult::failure("Error executing tool: the call was cancelled"));
+            }
+            () = timeout => {
+                return Ok(ToolResult::failure(format!(
+                    "Error executing tool: MCP server `{}` did not answer within {:?}",
+                    self.id,
+                    self.call_timeout.unwrap_or_default()
+                )));
+            }
+            () = self.closed.cancelled() => {
+                match tokio::time::timeout(EXIT_GRACE, &mut call).await {
+                    Ok(reply) => reply,
+                    Err(_) => {
+                        return Ok(ToolResult::failure(format!(
+                            "Error executing tool: MCP server `{}` closed the connection",
+                            self.id
+                        )));
+                    }
+                }
+            }
+        };
+        Ok(match reply {
+            Ok(result) => to_tool_result(result),
+            Err(error) => ToolResult::failure(format!("Error executing tool: {error}")),
+        })
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.closed.cancel();
+    }
+}
+
+/// Starts a stdio server in its own process group, with its stderr going to `tracing`.
+fn spawn_stdio(
+    id: &str,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&std::path::Path>,
+) -> Result<(tokio::process::Child, ChildGroup), McpError> {
+    if command.trim().is_empty() {
+        return Err(McpError::Config {
+            server: id.to_owned(),
+            message: "`command` is empty (Server command is required.)".to_owned(),
+        });
+    }
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let spawn_error = |source| McpError::Spawn {
+        server: id.to_owned(),
+        command: command.to_owned(),
+        source,
+    };
+    let child = cmd.spawn().map_err(spawn_error)?;
+    let pid = child
+        .id()
+        .ok_or_else(|| spawn_error(std::io::Error::other("the process exited at once")))?;
+    let pgid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
+    Ok((
+        child,
+        ChildGroup {
+            pgid,
+            exited: CancellationToken::new(),
+        },
+    ))
+}
+
+/// Connects to one server.
+async fn connect(
+    config: &McpServerConfig,
+    options: &McpClientOptions,
+) -> Result<Connection, McpError> {
+    let id = config.id.clone();
+    let list_changed = Arc::new(AtomicBool::new(false));
+    let notify = Arc::new(Notify::new());
+    let handler = Handler {
+        list_changed: list_changed.clone(),
+        notify: notify.clone(),
+    };
+    let closed = CancellationToken::new();
+    let init_error = |e: rmcp::service::ClientInitializeError| McpError::Initialize {
+        server: id.clone(),
+        message: e.to_string(),
+    };
+    let timeout_error = || McpError::ConnectTimeout {
+        server: id.clone(),
+        timeout: options.connect_timeout,
+    };
+    let (service, child) = match &config.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let (mut child, group) = spawn_stdio(&id, command, args, env, cwd.as_deref())?;
+            let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                return Err(McpError::Spawn {
+                    server: id.clone(),
+                    command: command.clone(),
+                    source: std::io::Error::other("no standard streams"),
+                });
+            };
+            if let Some(stderr) = child.stderr.take() {
+                let server = id.clone();
+                tokio::spawn(async move {
+                    let mut lines = BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::debug!(target: "agent_mcp::server_stderr", server = %server, "{line}");
+                    }
+                });
+            }
+            let exited = group.exited.clone();
+            let closed_on_exit = closed.clone();
+            let server = id.clone();
+            tokio::spawn(async move {
+                match child.wait().await {
+                    Ok(status) => tracing::info!(server = %server, %status, "MCP server exited"),
+                    Err(error) => {
+                        tracing::warn!(server = %server, %error, "waiting for MCP server")
+                    }
+                }
+                exited.cancel();
+                closed_on_exit.cancel();
+            });
+            let serving = handler.serve((stdout, stdin));
+            let service = match tokio::time::timeout(options.connect_timeout, serving).await {
+                Ok(Ok(service)) => service,
+                Ok(Err(e)) => return Err(init_error(e)),
+                Err(_) => return Err(timeout_error()),
+            };
+            (service, Some(group))
+        }
+        McpTransport::StreamableHttp { url, headers } => {
+            let mut custom = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let header = |m: String| McpError::Config {
+                    server: id.clone(),
+                    message: m,
+                };
+                let n = reqwest::header::HeaderName::try_from(name.as_str())
+                    .map_err(|e| header(format!("bad header name `{name}` in `headers`: {e}")))?;
+                let v = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(|e| {
+                    header(format!("bad value of header `{name}` in `headers`: {e}"))
+                })?;
+                custom.insert(n, v);
+            }
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::<reqwest::Client>::from_config(config);
+            let service =
+                match tokio::time::timeout(options.connect_timeout, handler.serve(transport)).await
+                {
+                    Ok(Ok(service)) => service,
+                    Ok(Err(e)) => return Err(init_error(e)),
+                    Err(_) => return Err(timeout_error()),
+                };
+            (service, None)
+        }
+        McpTransport::Sse { .. } => {
+            return Err(McpError::Unsupported {
+                server: id,
+                transport: "sse",
+            });
+        }
+    };
+    let peer = service.peer().clone();
+    let connection = Connection {
+        id: id.clone(),
+        peer,
+        service: tokio::sync::Mutex::new(Some(service)),
+        closed,
+        tools: Mutex::new(Vec::new()),
+        list_changed,
+        notify,
+        child,
+        call_timeout: options.call_timeout,
+    };
+    let listing = connection.list_tools();
+    match tokio::time::timeout(options.connect_timeout, listing).await {
+        Ok(Ok(tools)) => {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+            tracing::info!(server = %id, ?names, "Connected to server {id} with tools: {names:?}");
+        }
+        Ok(Err(e)) => {
+            connection.shutdown().await;
+            return Err(e);
+        }
+        Err(_) => {
+            connection.shutdown().await;
+            return Err(timeout_error());
+        }
+    }
+    Ok(connection)
+}
+
+/// A set of MCP server connections, each by id, owned by this instance alone (fixes §13 W21).
+///
+/// Each server tool is offered as an [`McpTool`] named `mcp_{server_id}_{tool}` (sanitised, at
+/// most 64 characters, unique). Dropping the set kills every stdio server's process group;
+/// [`McpClients::disconnect_all`] does it gracefully.
+#[derive(Default)]
+pub struct McpClients {
+    servers: Vec<Arc<Connection>>,
+    options: McpClientOptions,
+}
+
+impl std::fmt::Debug for McpClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClients")
+            .field("servers", &self.server_ids())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl McpClients {
+    /// An empty set with these timeouts.
+    #[must_use]
+    pub fn new(options: McpClientOptions) -> Self {
+        Self {
+            servers: Vec::new(),
+            options,
+        }
+    }
+
+    /// Connects to every server of `configs` concurrently; a server that fails is logged and
+    /// returned as a warning, and the others are kept.
+    pub async fn connect_all(
+        configs: &[McpServerConfig],
+        options: McpClientOptions,
+    ) -> (Self, Vec<McpWarning>) {
+        let mut clients = Self::new(options);
+        let attempts = configs.iter().map(|c| connect(c, &clients.options));
+        let results = futures::future::join_all(attempts).await;
+        let mut warnings = Vec::new();
+        for (config, result) in configs.iter().zip(results) {
+            match result {
+                Ok(connection) if !clients.contains(&config.id) => {
+                    clients.servers.push(Arc::new(connection));
+                }
+                Ok(connection) => {
+                    connection.shutdown().await;
+                    warnings.push(warning(McpError::Duplicate(config.id.clone()), &config.id));
+                }
+                Err(error) => warnings.push(warning(error, &config.id)),
+            }
+        }
+        (clients, warnings)
+    }
+
+    /// Connects to one more server.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Duplicate`] when the id is taken; otherwise why the server could not be
+    /// started or initialised.
+    pub async fn connect(&mut self, config: &McpServerConfig) -> Result<(), McpError> {
+        if self.contains(&config.id) {
+            return Err(McpError::Duplicate(config.id.clone()));
+        }
+        let connection = connect(config, &self.options).await?;
+        self.servers.push(Arc::new(connection));
+        Ok(())
+    }
+
+    /// Whether a server with this id is in the set (connected or gone).
+    #[must_use]
+    pub fn contains(&self, id: &str) -> bool {
+        self.servers.iter().any(|s| s.id == id)
+    }
+
+    /// The ids of the servers, in connection order.
+    #[must_use]
+    pub fn server_ids(&self) -> Vec<&str> {
+        self.servers.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    /// Whether at least one server is still connected.
+    #[must_use]
+    pub fn is_alive(&self) -> bool {
+        self.servers.iter().any(|s| !s.is_closed())
+    }
+
+    /// Whether the server `id` is connected.
+    #[must_use]
+    pub fn is_server_alive(&self, id: &str) -> bool {
+        self.servers.iter().any(|s| s.id == id && !s.is_closed())
+    }
+
+    /// The tools of every connected server, from the last listing, with unique names.
+    #[must_use]
+    pub fn mcp_tools(&self) -> Vec<Arc<McpTool>> {
+        let mut taken = HashSet::new();
+        let mut out = Vec::new();
+        for server in &self.servers {
+            if server.is_closed() {
+                continue;
+            }
+            for def in server.cached_tools() {
+                let name = unique_name(mcp_tool_name(&server.id, &def.name), &mut taken);
+                out.push(Arc::new(McpTool {
+                    name,
+                    original_name: def.name.to_string(),
+                    server_id: server.id.clone(),
+                    description: def.description.as_deref().unwrap_or_default().to_owned(),
+                    parameters: Value::Object((*def.input_schema).clone()),
+                    connection: Arc::downgrade(server),
+                }));
+            }
+        }
+        out
+    }
+
+    /// [`McpClients::mcp_tools`] as agent tools, ready for `ToolCollection::add_shared`.
+    #[must_use]
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.mcp_tools()
+            .into_iter()
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// Lists the tools of every connected server again. Servers that fail are returned as
+    /// warnings (and keep their previous listing if they are still connected).
+    pub async fn refresh_tools(&self) -> Vec<McpWarning> {
+        let listings = self
+            .servers
+            .iter()
+            .filter(|s| !s.is_closed())
+            .map(|s| async move { (s.id.clone(), s.list_tools().await) });
+        futures::future::join_all(listings)
+            .await
+            .into_iter()
+            .filter_map(|(id, r)| r.err().map(|e| warning(e, &id)))
+            .collect()
+    }
+
+    /// Whether a server sent `notifications/tools/list_changed` since its tools were last
+    /// listed.
+    #[must_use]
+    pub fn tools_changed(&self) -> bool {
+        self.servers
+            .iter()
+            .any(|s| s.list_changed.load(Ordering::SeqCst))
+    }
+
+    /// Waits until a server sends `notifications/tools/list_changed` (returns at once if one
+    /// already did since the last listing).
+    pub async fn wait_tools_changed(&self) {
+        loop {
+            let waits: Vec<_> = self.servers.iter().map(|s| s.notify.notified()).collect();
+            let mut waits: Vec<_> = waits.into_iter().map(Box::pin).collect();
+            for w in &mut waits {
+                w.as_mut().enable();
+            }
+            if self.tools_changed() || self.servers.is_empty() {
+                return;
+            }
+            futures::future::select_all(waits).await;
+        }
+    }
+
+    /// Waits until the server `id` is gone (its process exited, or it was disconnected);
+    /// returns at once for an unknown id.
+    pub async fn wait_server_closed(&self, id: &str) {
+        if let Some(server) = self.servers.iter().find(|s| s.id == id) {
+            server.closed.cancelled().await;
+        }
+    }
+
+    /// Disconnects the server `id`: closes the session, then stops its process group (the
+    /// process gets its standard input closed, then SIGTERM, then SIGKILL).
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::UnknownServer`].
+    pub async fn disconnect(&mut self, id: &str) -> Result<(), McpError> {
+        let Some(index) = self.servers.iter().position(|s| s.id == id) else {
+            return Err(McpError::UnknownServer(id.to_owned()));
+        };
+        let server = self.servers.remove(index);
+        server.shutdown().await;
+        Ok(())
+    }
+
+    /// Disconnects every server, in connection order.
+    pub async fn disconnect_all(&mut self) {
+        for server in std::mem::take(&mut self.servers) {
+            server.shutdown().await;
+        }
+    }
+}
+
+fn warning(error: McpError, id: &str) -> McpWarning {
+    tracing::warn!(server = %id, %error, "MCP server skipped");
+    McpWarning {
+        server: id.to_owned(),
+        error,
+    }
+}
+
+/// One tool of one MCP server, as an agent [`Tool`]. It holds its connection weakly: once its
+/// [`McpClients`] is dropped or disconnected, a call answers `Not connected to MCP server`.
+pub struct McpTool {
+    name: String,
+    original_name: String,
+    server_id: String,
+    description: String,
+    parameters: Value,
+    connection: Weak<Connection>,
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.name)
+            .field("original_name", &self.original_name)
+            .field("server_id", &self.server_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpTool {
+    /// The tool's name on its server.
+    #[must_use]
+    pub fn original_name(&self) -> &str {
+        &self.original_name
+    }
+
+    /// The id of its server.
+    #[must_use]
+    pub fn server_id(&self) -> &str {
+        &self.server_id
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let Some(connection) = self.connection.upgrade() else {
+            return Ok(ToolResult::failure(NOT_CONNECTED));
+        };
+        tracing::debug!(server = %self.server_id, tool = %self.original_name, "calling MCP tool");
+        connection.call(&self.original_name, args, ctx).await
+    }
+}
