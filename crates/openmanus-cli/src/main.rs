@@ -90,6 +90,16 @@ enum AgentKind {
     Swe,
 }
 
+impl AgentKind {
+    /// The agent's name (also its `[llm.<name>]` section).
+    fn name(self) -> &'static str {
+        match self {
+            Self::Manus => agents::MANUS,
+            Self::Swe => agents::SWE,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run Manus against a scripted local model: real tools, real files, no API key needed.
@@ -100,11 +110,62 @@ enum Command {
         #[arg(short, long)]
         prompt: Option<String>,
     },
+    /// Run the MCP agent on the tools of one MCP server (OpenManus's run_mcp.py).
+    Mcp {
+        /// How to reach the server.
+        #[arg(short = 'c', long = "connection", value_enum, default_value_t = McpConnection::Stdio)]
+        connection: McpConnection,
+        /// The server's URL (sse, http).
+        #[arg(long)]
+        server_url: Option<String>,
+        /// The command that starts the server (stdio; default: this program's `mcp-server`).
+        #[arg(long)]
+        command: Option<String>,
+        /// Arguments of the command (repeat for several).
+        #[arg(long = "arg", allow_hyphen_values = true)]
+        args: Vec<String>,
+        /// The task. Without it (and without -i) you are asked for one.
+        #[arg(short, long)]
+        prompt: Option<String>,
+        /// Keep going: ask for another task after each run.
+        #[arg(short, long)]
+        interactive: bool,
+    },
+    /// Serve our tools (bash, str_replace_editor, terminate) as the MCP server `openmanus`.
+    McpServer {
+        /// The transport.
+        #[arg(long, value_enum, default_value_t = McpServe::Stdio)]
+        transport: McpServe,
+        /// The address to listen on (http).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// The port to listen on (http; 0 picks a free one).
+        #[arg(long, default_value_t = 8000)]
+        port: u16,
+    },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
         action: ConfigAction,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum McpConnection {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+    /// Streamable HTTP.
+    Http,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum McpServe {
+    /// Standard input and output.
+    Stdio,
+    /// Streamable HTTP at /mcp.
+    Http,
 }
 
 #[derive(Debug, Subcommand)]
@@ -227,14 +288,29 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Some(Command::Config {
             action: ConfigAction::Check,
         }) => settings::check(&cli.global),
+        Some(Command::Mcp {
+            connection,
+            server_url,
+            command,
+            args,
+            prompt,
+            interactive,
+        }) => {
+            let server = mcp_server_config(connection, server_url, command, args)?;
+            run_mcp(&cli.global, &interrupts, &server, prompt, interactive).await
+        }
+        Some(Command::McpServer {
+            transport,
+            host,
+            port,
+        }) => serve_mcp(transport, &host, port).await,
         None => {
             let resolved = settings::resolve(&cli.global, cli.agent)?;
             run_agent(
                 &cli.global,
                 &interrupts,
                 cli.agent,
-                resolved.llm,
-                resolved.options,
+                resolved,
                 cli.prompt,
                 cli.interactive,
             )
@@ -276,21 +352,23 @@ async fn run_agent(
     global: &GlobalArgs,
     interrupts: &Interrupts,
     kind: AgentKind,
-    llm: LlmSettings,
-    options: AgentOptions,
+    resolved: settings::Resolved,
     prompt: Option<String>,
     interactive: bool,
 ) -> Result<u8> {
+    let settings::Resolved {
+        llm,
+        options,
+        mcp_servers,
+    } = resolved;
+    let mcp_servers = mcp_servers.as_slice();
     std::fs::create_dir_all(&options.workspace).with_context(|| {
         format!(
             "cannot create the workspace {}",
             options.workspace.display()
         )
     })?;
-    let name = match kind {
-        AgentKind::Manus => agents::MANUS,
-        AgentKind::Swe => agents::SWE,
-    };
+    let name = kind.name();
     let journal =
         Journal::create(&options.workspace, name).context("cannot create the run journal")?;
     let client = LlmClient::new(llm).context("invalid model settings")?;
@@ -307,7 +385,55 @@ async fn run_agent(
     if interactive {
         agent = agent.with_tools_kept_between_runs();
     }
+    // Manus connects the MCP servers of mcp.json at once (OpenManus's Manus.create); a server
+    // that fails is a warning and the others still work.
+    let mcp = if kind == AgentKind::Manus && !mcp_servers.is_empty() {
+        let (clients, warnings) =
+            agent_mcp::McpClients::connect_all(mcp_servers, agent_mcp::McpClientOptions::default())
+                .await;
+        for warning in &warnings {
+            note(&format!("warning: {warning}"));
+        }
+        for tool in clients.tools() {
+            agent.core_mut().tools.add_shared(tool);
+        }
+        Some(clients)
+    } else {
+        None
+    };
 
+    let code = session(
+        global,
+        interrupts,
+        &mut agent,
+        &options.workspace,
+        &journal,
+        prompt,
+        interactive,
+    )
+    .await?;
+    if let Some(mut clients) = mcp {
+        clients.disconnect_all().await;
+    }
+    agent.cleanup_tools().await;
+    let path = journal.path().to_path_buf();
+    journal.close().await.context("writing the run journal")?;
+    if !global.json {
+        note(&format!("journal: {}", path.display()));
+    }
+    Ok(code)
+}
+
+/// Runs one task, or with `interactive` one task after another, on `agent`.
+async fn session<A: Agent + ?Sized>(
+    global: &GlobalArgs,
+    interrupts: &Interrupts,
+    agent: &mut A,
+    workspace: &Path,
+    journal: &Journal,
+    prompt: Option<String>,
+    interactive: bool,
+) -> Result<u8> {
     let mut code = EXIT_OK;
     let mut next = prompt;
     loop {
@@ -329,15 +455,7 @@ async fn run_agent(
             }
             break;
         };
-        let result = run_once(
-            global,
-            interrupts,
-            &mut agent,
-            &options.workspace,
-            &journal,
-            task,
-        )
-        .await;
+        let result = run_once(global, interrupts, agent, workspace, journal, task).await;
         code = match result {
             Ok(code) => code,
             Err(error) => {
@@ -349,12 +467,6 @@ async fn run_agent(
             break;
         }
         let _ = agent.base_mut().reset_state();
-    }
-    agent.cleanup_tools().await;
-    let path = journal.path().to_path_buf();
-    journal.close().await.context("writing the run journal")?;
-    if !global.json {
-        note(&format!("journal: {}", path.display()));
     }
     Ok(code)
 }
@@ -495,6 +607,137 @@ fn report(
     }
 }
 
+/// The server `openmanus mcp` connects to.
+fn mcp_server_config(
+    connection: McpConnection,
+    server_url: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+) -> Result<agent_config::McpServerConfig> {
+    use agent_config::McpTransport;
+    let transport = match connection {
+        McpConnection::Stdio => match command {
+            Some(command) => McpTransport::Stdio {
+                command,
+                args,
+                env: Default::default(),
+                cwd: None,
+            },
+            None => {
+                let me = std::env::current_exe()
+                    .context("cannot find this program to start its MCP server")?;
+                McpTransport::Stdio {
+                    command: me.display().to_string(),
+                    args: vec!["mcp-server".to_owned()],
+                    env: Default::default(),
+                    cwd: None,
+                }
+            }
+        },
+        McpConnection::Sse | McpConnection::Http => {
+            let url = server_url
+                .context("Server URL is required for an sse or http connection (--server-url)")?;
+            if connection == McpConnection::Sse {
+                McpTransport::Sse {
+                    url,
+                    headers: Default::default(),
+                }
+            } else {
+                McpTransport::StreamableHttp {
+                    url,
+                    headers: Default::default(),
+                }
+            }
+        }
+    };
+    Ok(agent_config::McpServerConfig {
+        id: "server".to_owned(),
+        transport,
+    })
+}
+
+/// `openmanus mcp`: the MCP agent on one server's tools.
+async fn run_mcp(
+    global: &GlobalArgs,
+    interrupts: &Interrupts,
+    server: &agent_config::McpServerConfig,
+    prompt: Option<String>,
+    interactive: bool,
+) -> Result<u8> {
+    let resolved = settings::resolve_named(global, agent_mcp::MCP_AGENT_NAME)?;
+    let workspace = resolved.options.workspace.clone();
+    std::fs::create_dir_all(&workspace)
+        .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
+    let mut clients = agent_mcp::McpClients::new(agent_mcp::McpClientOptions::default());
+    clients.connect(server).await.with_context(|| {
+        format!(
+            "cannot connect to the MCP server ({})",
+            server.transport.kind()
+        )
+    })?;
+    let journal = Journal::create(&workspace, agent_mcp::MCP_AGENT_NAME)
+        .context("cannot create the run journal")?;
+    let client = LlmClient::new(resolved.llm).context("invalid model settings")?;
+    let bus = agent_core::EventBus::new();
+    let model: Arc<dyn ChatModel> = Arc::new(JournaledModel::new(
+        Arc::new(client.with_events(bus.clone())),
+        journal.handle(),
+    ));
+    let mut agent = agent_mcp::mcp_agent(model, clients);
+    agent.base_mut().set_event_bus(bus);
+    let code = session(
+        global,
+        interrupts,
+        &mut agent,
+        &workspace,
+        &journal,
+        prompt,
+        interactive,
+    )
+    .await;
+    agent.hooks_mut().disconnect().await;
+    let path = journal.path().to_path_buf();
+    journal.close().await.context("writing the run journal")?;
+    if !global.json {
+        note(&format!("journal: {}", path.display()));
+    }
+    code
+}
+
+/// `openmanus mcp-server`.
+async fn serve_mcp(transport: McpServe, host: &str, port: u16) -> Result<u8> {
+    let server = agent_mcp::McpToolServer::openmanus();
+    match transport {
+        McpServe::Stdio => server
+            .serve_stdio()
+            .await
+            .context("the MCP server failed")?,
+        McpServe::Http => {
+            let listener = tokio::net::TcpListener::bind((host, port))
+                .await
+                .with_context(|| format!("cannot listen on {host}:{port}"))?;
+            let address = listener
+                .local_addr()
+                .context("cannot read the listening address")?;
+            note(&format!(
+                "MCP server `openmanus` listening on http://{address}{}",
+                agent_mcp::HTTP_PATH
+            ));
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            server
+                .serve_http(listener, shutdown)
+                .await
+                .context("the MCP server failed")?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
 /// `openmanus demo`.
 async fn demo(global: &GlobalArgs, interrupts: &Interrupts) -> Result<u8> {
     let workspace = settings::workspace_dir(global.workspace.as_deref(), None)?;
@@ -519,8 +762,11 @@ async fn demo(global: &GlobalArgs, interrupts: &Interrupts) -> Result<u8> {
         global,
         interrupts,
         AgentKind::Manus,
-        llm,
-        options,
+        settings::Resolved {
+            llm,
+            options,
+            mcp_servers: Vec::new(),
+        },
         Some(demo::DEMO_TASK.to_owned()),
         false,
     )

@@ -23,6 +23,8 @@ pub struct Resolved {
     pub llm: LlmSettings,
     /// The agent's options.
     pub options: AgentOptions,
+    /// The MCP servers of `mcp.json`.
+    pub mcp_servers: Vec<agent_config::McpServerConfig>,
 }
 
 fn load(global: &GlobalArgs) -> Result<Config> {
@@ -81,14 +83,20 @@ fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
 ///
 /// A configuration error (it names the file, line and key).
 pub fn resolve(global: &GlobalArgs, kind: AgentKind) -> Result<Resolved> {
+    resolve_named(global, kind.name())
+}
+
+/// Loads the configuration and resolves what the agent called `name` needs.
+///
+/// # Errors
+///
+/// A configuration error (it names the file, line and key).
+pub fn resolve_named(global: &GlobalArgs, name: &str) -> Result<Resolved> {
     let config = load(global)?;
-    let name = match kind {
-        AgentKind::Manus => agents::MANUS,
-        AgentKind::Swe => agents::SWE,
-    };
     Ok(Resolved {
         llm: config.llm_for(name).clone(),
         options: options(global, &config)?,
+        mcp_servers: config.mcp.servers.clone(),
     })
 }
 

@@ -622,3 +622,89 @@ async fn a_second_ctrl_c_exits_at_once_and_still_kills_every_tool_process() {
         "the stubborn shell survived the second Ctrl-C"
     );
 }
+
+#[tokio::test]
+async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "mcp_server_bash",
+                json!({"command": "echo via-mcp"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("The server answered.".into()),
+            [call(
+                "c2",
+                "mcp_server_terminate",
+                json!({"status": "success"}),
+            )],
+        ));
+    // No --command: the stdio server is this program's own `mcp-server`.
+    let output = setup.run(&["mcp", "-p", "Use the server's bash."]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("via-mcp"),
+        "the server's bash ran:\n{stderr}"
+    );
+    assert_eq!(text(&output.stdout).trim(), "The server answered.");
+    let tools: Vec<String> = server.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "mcp_server_bash",
+            "mcp_server_str_replace_editor",
+            "mcp_server_terminate"
+        ]
+    );
+    server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn manus_gets_the_tools_of_the_servers_in_mcp_json() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    std::fs::write(
+        setup.dir.path().join("config/mcp.json"),
+        json!({"mcpServers": {"local": {"type": "stdio", "command": BIN, "args": ["mcp-server"]},
+                              "broken": {"type": "stdio", "command": "/no/such/mcp-server"}}})
+        .to_string(),
+    )
+    .unwrap();
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "mcp_local_bash",
+                json!({"command": "echo from-mcp-json"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done.".into()),
+            [call("c2", "terminate", json!({"status": "success"}))],
+        ));
+    let output = setup.run(&["--prompt", "Use the MCP bash."]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains("broken"),
+        "a server that fails is a warning:\n{stderr}"
+    );
+    assert!(stderr.contains("from-mcp-json"), "{stderr}");
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(
+        tools.contains("\"mcp_local_bash\"") && tools.contains("\"python_execute\""),
+        "{tools}"
+    );
+}
