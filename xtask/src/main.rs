@@ -2,7 +2,8 @@
 //!
 //! * `ci` — format check, clippy with warnings denied, docs with warnings denied, and every test
 //!   of the workspace. This is the README's test command and what `.ci/run` executes.
-//! * `bench` — the agent-loop benchmarks in release mode (figures, never pass/fail).
+//! * `integration` — only the end-to-end suites (real programs against each other).
+//! * `bench` — the benchmarks in release mode (figures, never pass/fail).
 //! * `fmt` — format the workspace.
 
 use std::io::{BufRead, BufReader};
@@ -20,6 +21,9 @@ commands:
           set FAKELLM_BIN to use another copy, and the MCP test peer
           @modelcontextprotocol/server-everything with npm into target/xtask-tools/npm;
           set MCP_EVERYTHING_BIN to use another copy)
+  integration
+          the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
+          server and fakellm), MCP against real servers, the example agent crate
   bench   agent-loop, LLM-client, local-tool and start-up benchmarks (release; prints figures)
   fmt     cargo fmt --all";
 
@@ -28,6 +32,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("bench") => bench(&args[1..]),
+        Some("integration") => integration(&args[1..]),
         Some("fmt") => run("format", cargo(&["fmt", "--all"])),
         Some("-h" | "--help" | "help") => {
             say(USAGE);
@@ -62,23 +67,8 @@ fn ci() -> Result<()> {
     let mut doc = cargo(&["doc", "--workspace", "--no-deps", "--locked"]);
     doc.env("RUSTDOCFLAGS", "-D warnings");
     run("rustdoc", doc)?;
-    let fakellm = ensure_fakellm()?;
     let mut test = cargo(&["test", "--workspace", "--locked"]);
-    test.env("FAKELLM_BIN", &fakellm);
-    let everything = ensure_mcp_everything()?;
-    test.env("MCP_EVERYTHING_BIN", &everything);
-    // Tests talk to servers on loopback only; a proxy configured for the machine must not
-    // intercept them.
-    let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
-    for host in ["127.0.0.1", "localhost", "::1"] {
-        if !no_proxy.split(',').any(|h| h.trim() == host) {
-            if !no_proxy.is_empty() {
-                no_proxy.push(',');
-            }
-            no_proxy.push_str(host);
-        }
-    }
-    test.env("NO_PROXY", &no_proxy).env("no_proxy", &no_proxy);
+    with_test_peers(&mut test)?;
     let (passed, failed, ignored) = run_tests(test)?;
     // One plain closing line for whoever reads the end of the log.
     say(&format!(
@@ -228,6 +218,54 @@ fn workspace_root() -> PathBuf {
     manifest
         .parent()
         .map_or(manifest.clone(), Path::to_path_buf)
+}
+
+/// Installs (once) the independent peers the integration tests talk to — fakellm (PyPI) and
+/// the MCP server-everything (npm) — and points `command` at them; also keeps a machine proxy
+/// away from loopback traffic.
+fn with_test_peers(command: &mut Command) -> Result<()> {
+    command.env("FAKELLM_BIN", ensure_fakellm()?);
+    command.env("MCP_EVERYTHING_BIN", ensure_mcp_everything()?);
+    let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
+    for host in ["127.0.0.1", "localhost", "::1"] {
+        if !no_proxy.split(',').any(|h| h.trim() == host) {
+            if !no_proxy.is_empty() {
+                no_proxy.push(',');
+            }
+            no_proxy.push_str(host);
+        }
+    }
+    command
+        .env("NO_PROXY", &no_proxy)
+        .env("no_proxy", &no_proxy);
+    Ok(())
+}
+
+/// `cargo xtask integration`: the suites that run real programs against each other — the
+/// `openmanus` binary as a subprocess, the HTTP client against the mock server and fakellm,
+/// MCP against real servers, the example agent crate.
+fn integration(extra: &[String]) -> Result<()> {
+    let mut test = cargo(&[
+        "test",
+        "--locked",
+        "-p",
+        "openmanus-e2e",
+        "-p",
+        "openmanus-cli",
+        "-p",
+        "agent-mcp",
+        "-p",
+        "word-stats-agent",
+        "-p",
+        "agent-llm",
+    ]);
+    test.args(extra);
+    with_test_peers(&mut test)?;
+    let (passed, failed, ignored) = run_tests(test)?;
+    say(&format!(
+        "tests: {passed} passed, {failed} failed, {ignored} skipped"
+    ));
+    Ok(())
 }
 
 fn bench(extra: &[String]) -> Result<()> {
