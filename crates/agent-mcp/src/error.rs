@@ -51,7 +51,8 @@ pub enum McpError {
         /// The SDK's error text.
         message: String,
     },
-    /// The transport is not implemented.
+    /// The transport is not implemented (kept for configurations a build cannot serve; every
+    /// transport of `agent_config::McpTransport` is implemented today).
     #[error("MCP server `{server}`: the `{transport}` transport is not supported yet")]
     Unsupported {
         /// The server id.

@@ -1,8 +1,9 @@
 //! # agent-mcp — MCP for openmanus-rs
 //!
 //! * [`McpClients`]: connections to MCP servers by id (stdio child processes in their own
-//!   process group, or streamable HTTP), each server tool offered as an agent tool named
-//!   `mcp_{server_id}_{tool}` ([`McpTool`]); text joined as OpenManus does, images as
+//!   process group, the legacy HTTP+SSE transport, or streamable HTTP), reconnected with
+//!   backoff when they go away mid-run ([`ReconnectPolicy`]), each server tool offered as an
+//!   agent tool named `mcp_{server_id}_{tool}` ([`McpTool`]); text joined as OpenManus does, images as
 //!   `base64_image`, `isError` as an error result; per-server connect and per-call timeouts;
 //!   cancelled calls send `notifications/cancelled`.
 //! * [`McpToolServer`]: our tools served over MCP (stdio or streamable HTTP) as `openmanus`; the
@@ -38,12 +39,15 @@ mod content;
 mod error;
 mod naming;
 mod server;
+mod sse;
 
 pub use agent::{
     MCP_AGENT_MAX_STEPS, MCP_AGENT_NAME, MCP_NEXT_STEP_PROMPT, MCP_SYSTEM_PROMPT,
     MULTIMEDIA_RESPONSE_PROMPT, McpAgentHooks, REFRESH_INTERVAL, SERVICE_GONE, mcp_agent,
 };
-pub use client::{McpClientOptions, McpClients, McpTool, McpWarning, NOT_CONNECTED};
+pub use client::{
+    McpClientOptions, McpClients, McpTool, McpWarning, NOT_CONNECTED, ReconnectPolicy,
+};
 pub use content::NO_OUTPUT;
 pub use error::McpError;
 pub use naming::{MAX_TOOL_NAME_LEN, mcp_tool_name, sanitize_tool_name, unique_name};

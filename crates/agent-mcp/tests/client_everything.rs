@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use agent_config::{McpServerConfig, McpTransport};
-use agent_mcp::{McpClientOptions, McpClients, McpError};
+use agent_mcp::{McpClientOptions, McpClients, McpError, ReconnectPolicy};
 use agent_tools::{Tool, ToolContext};
 use common::*;
 use serde_json::json;
@@ -206,7 +206,11 @@ async fn a_server_killed_mid_call_gives_an_error_result_and_no_process_survives(
         &pidfile,
         &format!("exec '{}' stdio", bin.display()),
     );
-    let mut clients = connect_one(config, McpClientOptions::default()).await;
+    let options = McpClientOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..McpClientOptions::default()
+    };
+    let mut clients = connect_one(config, options).await;
     let pid = read_pid(&pidfile);
     let long = tool(&clients, "mcp_dying_trigger-long-running-operation");
     let call_ctx = ctx();

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use agent_config::{McpServerConfig, McpTransport};
 use agent_core::{Agent, FinishReason, Role, RunStatus};
-use agent_mcp::{McpClientOptions, McpClients, McpToolServer, SERVICE_GONE, mcp_agent};
+use agent_mcp::{
+    McpClientOptions, McpClients, McpToolServer, ReconnectPolicy, SERVICE_GONE, mcp_agent,
+};
 use agent_testkit::{ScriptedModel, tool_call};
 use agent_tools::Tool;
 use common::*;
@@ -26,8 +28,13 @@ fn our_server(id: &str) -> McpServerConfig {
     )
 }
 
+/// Connects without reconnection: these tests check what happens when a server goes away.
 async fn connect(configs: &[McpServerConfig]) -> McpClients {
-    let (clients, warnings) = McpClients::connect_all(configs, McpClientOptions::default()).await;
+    let options = McpClientOptions {
+        reconnect: ReconnectPolicy::never(),
+        ..McpClientOptions::default()
+    };
+    let (clients, warnings) = McpClients::connect_all(configs, options).await;
     assert!(warnings.is_empty(), "{warnings:?}");
     clients
 }

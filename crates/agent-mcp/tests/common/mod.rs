@@ -76,31 +76,79 @@ pub struct HttpEverything {
 impl HttpEverything {
     pub async fn start() -> Self {
         let port = free_port();
-        let mut child = tokio::process::Command::new(everything_bin())
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        tokio::time::timeout(Duration::from_secs(30), async {
-            loop {
-                let line = lines.next_line().await.unwrap().expect("server exited");
-                if line.contains("listening on port") {
-                    break;
-                }
-            }
-        })
-        .await
-        .expect("server-everything did not start listening");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let child = start_everything("streamableHttp", port, "listening on port").await;
         Self {
             child,
             url: format!("http://127.0.0.1:{port}/mcp"),
         }
+    }
+}
+
+/// A server-everything in legacy HTTP+SSE mode (`mcp-server-everything sse`), killed on drop.
+pub struct SseEverything {
+    pub child: tokio::process::Child,
+    pub url: String,
+}
+
+impl SseEverything {
+    pub async fn start() -> Self {
+        let port = free_port();
+        let child = start_everything("sse", port, "Server is running on port").await;
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/sse"),
+        }
+    }
+
+    /// Kills the server and waits until it has exited.
+    pub async fn kill(&mut self) {
+        self.child.kill().await.unwrap();
+    }
+}
+
+/// Starts server-everything with `transport` on `port`; returns once it logs `ready`.
+async fn start_everything(transport: &str, port: u16, ready: &str) -> tokio::process::Child {
+    let mut child = tokio::process::Command::new(everything_bin())
+        .arg(transport)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("server exited");
+            if line.contains(ready) {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("server-everything did not start listening");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    child
+}
+
+pub fn sse(id: &str, url: &str) -> McpServerConfig {
+    McpServerConfig {
+        id: id.to_owned(),
+        transport: McpTransport::Sse {
+            url: url.to_owned(),
+            headers: BTreeMap::new(),
+        },
+    }
+}
+
+pub fn streamable_http(id: &str, url: &str) -> McpServerConfig {
+    McpServerConfig {
+        id: id.to_owned(),
+        transport: McpTransport::StreamableHttp {
+            url: url.to_owned(),
+            headers: BTreeMap::new(),
+        },
     }
 }
 
