@@ -326,14 +326,23 @@ async fn refresh_installs_new_tools_and_removes_gone_ones() {
     model.push_text("thinking");
     let mut agent = agent_toolcall::ToolCallAgent::new(model.clone())
         .with_tools(agent_tools::ToolCollection::new())
-        .with_max_steps(2)
+        .with_max_steps(1)
         .with_hooks(agent_mcp::McpAgentHooks::new(clients).with_refresh_interval(1));
-    let outcome = tokio::time::timeout(LIMIT, agent.run(Some("go".into())))
+    let first = tokio::time::timeout(LIMIT, agent.run(Some("go".into())))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(first.status, RunStatus::MaxSteps(1)), "{first:?}");
+    // Wait until the client has seen server b go, so the next refresh cannot race its death.
+    tokio::time::timeout(LIMIT, agent.hooks().clients().wait_server_closed("b"))
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(LIMIT, agent.run(Some("go on".into())))
         .await
         .unwrap()
         .unwrap();
     assert!(
-        matches!(outcome.status, RunStatus::MaxSteps(2)),
+        matches!(outcome.status, RunStatus::MaxSteps(1)),
         "{outcome:?}"
     );
     let requests = model.requests();
@@ -360,6 +369,7 @@ async fn refresh_installs_new_tools_and_removes_gone_ones() {
         .await
         .unwrap();
     agent.core_mut().base.reset_state().unwrap();
+    agent.core_mut().base.max_steps = 2;
     model.push_tool_calls(
         "",
         [tool_call(
