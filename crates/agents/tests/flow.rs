@@ -787,7 +787,9 @@ async fn an_empty_request_resumes_an_existing_plan() {
     assert!(outcome.is_complete());
     assert_eq!(planner.requests().len(), 1, "only the summary");
 
-    // An explicit plan id that is taken cannot be created again.
+    // An explicit plan id that is taken cannot be created again (the planner answers without a
+    // `planning` call, so the default plan is tried under the taken id).
+    planner.push_text("No plan from me.");
     let text = flow.execute_text("New request").await;
     assert_eq!(text, "Failed to create plan for: New request");
 }
@@ -902,4 +904,133 @@ async fn a_step_that_ends_on_the_token_limit_is_blocked() {
         "Attempt 2 of 2: `manus` ran out of tokens: over budget."
     );
     assert_eq!(outcome.blocked_steps(), [0]);
+}
+
+#[tokio::test]
+async fn a_step_whose_executor_terminates_with_failure_is_blocked() {
+    let planner = model();
+    push_plan(&planner, &["Find the missing file", "Report"]);
+    planner.push_text("The file could not be found.");
+    let manus = model();
+    // Both attempts at step 0 give up; step 1 succeeds.
+    for _ in 0..2 {
+        manus.push_tool_calls(
+            "I cannot find it.",
+            [tool_call("t", "terminate", r#"{"status": "failure"}"#)],
+        );
+    }
+    push_finish(&manus);
+    let (flow, events) = recorder(
+        PlanningFlow::new(planner)
+            .with_agent("manus", worker("Manus", "general", &manus))
+            .with_options(options()),
+    );
+    let mut flow = flow;
+    let outcome = flow.execute("Find notes.txt").await.unwrap();
+
+    assert_eq!(outcome.steps.len(), 3);
+    for (step, attempt) in outcome.steps[..2].iter().zip(1..) {
+        assert_eq!(step.index, 0);
+        assert_eq!(step.attempt, attempt);
+        assert_eq!(step.status, StepStatus::Blocked);
+        assert!(matches!(
+            step.run_status,
+            Some(RunStatus::Finished(
+                agent_core::FinishReason::SpecialTool { .. }
+            ))
+        ));
+    }
+    assert_eq!(outcome.steps[2].status, StepStatus::Completed);
+    let plan = outcome.plan.clone().unwrap();
+    assert_eq!(plan.status(0), Some(StepStatus::Blocked));
+    assert_eq!(plan.status(1), Some(StepStatus::Completed));
+    assert_eq!(
+        plan.step_notes[0],
+        "Attempt 2 of 2: `manus` gave up: it called `terminate` with status `failure`."
+    );
+    assert_eq!(outcome.blocked_steps(), [0]);
+    assert!(!outcome.is_complete());
+    let finished: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            FlowEvent::StepFinished { status, note, .. } => Some((*status, note.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished[0].0, StepStatus::Blocked);
+    assert_eq!(
+        finished[0].1.as_deref(),
+        Some("Attempt 1 of 2: `manus` gave up: it called `terminate` with status `failure`.")
+    );
+    assert_eq!(finished[2], (StepStatus::Completed, None));
+}
+
+#[tokio::test]
+async fn a_success_after_an_earlier_failure_in_memory_completes_the_step() {
+    // Memory is kept between steps: the judge must read the call that finished *this* run.
+    let planner = model();
+    push_plan(&planner, &["Try", "Try again"]);
+    planner.push_text("done");
+    let manus = model();
+    manus.push_tool_calls(
+        "",
+        [tool_call("t1", "terminate", r#"{"status":"failure"}"#)],
+    );
+    push_finish(&manus);
+    let mut flow = PlanningFlow::new(planner)
+        .with_agent("manus", worker("Manus", "general", &manus))
+        .with_options(FlowOptions {
+            max_step_retries: 0,
+            ..options()
+        });
+    let outcome = flow.execute("Try twice").await.unwrap();
+    let statuses: Vec<_> = outcome.steps.iter().map(|s| (s.index, s.status)).collect();
+    assert_eq!(
+        statuses,
+        [(0, StepStatus::Blocked), (1, StepStatus::Completed)]
+    );
+}
+
+#[tokio::test]
+async fn a_permanent_planner_error_aborts_the_flow() {
+    let permanent = [
+        LlmError::Authentication("invalid api key".into()),
+        LlmError::InvalidRequest("unknown model".into()),
+    ];
+    for error in permanent {
+        let planner = model();
+        planner.push_error(error.clone());
+        let manus = model();
+        let (flow, events) = recorder(
+            PlanningFlow::new(planner.clone())
+                .with_agent("manus", worker("Manus", "general", &manus))
+                .with_options(options()),
+        );
+        let mut flow = flow;
+        let result = flow.execute("Do something").await;
+        let Err(FlowError::Planner {
+            request,
+            error: got,
+        }) = result
+        else {
+            panic!("expected a planner error, got {result:?}");
+        };
+        assert_eq!(request, "Do something");
+        assert_eq!(got, error);
+        // Nothing ran: no executor request, no summary request, no plan.
+        assert!(manus.requests().is_empty());
+        assert_eq!(planner.requests().len(), 1);
+        assert!(flow.planning_tool().plan("plan_test").is_none());
+        assert!(events.lock().unwrap().iter().all(|e| !matches!(
+            e,
+            FlowEvent::PlanCreated { .. } | FlowEvent::StepStarted { .. }
+        )));
+        // OpenManus's string form.
+        planner.push_error(error.clone());
+        let text = flow.execute_text("Do something").await;
+        assert!(text.starts_with("Execution failed: "), "{text}");
+        assert!(text.contains(&error.to_string()), "{text}");
+    }
 }

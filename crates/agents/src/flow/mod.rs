@@ -11,9 +11,12 @@
 //!    [`PlanningTool`](agent_tools::PlanningTool) under the flow's plan id (`plan_{unix_seconds}` unless
 //!    [`FlowOptions::plan_id`] says otherwise); a missing title becomes the default title. When
 //!    no call qualifies — the model answered in text, called another command, sent arguments that
-//!    are not JSON, or the model call failed — the flow uses OpenManus's default plan:
-//!    `Plan for: {first 50 characters}` with the steps `Analyze request`, `Execute task`,
-//!    `Verify results` ([`PlanSource`] says which happened).
+//!    are not JSON, or the model call failed with a transient error its retries did not cure —
+//!    the flow uses OpenManus's default plan: `Plan for: {first 50 characters}` with the steps
+//!    `Analyze request`, `Execute task`, `Verify results` ([`PlanSource`] says which happened).
+//!    A permanent model error (authentication, invalid request, quota, context length; see
+//!    [`LlmError::is_retryable`](agent_llm::LlmError::is_retryable)) aborts the execution with
+//!    [`FlowError::Planner`]: the executors would meet the same error.
 //! 2. **Steps.** The flow takes the first step that is not completed and still has attempts
 //!    left, marks it `in_progress`, and picks its executor: the agent whose key matches the step's
 //!    tag (`\[([A-Z_]+)\]`, compared ignoring case), else the first of
@@ -21,7 +24,10 @@
 //!    runs on the [step prompt](step_prompt): `CURRENT PLAN STATUS:` with the formatted plan,
 //!    then `YOUR CURRENT TASK:` naming `step {i}: "{text}"` (0-based, as in the plan text).
 //! 3. **Outcome of a step.** A run that finished (`RunStatus::Finished`, other than by the token
-//!    limit) marks the step `completed`. Any other ending — a failed run, the step budget spent
+//!    limit, and other than by a `terminate` call with `"status": "failure"`) marks the step
+//!    `completed`. Any other ending — the executor giving up through `terminate` with status
+//!    `failure` (read from the finishing call's arguments in the executor's memory), a failed
+//!    run, the step budget spent
 //!    (`MaxSteps`), the token limit, a cancelled run, or `run()` refusing to start — marks it
 //!    `blocked` with a note such as ``Attempt 1 of 2: `manus` used its 5 steps without finishing
 //!    the step.`` (the note shows in the plan text every later prompt sees). A blocked step is
@@ -81,9 +87,11 @@
 //! * Steps that did not finish are `blocked` (with a note), retried a bounded number of times,
 //!   then skipped; OpenManus marked every returned run `completed` and retried a step whose run
 //!   raised forever (spec §13 W7).
-//! * Plan creation never aborts the flow: a failed planner call or an unusable `planning` call
-//!   (another command, invalid arguments, no steps) falls back to the default plan, where
-//!   OpenManus returned `Execution failed: ...` (W7).
+//! * A transiently failed planner call or an unusable `planning` call (another command, invalid
+//!   arguments, no steps) falls back to the default plan, where OpenManus returned
+//!   `Execution failed: ...` (W7); a permanent model error aborts with [`FlowError::Planner`].
+//! * A step whose executor called `terminate` with status `failure` is `blocked`, not
+//!   `completed`.
 //! * The executor list is given to the planner once (OpenManus also pasted it where an agent
 //!   count was meant), and every prompt is our own wording; the step prompt is not indented.
 //! * OpenManus's `executor.state == FINISHED` stop check was dead code and is not reproduced.
@@ -100,7 +108,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::{Agent, CancellationToken, RunStatus};
-use agent_llm::ChatModel;
+use agent_llm::{ChatModel, LlmError};
 use agent_tools::{Plan, StepStatus};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -178,6 +186,17 @@ pub enum FlowError {
         request: String,
         /// What went wrong.
         reason: String,
+    },
+    /// The planner's model call failed with a permanent error (authentication, an invalid
+    /// request, exhausted quota, context length: anything [`LlmError::is_retryable`] refuses),
+    /// so no step was run: the executors would meet the same error.
+    #[error("the planner's model failed for: {request}: {error}")]
+    Planner {
+        /// The request.
+        request: String,
+        /// The model's error.
+        #[source]
+        error: LlmError,
     },
 }
 

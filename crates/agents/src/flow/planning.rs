@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_core::{
-    Agent, AgentError, AgentState, CancellationToken, FinishReason, Message, RunOutcome, RunStatus,
-    ToolChoice,
+    Agent, AgentError, AgentState, CancellationToken, FinishReason, Message, Role, RunOutcome,
+    RunStatus, ToolChoice,
 };
 use agent_llm::ChatModel;
-use agent_tools::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus, Tool};
+use agent_tools::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus, TerminateStatus, Tool};
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio::time::Instant;
@@ -130,9 +130,39 @@ async fn run_executor(
     }
 }
 
+/// The `status` argument of the special-tool call that finished `agent`'s last run, when the
+/// run finished by a special tool (`FinishReason::SpecialTool`): the newest call of that name in
+/// the agent's memory. `None` when the run ended otherwise, the call is not in memory, or its
+/// arguments carry no string `status`.
+fn special_tool_status(agent: &dyn Agent, run: &ExecutorRun) -> Option<String> {
+    let Ok(RunOutcome {
+        status: RunStatus::Finished(FinishReason::SpecialTool { name }),
+        ..
+    }) = &run.result
+    else {
+        return None;
+    };
+    let call = agent
+        .base()
+        .memory
+        .messages()
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.calls().iter().rev())
+        .find(|c| c.function.name.eq_ignore_ascii_case(name))?;
+    let args: Value = serde_json::from_str(&call.function.arguments).ok()?;
+    args.get("status")
+        .and_then(Value::as_str)
+        .map(|s| s.trim().to_ascii_lowercase())
+}
+
 /// What became of one attempt: the status, the note for a blocked step, the flow text.
+/// `terminate_status` is the `status` the executor's finishing special-tool call was given (see
+/// [`special_tool_status`]); `failure` blocks the step.
 fn judge(
     run: &ExecutorRun,
+    terminate_status: Option<&str>,
     index: usize,
     executor: &str,
     attempt: u32,
@@ -157,6 +187,11 @@ fn judge(
     let why = match &outcome.status {
         RunStatus::Finished(FinishReason::TokenLimit { message }) => {
             format!("ran out of tokens: {message}")
+        }
+        RunStatus::Finished(FinishReason::SpecialTool { name })
+            if terminate_status == Some(TerminateStatus::Failure.as_str()) =>
+        {
+            format!("gave up: it called `{name}` with status `failure`")
         }
         RunStatus::Finished(_) => return (StepStatus::Completed, None, outcome.text()),
         RunStatus::MaxSteps(n) => format!("used its {n} steps without finishing the step"),
@@ -407,7 +442,9 @@ impl PlanningFlow {
         id
     }
 
-    /// Asks the planner for a plan and creates it under `plan_id`; falls back to the default plan.
+    /// Asks the planner for a plan and creates it under `plan_id`; falls back to the default plan
+    /// when the planner answered without a usable `planning` call or failed transiently (after
+    /// its own retries). A permanent model error is [`FlowError::Planner`].
     async fn create_plan(
         &mut self,
         request: &str,
@@ -432,6 +469,13 @@ impl PlanningFlow {
             ToolChoice::Auto,
         );
         let reason = match guard(ask, &self.cancel, deadline).await? {
+            Err(error) if !error.is_retryable() => {
+                warn!(%error, "the planner call failed permanently; aborting the flow");
+                return Ok(Err(FlowError::Planner {
+                    request: request.to_owned(),
+                    error,
+                }));
+            }
             Err(error) => {
                 warn!(%error, "the planner call failed");
                 format!("the planner call failed: {error}")
@@ -731,7 +775,15 @@ impl PlanningFlow {
         let run = run_executor(agent, prompt, &self.cancel, deadline, memory)
             .instrument(info_span!("flow_step", index, executor = %key, attempt))
             .await;
-        let (status, note, output) = judge(&run, index, &key, attempt, max_attempts);
+        let terminate_status = special_tool_status(self.agents[executor].1.as_ref(), &run);
+        let (status, note, output) = judge(
+            &run,
+            terminate_status.as_deref(),
+            index,
+            &key,
+            attempt,
+            max_attempts,
+        );
         if let Err(error) =
             self.planning_tool
                 .set_step_status(plan_id, index, status, note.as_deref())
