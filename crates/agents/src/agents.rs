@@ -11,6 +11,7 @@ use agent_tools::{
     ToolCollection,
 };
 
+use crate::manus::{Manus, ManusHooks};
 use crate::prompts::{
     MANUS_NEXT_STEP_PROMPT, MANUS_SYSTEM_PROMPT, SWE_SYSTEM_PROMPT, with_directory,
 };
@@ -115,15 +116,23 @@ impl HumanInput for SharedInput {
     }
 }
 
-/// Manus, the general-purpose agent: `python_execute`, `str_replace_editor`, `ask_human` and
-/// `terminate` (the browser and MCP tools join when their crates land), 20 steps, observations
-/// cut at 10,000 characters, the workspace in its system prompt.
-pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
+/// Manus's own tools: `python_execute`, `str_replace_editor`, `ask_human` and `terminate`.
+pub(crate) fn manus_tools(options: &AgentOptions) -> ToolCollection {
     let mut tools = ToolCollection::new();
     tools.add_tool(options.python());
     tools.add_tool(StrReplaceEditor::new().with_workspace_root(&options.workspace));
     tools.add_tool(options.ask_human());
     tools.add_tool(Terminate);
+    tools
+}
+
+/// Manus over `tools` with `hooks`.
+pub(crate) fn build_manus(
+    llm: Arc<dyn ChatModel>,
+    options: &AgentOptions,
+    tools: ToolCollection,
+    hooks: ManusHooks,
+) -> Manus {
     let agent = ToolCallAgent::new(llm)
         .with_name(MANUS)
         .with_description(
@@ -135,7 +144,16 @@ pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
         .with_tools(tools)
         .with_max_steps(20)
         .with_max_observe(10_000);
-    options.apply(agent)
+    options.apply(agent).with_hooks(hooks)
+}
+
+/// Manus, the general-purpose agent, without MCP servers: `python_execute`,
+/// `str_replace_editor`, `ask_human` and `terminate` (the browser tool joins when its crate
+/// lands), 20 steps, observations cut at 10,000 characters, the workspace in its system prompt.
+/// [`manus_with_mcp`](crate::manus_with_mcp) and [`manus_lazy_mcp`](crate::manus_lazy_mcp) add
+/// the tools of MCP servers.
+pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> Manus {
+    build_manus(llm, options, manus_tools(options), ManusHooks::new())
 }
 
 /// SWEAgent, the programmer: `bash`, `str_replace_editor` and `terminate`, 20 steps, no

@@ -1,9 +1,13 @@
 //! # agents — the OpenManus agents on openmanus-rs
 //!
 //! Each agent is a few lines of configuration over [`agent_toolcall::ToolCallAgent`]: a tool
-//! set, two prompts and its limits. [`manus`] is the general-purpose agent, [`swe`] the
+//! set, two prompts and its limits. [`manus()`] is the general-purpose agent, [`swe`] the
 //! programmer; [`flow`] holds the planning flow that drives several of them. [`workspace`]
 //! tells what a run changed in the workspace.
+//!
+//! Manus also takes the tools of MCP servers, on either of OpenManus's two start paths:
+//! [`manus_with_mcp`] connects them at once (`Manus.create()`), [`manus_lazy_mcp`] at the first
+//! `think()` (`Manus()`); [`disconnect_mcp`] ends the session. See [`manus`](mod@manus).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -26,6 +30,7 @@
 
 mod agents;
 pub mod flow;
+pub mod manus;
 pub mod prompts;
 pub mod workspace;
 
@@ -34,4 +39,5 @@ pub use flow::{
     ExecutorMemory, Flow, FlowError, FlowEvent, FlowFactory, FlowOptions, FlowOutcome, FlowType,
     PlanningFlow,
 };
+pub use manus::{Manus, ManusHooks, disconnect_mcp, manus_lazy_mcp, manus_with_mcp};
 pub use workspace::{DEFAULT_WORKSPACE, Snapshot, WorkspaceChanges};

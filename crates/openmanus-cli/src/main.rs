@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use agent_core::{Agent, CancellationToken, Role, RunOutcome, RunStatus};
 use agent_llm::{ChatModel, LlmClient, LlmSettings};
+use agent_toolcall::{ToolCallAgent, ToolCallHooks};
 use agents::{AgentOptions, Snapshot, WorkspaceChanges};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -377,51 +378,68 @@ async fn run_agent(
         Arc::new(client.with_events(bus.clone())),
         journal.handle(),
     ));
-    let mut agent = match kind {
-        AgentKind::Manus => agents::manus(model, &options),
-        AgentKind::Swe => agents::swe(model, &options),
-    };
-    agent.base_mut().set_event_bus(bus);
-    if interactive {
-        agent = agent.with_tools_kept_between_runs();
-    }
-    // Manus connects the MCP servers of mcp.json at once (OpenManus's Manus.create); a server
-    // that fails is a warning and the others still work.
-    let mcp = if kind == AgentKind::Manus && !mcp_servers.is_empty() {
-        let (clients, warnings) =
-            agent_mcp::McpClients::connect_all(mcp_servers, agent_mcp::McpClientOptions::default())
-                .await;
-        for warning in &warnings {
-            note(&format!("warning: {warning}"));
+    let code = match kind {
+        AgentKind::Manus => {
+            // Manus connects the MCP servers of mcp.json at once (OpenManus's Manus.create); a
+            // server that fails is a warning and the others still work.
+            let (agent, warnings) = agents::manus_with_mcp(model, &options, mcp_servers).await;
+            for warning in &warnings {
+                note(&format!(
+                    "warning: MCP server `{}`: {warning}",
+                    warning.server
+                ));
+            }
+            let mut agent = prepare(agent, bus, interactive);
+            let code = session(
+                global,
+                interrupts,
+                &mut agent,
+                &options.workspace,
+                &journal,
+                prompt,
+                interactive,
+            )
+            .await;
+            // The end of the session (not of each run): the servers are disconnected here.
+            agents::disconnect_mcp(&mut agent).await;
+            agent.cleanup_tools().await;
+            code
         }
-        for tool in clients.tools() {
-            agent.core_mut().tools.add_shared(tool);
+        AgentKind::Swe => {
+            let mut agent = prepare(agents::swe(model, &options), bus, interactive);
+            let code = session(
+                global,
+                interrupts,
+                &mut agent,
+                &options.workspace,
+                &journal,
+                prompt,
+                interactive,
+            )
+            .await;
+            agent.cleanup_tools().await;
+            code
         }
-        Some(clients)
-    } else {
-        None
     };
-
-    let code = session(
-        global,
-        interrupts,
-        &mut agent,
-        &options.workspace,
-        &journal,
-        prompt,
-        interactive,
-    )
-    .await?;
-    if let Some(mut clients) = mcp {
-        clients.disconnect_all().await;
-    }
-    agent.cleanup_tools().await;
     let path = journal.path().to_path_buf();
     journal.close().await.context("writing the run journal")?;
     if !global.json {
         note(&format!("journal: {}", path.display()));
     }
-    Ok(code)
+    code
+}
+
+/// Puts the agent on `bus` and, for an interactive session, keeps its tools between runs.
+fn prepare<H: ToolCallHooks>(
+    mut agent: ToolCallAgent<H>,
+    bus: agent_core::EventBus,
+    interactive: bool,
+) -> ToolCallAgent<H> {
+    agent.base_mut().set_event_bus(bus);
+    if interactive {
+        agent = agent.with_tools_kept_between_runs();
+    }
+    agent
 }
 
 /// Runs one task, or with `interactive` one task after another, on `agent`.

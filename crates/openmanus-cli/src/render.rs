@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agent_core::AgentEvent;
+use agents::FlowEvent;
+use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
@@ -86,6 +88,92 @@ fn indent(text: &str, prefix: &str) -> String {
         .join("\n")
 }
 
+/// The state of one live view: style, spinner flag, token totals.
+struct Renderer {
+    mode: Mode,
+    journal: JournalHandle,
+    style: Style,
+    tty: bool,
+    thinking: Arc<AtomicBool>,
+    spinner: Option<JoinHandle<()>>,
+    totals: Totals,
+}
+
+impl Renderer {
+    fn new(mode: Mode, journal: JournalHandle) -> Self {
+        let tty = std::io::stderr().is_terminal();
+        let thinking = Arc::new(AtomicBool::new(false));
+        let spinner = (tty && mode == Mode::Text).then(|| spawn_spinner(thinking.clone()));
+        Self {
+            mode,
+            journal,
+            style: Style {
+                colour: tty && std::env::var_os("NO_COLOR").is_none(),
+            },
+            tty,
+            thinking,
+            spinner,
+            totals: Totals::default(),
+        }
+    }
+
+    /// Journals and shows one agent event.
+    fn agent(&mut self, event: &AgentEvent) {
+        self.journal.event(event);
+        self.thinking.store(
+            matches!(event, AgentEvent::StepStarted { .. }),
+            Ordering::SeqCst,
+        );
+        if self.tty && self.mode == Mode::Text {
+            clear_line();
+        }
+        if let AgentEvent::TokenUsage {
+            prompt_tokens,
+            completion_tokens,
+        } = event
+        {
+            self.totals.prompt_tokens += prompt_tokens;
+            self.totals.completion_tokens += completion_tokens;
+        }
+        match self.mode {
+            Mode::Json => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    out(&line);
+                }
+            }
+            Mode::Text => text(&self.style, event),
+            Mode::Quiet => {}
+        }
+    }
+
+    /// Journals and shows one flow event.
+    fn flow(&mut self, event: &FlowEvent) {
+        self.journal.write("flow_event", json!({ "event": event }));
+        self.thinking.store(false, Ordering::SeqCst);
+        if self.tty && self.mode == Mode::Text {
+            clear_line();
+        }
+        match self.mode {
+            Mode::Json => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    out(&line);
+                }
+            }
+            Mode::Text => flow_text(&self.style, event),
+            Mode::Quiet => {}
+        }
+    }
+
+    fn finish(self) -> Totals {
+        self.thinking.store(false, Ordering::SeqCst);
+        if let Some(spinner) = self.spinner {
+            spinner.abort();
+            clear_line();
+        }
+        self.totals
+    }
+}
+
 /// Renders events until the run's `Finished` event (or the channel closes), also writing each
 /// one to the journal. Returns the token totals.
 pub fn spawn(
@@ -94,51 +182,102 @@ pub fn spawn(
     journal: JournalHandle,
 ) -> JoinHandle<Totals> {
     tokio::spawn(async move {
-        let tty = std::io::stderr().is_terminal();
-        let style = Style {
-            colour: tty && std::env::var_os("NO_COLOR").is_none(),
-        };
-        let thinking = Arc::new(AtomicBool::new(false));
-        let spinner = (tty && mode == Mode::Text).then(|| spawn_spinner(thinking.clone()));
-        let mut totals = Totals::default();
+        let mut renderer = Renderer::new(mode, journal);
         while let Some(event) = events.recv().await {
-            journal.event(&event);
-            thinking.store(
-                matches!(event, AgentEvent::StepStarted { .. }),
-                Ordering::SeqCst,
-            );
-            if tty && mode == Mode::Text {
-                clear_line();
-            }
-            if let AgentEvent::TokenUsage {
-                prompt_tokens,
-                completion_tokens,
-            } = &event
-            {
-                totals.prompt_tokens += prompt_tokens;
-                totals.completion_tokens += completion_tokens;
-            }
-            let finished = matches!(event, AgentEvent::Finished { .. });
-            match mode {
-                Mode::Json => {
-                    if let Ok(line) = serde_json::to_string(&event) {
-                        out(&line);
-                    }
-                }
-                Mode::Text => text(&style, &event),
-                Mode::Quiet => {}
-            }
-            if finished {
+            renderer.agent(&event);
+            if matches!(event, AgentEvent::Finished { .. }) {
                 break;
             }
         }
-        thinking.store(false, Ordering::SeqCst);
-        if let Some(spinner) = spinner {
-            spinner.abort();
-            clear_line();
-        }
-        totals
+        renderer.finish()
     })
+}
+
+/// Renders a planning flow: its own events (`flow`) and those of its executors (`events`, one
+/// bus every executor shares), journaling each, until both channels close (drop the flow).
+/// Executor events emitted before a flow event are shown before it, so a step's tool calls
+/// never appear after the line that says the step finished. Returns the token totals.
+pub fn spawn_flow(
+    mut events: UnboundedReceiver<AgentEvent>,
+    mut flow: UnboundedReceiver<FlowEvent>,
+    mode: Mode,
+    journal: JournalHandle,
+) -> JoinHandle<Totals> {
+    tokio::spawn(async move {
+        let mut renderer = Renderer::new(mode, journal);
+        let mut agents_open = true;
+        let mut flow_open = true;
+        while agents_open || flow_open {
+            tokio::select! {
+                biased;
+                event = events.recv(), if agents_open => match event {
+                    Some(event) => renderer.agent(&event),
+                    None => agents_open = false,
+                },
+                event = flow.recv(), if flow_open => match event {
+                    Some(event) => {
+                        // Everything an executor did before this flow event was sent before
+                        // it; a step that starts has nothing of its own queued yet.
+                        if !matches!(event, FlowEvent::StepStarted { .. }) {
+                            while let Ok(earlier) = events.try_recv() {
+                                renderer.agent(&earlier);
+                            }
+                        }
+                        renderer.flow(&event);
+                    }
+                    None => flow_open = false,
+                },
+            }
+        }
+        renderer.finish()
+    })
+}
+
+fn flow_text(style: &Style, event: &FlowEvent) {
+    match event {
+        FlowEvent::PlanCreated { plan, .. } => {
+            err(&style.bold(&format!("◆ plan\n{}", plan.format())));
+        }
+        FlowEvent::StepStarted {
+            index,
+            text,
+            executor,
+            attempt,
+        } => {
+            err(&style.bold(&format!(
+                "◆ step {index} ({executor}, attempt {attempt}): {text}"
+            )));
+        }
+        FlowEvent::StepFinished {
+            index,
+            status,
+            run_status,
+            note: step_note,
+            ..
+        } => {
+            let detail = step_note
+                .as_deref()
+                .map(|n| format!(" — {n}"))
+                .unwrap_or_default();
+            err(&style.bold(&format!(
+                "◆ step {index}: {} ({run_status}){detail}",
+                status.as_str()
+            )));
+        }
+        FlowEvent::Finished {
+            completed,
+            blocked,
+            timed_out,
+            cancelled,
+        } => {
+            err(&style.bold(&format!(
+                "◆ flow finished: {completed} completed, {blocked} blocked{}{}",
+                if *timed_out { ", timed out" } else { "" },
+                if *cancelled { ", cancelled" } else { "" }
+            )));
+        }
+        _ => {}
+    }
 }
 
 #[allow(clippy::print_stdout)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_config::Config;
-use agent_core::CancellationToken;
+use agent_core::{Agent, CancellationToken};
 use agent_llm::{ChatModel, LlmClient, LlmSettings};
 use agent_toolcall::{AutoTextReply, NextStepPromptMode, ObservationTruncation, Policies};
 use agents::AgentOptions;
@@ -151,20 +151,33 @@ pub async fn run_flow(
 
     let journal =
         Journal::create(&options.workspace, "flow").context("cannot create the run journal")?;
-    let model = |name: &str| -> Result<Arc<dyn ChatModel>> {
-        let client = LlmClient::new(config.llm_for(name).clone())
+    // One bus for every executor (and their models' retries): their events reach the renderer
+    // in the order they happened, interleaved with the flow's own.
+    let bus = agent_core::EventBus::new();
+    let model = |name: &str, events: Option<&agent_core::EventBus>| -> Result<Arc<dyn ChatModel>> {
+        let mut client = LlmClient::new(config.llm_for(name).clone())
             .with_context(|| format!("invalid model settings for `{name}`"))?;
+        if let Some(events) = events {
+            client = client.with_events(events.clone());
+        }
         Ok(Arc::new(JournaledModel::new(
             Arc::new(client),
             journal.handle(),
         )))
     };
-    let manus = agents::manus(model(agents::MANUS)?, &options);
-    let swe = agents::swe(model(agents::SWE)?, &options);
-    let json_mode = global.json;
-    let quiet = global.quiet;
-    let handle = journal.handle();
-    let mut flow = PlanningFlow::new(model("planning")?)
+    let mut manus = agents::manus(model(agents::MANUS, Some(&bus))?, &options);
+    manus.base_mut().set_event_bus(bus.clone());
+    let mut swe = agents::swe(model(agents::SWE, Some(&bus))?, &options);
+    swe.base_mut().set_event_bus(bus.clone());
+    let (flow_events, flow_receiver) = tokio::sync::mpsc::unbounded_channel::<FlowEvent>();
+    let renderer = crate::render::spawn_flow(
+        bus.subscribe(),
+        flow_receiver,
+        crate::mode(global),
+        journal.handle(),
+    );
+    drop(bus);
+    let mut flow = PlanningFlow::new(model("planning", None)?)
         .with_agent("manus", manus)
         .with_agent("swe", swe)
         .with_options(FlowOptions {
@@ -175,20 +188,23 @@ pub async fn run_flow(
             ..FlowOptions::default()
         })
         .with_event_handler(move |event: &FlowEvent| {
-            handle.write("flow_event", json!({ "event": event }));
-            if json_mode {
-                if let Ok(line) = serde_json::to_string(event) {
-                    say(&line);
-                }
-            } else if !quiet {
-                render_flow_event(event);
-            }
+            let _ = flow_events.send(event.clone());
         });
     let token = CancellationToken::new();
     flow.set_cancellation_token(token.clone());
     interrupts.set(Some(token));
     let outcome = flow.execute(&prompt).await;
     interrupts.set(None);
+    // Dropping the flow drops the executors, their buses and the flow's handler: the renderer
+    // shows what is left and ends.
+    drop(flow);
+    let totals = renderer.await.unwrap_or_default();
+    if !global.json && !global.quiet && totals.prompt_tokens + totals.completion_tokens > 0 {
+        note(&format!(
+            "tokens: {} in, {} out",
+            totals.prompt_tokens, totals.completion_tokens
+        ));
+    }
     let path = journal.path().to_path_buf();
     let code = match outcome {
         Ok(outcome) => {
@@ -215,49 +231,4 @@ pub async fn run_flow(
         note(&format!("journal: {}", path.display()));
     }
     Ok(code)
-}
-
-fn render_flow_event(event: &FlowEvent) {
-    match event {
-        FlowEvent::PlanCreated { plan, .. } => note(&format!("◆ plan\n{}", plan.format())),
-        FlowEvent::StepStarted {
-            index,
-            text,
-            executor,
-            attempt,
-        } => {
-            note(&format!(
-                "◆ step {index} ({executor}, attempt {attempt}): {text}"
-            ));
-        }
-        FlowEvent::StepFinished {
-            index,
-            status,
-            run_status,
-            note: step_note,
-            ..
-        } => {
-            let detail = step_note
-                .as_deref()
-                .map(|n| format!(" — {n}"))
-                .unwrap_or_default();
-            note(&format!(
-                "◆ step {index}: {} ({run_status}){detail}",
-                status.as_str()
-            ));
-        }
-        FlowEvent::Finished {
-            completed,
-            blocked,
-            timed_out,
-            cancelled,
-        } => {
-            note(&format!(
-                "◆ flow finished: {completed} completed, {blocked} blocked{}{}",
-                if *timed_out { ", timed out" } else { "" },
-                if *cancelled { ", cancelled" } else { "" }
-            ));
-        }
-        _ => {}
-    }
 }

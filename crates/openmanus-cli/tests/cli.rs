@@ -439,6 +439,41 @@ async fn a_flow_routes_tagged_steps_to_two_agents_and_marks_a_failing_step_block
     assert!(stdout.contains("Summary: a.txt was written"), "{stdout}");
     server.verify().unwrap();
 
+    // The executors' work is rendered like a normal run: the SWE step's bash call and its
+    // observation (which lists the file Manus wrote), before the line that ends the step.
+    let bash_at = stderr
+        .find(r#"bash({"command":"ls"})"#)
+        .unwrap_or_else(|| panic!("the bash call is not shown:\n{stderr}"));
+    let observed_at = bash_at
+        + stderr[bash_at..]
+            .find("Observed output of cmd `bash` executed:")
+            .unwrap_or_else(|| panic!("the bash observation is not shown:\n{stderr}"));
+    let blocked_at = stderr.find("step 1: blocked").unwrap();
+    assert!(observed_at < blocked_at, "{stderr}");
+    assert!(
+        stderr[observed_at..blocked_at].contains("a.txt"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("python_execute("), "{stderr}");
+
+    // ... and journaled: every executor tool call finished, and the flow's own events.
+    let (_, entries) = journal(&output);
+    let finished: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["kind"] == "event" && e["event"]["type"] == "tool_call_finished")
+        .map(|e| e["event"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        finished,
+        ["python_execute", "terminate", "bash", "bash"],
+        "{entries:#?}"
+    );
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "flow_event" && e["event"]["type"] == "step_finished")
+    );
+
     // The SWE executor really ran bash: its requests offered bash, Manus's offered python.
     let requests = server.requests();
     let tools = |i: usize| -> Vec<String> {
