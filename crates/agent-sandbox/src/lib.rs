@@ -1,0 +1,1 @@
+//! # agent-sandbox — being written (issue #9).
