@@ -1,0 +1,1 @@
+//! # agent-charts — being written (issue #10).
