@@ -1,1 +1,130 @@
-//! # agent-sandbox — being written (issue #9).
+//! # agent-sandbox
+//!
+//! Sandboxes for openmanus-rs: the agent's commands and file operations run confined.
+//!
+//! - [`Sandbox`] is the async interface: run a command with a timeout (stdout, stderr and the
+//!   exit code, every output line kept), read and write files, copy in and out, long-lived named
+//!   shell sessions, cleanup. Paths are resolved inside the sandbox workspace; `..` segments and
+//!   symbolic links that lead out of it are refused.
+//! - [`LocalSandbox`] is the backend on this machine: bubblewrap (`bwrap`) namespaces with the
+//!   host filesystem read-only, some host paths hidden, the workspace (a host directory) read-write,
+//!   a private `/tmp`, no network unless enabled, `prlimit` limits on memory, CPU time and
+//!   processes, and the whole process tree killed on timeout, drop and cleanup.
+//!   [`LocalSandbox::probe`] says plainly when the machine cannot run it; nothing ever runs
+//!   unsandboxed silently.
+//!
+//! The threat model is in `docs/sandbox.md`.
+//!
+//! ```
+//! use std::time::Duration;
+//! use agent_sandbox::{LocalSandbox, LocalSandboxOptions, Sandbox};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let sandbox = LocalSandbox::new(LocalSandboxOptions::new(dir.path())).await?;
+//! sandbox.write_file("hello.txt", b"42\n").await?;
+//! let out = sandbox.run("cat hello.txt; exit 3", Some(Duration::from_secs(10))).await?;
+//! assert_eq!(out.stdout, "42\n");
+//! assert_eq!(out.exit_code, Some(3));
+//! assert!(sandbox.run("echo x > /etc/x", None).await?.exit_code != Some(0));
+//! assert!(sandbox.read_file("../escape").await.is_err());
+//! sandbox.cleanup().await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::Path;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+mod error;
+mod limits;
+mod local;
+mod path;
+mod process;
+
+pub use error::SandboxError;
+pub use limits::parse_memory_limit;
+pub use local::{LocalSandbox, LocalSandboxOptions, Probe, SANDBOX_PATH};
+
+/// What a command run in a sandbox produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// Its standard output (lossy UTF-8), every line kept.
+    pub stdout: String,
+    /// Its standard error (lossy UTF-8).
+    pub stderr: String,
+    /// The exit code (128 + the signal when a signal ended it); `None` when it timed out.
+    pub exit_code: Option<i32>,
+    /// It was killed, with every process it started, at its timeout.
+    pub timed_out: bool,
+    /// Some output beyond the backend's limit was dropped.
+    pub truncated: bool,
+}
+
+/// What [`Sandbox::read_session`] took from a shell session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOutput {
+    /// Standard output produced since the last read.
+    pub stdout: String,
+    /// Standard error produced since the last read.
+    pub stderr: String,
+    /// The awaited text appeared in the output (always `false` when none was awaited).
+    pub matched: bool,
+    /// The shell's exit code, once it has exited.
+    pub exit_code: Option<i32>,
+}
+
+/// A place to run the agent's commands and file operations confined.
+///
+/// Paths are sandbox paths: relative to the workspace, or absolute under the sandbox's work dir
+/// (e.g. `/workspace/a.txt`). Anything that leaves the workspace is refused with
+/// [`SandboxError::PathRefused`].
+#[async_trait]
+pub trait Sandbox: Send + Sync {
+    /// Runs `command` with `bash -c` in the workspace. At `timeout` (or the sandbox's default)
+    /// the command and every process it started are killed and `timed_out` is set.
+    async fn run(
+        &self,
+        command: &str,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, SandboxError>;
+
+    /// Reads a file of the workspace.
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError>;
+
+    /// Writes a file of the workspace, creating its parent directories.
+    async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError>;
+
+    /// Copies a host file or directory into the workspace at `path`.
+    async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError>;
+
+    /// Copies a file or directory of the workspace out to the host (symbolic links refused).
+    async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError>;
+
+    /// Starts a long-lived `bash` named `name`, reading commands from its input.
+    async fn start_session(&self, name: &str) -> Result<(), SandboxError>;
+
+    /// Sends `input` (e.g. a command and a newline) to the session's shell.
+    async fn send_to_session(&self, name: &str, input: &str) -> Result<(), SandboxError>;
+
+    /// Takes the session's output so far. With `until`, first waits (at most `timeout`) for that
+    /// text to appear on its standard output or for the shell to exit.
+    async fn read_session(
+        &self,
+        name: &str,
+        until: Option<&str>,
+        timeout: Duration,
+    ) -> Result<SessionOutput, SandboxError>;
+
+    /// Kills the session's shell and everything it started.
+    async fn kill_session(&self, name: &str) -> Result<(), SandboxError>;
+
+    /// The names of the running sessions.
+    async fn list_sessions(&self) -> Vec<String>;
+
+    /// Kills every session; the sandbox refuses further commands. The workspace stays.
+    async fn cleanup(&self) -> Result<(), SandboxError>;
+}

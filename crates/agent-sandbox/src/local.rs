@@ -1,0 +1,762 @@
+//! The local backend: bubblewrap (`bwrap`) namespaces plus `prlimit` resource limits.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, timeout_at};
+use tracing::{debug, info, warn};
+
+use crate::process::{Group, Shared, pump};
+use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput, parse_memory_limit, path};
+
+/// The `PATH` inside the sandbox (the host's own `PATH` may point into hidden directories).
+pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// How to fix or disable the sandbox, appended to every probe failure.
+const DISABLE_HINT: &str = "to run the tools without a sandbox instead, set `use_sandbox = false` under `[sandbox]` in the configuration (nothing is ever run unsandboxed silently)";
+
+/// How long the pipes may stay open after the sandbox ended (nothing inside can outlive it).
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// Settings of a [`LocalSandbox`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalSandboxOptions {
+    /// The host directory that is the sandbox's read-write workspace (created if missing).
+    pub workspace: PathBuf,
+    /// Where the workspace appears inside the sandbox (absolute). Default `/workspace`.
+    pub work_dir: PathBuf,
+    /// Address-space limit of every sandboxed process, in bytes (`RLIMIT_AS`). Default 512 MiB.
+    pub memory_limit: Option<u64>,
+    /// CPUs; with the timeout it gives each process's CPU-time limit (`RLIMIT_CPU` =
+    /// `ceil(timeout × cpu_limit)` seconds). Default 1.0.
+    pub cpu_limit: Option<f64>,
+    /// Processes of the sandbox's user (`RLIMIT_NPROC`, counted per user id on the host).
+    /// Default 1024.
+    pub max_processes: Option<u64>,
+    /// Default timeout of [`Sandbox::run`]. Default 300 s.
+    pub timeout: Duration,
+    /// Share the host's network. Default `false`: a private network namespace with only a
+    /// loopback of its own.
+    pub network_enabled: bool,
+    /// Host paths hidden inside the sandbox: directories become empty tmpfs, files read as empty.
+    /// Default: `/root`, `/home`, `/run`, `/etc/shadow`, `/etc/gshadow`.
+    pub hidden_paths: Vec<PathBuf>,
+    /// Extra environment variables (the host environment is never passed in).
+    pub env: Vec<(String, String)>,
+    /// Bytes of stdout and of stderr kept per command (the rest is dropped). Default 10 MiB.
+    pub output_limit: usize,
+}
+
+impl LocalSandboxOptions {
+    /// The defaults, with `workspace` as the workspace.
+    #[must_use]
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            work_dir: PathBuf::from("/workspace"),
+            memory_limit: Some(512 << 20),
+            cpu_limit: Some(1.0),
+            max_processes: Some(1024),
+            timeout: Duration::from_secs(300),
+            network_enabled: false,
+            hidden_paths: ["/root", "/home", "/run", "/etc/shadow", "/etc/gshadow"]
+                .into_iter()
+                .map(PathBuf::from)
+                .collect(),
+            env: Vec::new(),
+            output_limit: 10 << 20,
+        }
+    }
+
+    /// The options from the `[sandbox]` settings (`work_dir`, `memory_limit` like `"512m"`,
+    /// `cpu_limit`, `timeout` in seconds, `network_enabled`); other fields at their defaults.
+    ///
+    /// # Errors
+    /// [`SandboxError::InvalidSetting`] for an unparsable memory limit, a non-positive CPU
+    /// limit, a zero timeout or a relative work dir.
+    pub fn from_settings(
+        workspace: impl Into<PathBuf>,
+        work_dir: &str,
+        memory_limit: &str,
+        cpu_limit: f64,
+        timeout_secs: u64,
+        network_enabled: bool,
+    ) -> Result<Self, SandboxError> {
+        if !(cpu_limit.is_finite() && cpu_limit > 0.0) {
+            return Err(SandboxError::InvalidSetting(format!(
+                "cpu_limit must be a positive number, not {cpu_limit}"
+            )));
+        }
+        if timeout_secs == 0 {
+            return Err(SandboxError::InvalidSetting(
+                "timeout must be at least 1 second".into(),
+            ));
+        }
+        Ok(Self {
+            work_dir: PathBuf::from(work_dir),
+            memory_limit: Some(parse_memory_limit(memory_limit)?),
+            cpu_limit: Some(cpu_limit),
+            timeout: Duration::from_secs(timeout_secs),
+            network_enabled,
+            ..Self::new(workspace)
+        })
+    }
+}
+
+/// What [`LocalSandbox::probe`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// `bwrap --version`, e.g. `bubblewrap 0.8.0`.
+    pub bwrap_version: String,
+}
+
+/// A sandbox on this machine: every command runs under `bwrap` in fresh user, mount, PID, IPC,
+/// UTS, cgroup and (unless enabled) network namespaces, with all capabilities dropped, the host
+/// filesystem read-only, some host paths hidden, a private `/tmp` and `/dev`, the workspace
+/// read-write, no host environment, and `prlimit` resource limits.
+#[derive(Debug)]
+pub struct LocalSandbox {
+    options: LocalSandboxOptions,
+    /// The canonical host workspace.
+    workspace: PathBuf,
+    /// The `bwrap` arguments before the command.
+    bwrap_args: Vec<String>,
+    /// `prlimit` and its arguments, ending with `--`.
+    limit_args: Vec<String>,
+    sessions: Mutex<Option<BTreeMap<String, Session>>>,
+}
+
+impl LocalSandbox {
+    /// Checks that sandboxes can run here: `bwrap` and `prlimit` exist and `bwrap` can create
+    /// its namespaces. Call it at start-up.
+    ///
+    /// # Errors
+    /// [`SandboxError::Unavailable`] saying what is missing or forbidden, and how to fix it or
+    /// disable the sandbox.
+    pub async fn probe() -> Result<Probe, SandboxError> {
+        let version = Command::new("bwrap").arg("--version").output().await.map_err(|error| {
+            SandboxError::Unavailable(format!(
+                "bubblewrap (`bwrap`) cannot be started ({error}); install it (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`); {DISABLE_HINT}"
+            ))
+        })?;
+        let bwrap_version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+        Command::new("prlimit").arg("--version").output().await.map_err(|error| {
+            SandboxError::Unavailable(format!(
+                "`prlimit` (util-linux) cannot be started ({error}); install util-linux; {DISABLE_HINT}"
+            ))
+        })?;
+        let trial = Command::new("bwrap")
+            .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+            .args([
+                "--unshare-all",
+                "--unshare-user",
+                "--cap-drop",
+                "ALL",
+                "--die-with-parent",
+            ])
+            .args(["--", "prlimit", "--as=268435456", "--", "true"])
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(|error| {
+                SandboxError::Unavailable(format!("running bwrap failed: {error}; {DISABLE_HINT}"))
+            })?;
+        if !trial.status.success() {
+            let stderr = String::from_utf8_lossy(&trial.stderr).trim().to_owned();
+            return Err(SandboxError::Unavailable(format!(
+                "{bwrap_version} cannot create its namespaces here ({stderr}). The kernel or the container forbids user/mount/PID namespaces: allow unprivileged user namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`, `sysctl -w user.max_user_namespaces=15000`, on Ubuntu 24.04+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or in a container run it with a seccomp/AppArmor profile that permits `unshare`/`mount` (e.g. `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, or `--privileged`); {DISABLE_HINT}"
+            )));
+        }
+        Ok(Probe { bwrap_version })
+    }
+
+    /// A sandbox with `options`: probes the machine, creates the workspace directory, and runs
+    /// one trial command with the exact configuration so that a bad setting fails here.
+    ///
+    /// # Errors
+    /// [`SandboxError::Unavailable`] from the probe or the trial, [`SandboxError::InvalidSetting`]
+    /// for a bad option, [`SandboxError::Io`] when the workspace cannot be created.
+    pub async fn new(options: LocalSandboxOptions) -> Result<Self, SandboxError> {
+        let probe = Self::probe().await?;
+        if !options.work_dir.is_absolute()
+            || options
+                .work_dir
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(SandboxError::InvalidSetting(format!(
+                "work_dir must be an absolute path without `..`, not {}",
+                options.work_dir.display()
+            )));
+        }
+        if options.work_dir == Path::new("/") {
+            return Err(SandboxError::InvalidSetting(
+                "work_dir cannot be `/`".into(),
+            ));
+        }
+        tokio::fs::create_dir_all(&options.workspace)
+            .await
+            .map_err(|e| {
+                SandboxError::io(
+                    format!("creating the workspace {}", options.workspace.display()),
+                    e,
+                )
+            })?;
+        let workspace = tokio::fs::canonicalize(&options.workspace)
+            .await
+            .map_err(|e| {
+                SandboxError::io(
+                    format!("resolving the workspace {}", options.workspace.display()),
+                    e,
+                )
+            })?;
+        let bwrap_args = bwrap_args(&options, &workspace)?;
+        let limit_args = limit_args(&options);
+        let sandbox = Self {
+            options,
+            workspace,
+            bwrap_args,
+            limit_args,
+            sessions: Mutex::new(Some(BTreeMap::new())),
+        };
+        let trial = sandbox.run("true", Some(Duration::from_secs(30))).await?;
+        if trial.exit_code != Some(0) {
+            return Err(SandboxError::Unavailable(format!(
+                "a trial command in the configured sandbox failed ({}); check `work_dir` and the hidden paths; {DISABLE_HINT}",
+                trial.stderr.trim()
+            )));
+        }
+        info!(version = %probe.bwrap_version, workspace = %sandbox.workspace.display(), "sandbox ready");
+        Ok(sandbox)
+    }
+
+    /// [`LocalSandbox::new`] with [`LocalSandboxOptions::from_settings`].
+    ///
+    /// # Errors
+    /// As those two.
+    pub async fn from_settings(
+        workspace: impl Into<PathBuf>,
+        work_dir: &str,
+        memory_limit: &str,
+        cpu_limit: f64,
+        timeout_secs: u64,
+        network_enabled: bool,
+    ) -> Result<Self, SandboxError> {
+        Self::new(LocalSandboxOptions::from_settings(
+            workspace,
+            work_dir,
+            memory_limit,
+            cpu_limit,
+            timeout_secs,
+            network_enabled,
+        )?)
+        .await
+    }
+
+    /// The options the sandbox was built with.
+    #[must_use]
+    pub fn options(&self) -> &LocalSandboxOptions {
+        &self.options
+    }
+
+    /// The host directory of the workspace (canonical).
+    #[must_use]
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// A `bwrap` command running `program args` in the sandbox, in its own process group.
+    fn command(&self, program: &[&str]) -> Command {
+        let mut command = Command::new("bwrap");
+        command
+            .args(&self.bwrap_args)
+            .arg("--")
+            .args(&self.limit_args)
+            .args(program)
+            .env_clear()
+            .env("PATH", SANDBOX_PATH)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        command
+    }
+
+    fn resolve(&self, path: &str) -> Result<PathBuf, SandboxError> {
+        path::resolve(&self.workspace, &self.options.work_dir, path)
+    }
+}
+
+/// The `bwrap` arguments: namespaces, mounts, environment.
+fn bwrap_args(
+    options: &LocalSandboxOptions,
+    workspace: &Path,
+) -> Result<Vec<String>, SandboxError> {
+    let mut args: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| args.extend(items.iter().map(|s| (*s).to_owned()));
+    push(&["--unshare-all", "--unshare-user"]);
+    if options.network_enabled {
+        push(&["--share-net"]);
+    }
+    push(&[
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+    ]);
+    // The root is bwrap's own tmpfs: bind the host's top-level entries read-only one by one, so
+    // that the work dir can be a new top-level directory; remounted read-only at the end.
+    let top_of_work_dir = options
+        .work_dir
+        .components()
+        .nth(1)
+        .map(|c| c.as_os_str().to_owned());
+    let work_dir_is_top = options.work_dir.components().count() == 2;
+    let entries = std::fs::read_dir("/").map_err(|e| SandboxError::io("listing /", e))?;
+    let mut names: Vec<_> = entries.filter_map(Result::ok).collect();
+    names.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in names {
+        let name = entry.file_name();
+        if ["proc", "dev", "tmp", "sys"]
+            .iter()
+            .any(|skip| name == *skip)
+            || (work_dir_is_top && Some(&name) == top_of_work_dir.as_ref())
+        {
+            continue;
+        }
+        let host = Path::new("/").join(&name);
+        let host_text = text(&host)?;
+        let is_link = entry.file_type().map(|t| t.is_symlink()).unwrap_or(false);
+        if is_link {
+            let target = std::fs::read_link(&host)
+                .map_err(|e| SandboxError::io(format!("reading the link {host_text}"), e))?;
+            let target = text(&target)?;
+            push(&["--symlink", &target, &host_text]);
+        } else {
+            push(&["--ro-bind-try", &host_text, &host_text]);
+        }
+    }
+    push(&["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]);
+    for hidden in &options.hidden_paths {
+        let Ok(real) = std::fs::canonicalize(hidden) else {
+            continue;
+        };
+        let real_text = text(&real)?;
+        if real.is_dir() {
+            push(&["--tmpfs", &real_text]);
+        } else {
+            push(&["--ro-bind", "/dev/null", &real_text]);
+        }
+    }
+    let work_dir = text(&options.work_dir)?;
+    push(&["--bind", &text(workspace)?, &work_dir, "--chdir", &work_dir]);
+    push(&["--remount-ro", "/", "--clearenv"]);
+    let mut env = vec![
+        ("PATH".to_owned(), SANDBOX_PATH.to_owned()),
+        ("HOME".to_owned(), work_dir.clone()),
+        ("TMPDIR".to_owned(), "/tmp".to_owned()),
+        ("LANG".to_owned(), "C.UTF-8".to_owned()),
+        ("TERM".to_owned(), "dumb".to_owned()),
+        ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
+    ];
+    env.extend(options.env.iter().cloned());
+    for (key, value) in env {
+        push(&["--setenv", &key, &value]);
+    }
+    Ok(args)
+}
+
+/// `prlimit --as=… --nproc=… --cpu=… --`.
+fn limit_args(options: &LocalSandboxOptions) -> Vec<String> {
+    let mut args = vec!["prlimit".to_owned()];
+    if let Some(bytes) = options.memory_limit {
+        args.push(format!("--as={bytes}"));
+    }
+    if let Some(processes) = options.max_processes {
+        args.push(format!("--nproc={processes}"));
+    }
+    if let Some(cpus) = options.cpu_limit {
+        let seconds = (options.timeout.as_secs_f64() * cpus).ceil().max(1.0);
+        // Saturating float-to-int conversion; the value is positive and finite here.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let seconds = seconds as u64;
+        args.push(format!("--cpu={seconds}"));
+    }
+    args.push("--".to_owned());
+    args
+}
+
+fn text(path: &Path) -> Result<String, SandboxError> {
+    path.to_str().map(str::to_owned).ok_or_else(|| {
+        SandboxError::InvalidSetting(format!("the path {} is not UTF-8", path.display()))
+    })
+}
+
+/// A started sandbox: the child, its group, the buffers of stdout and stderr, the pump tasks.
+type Spawned = (Child, Group, Arc<Shared>, Arc<Shared>, Vec<JoinHandle<()>>);
+
+/// Spawns `command`, returning the child, its group and the pumps of stdout and stderr.
+fn spawn(mut command: Command, limit: usize) -> Result<Spawned, SandboxError> {
+    let mut child = command
+        .spawn()
+        .map_err(|e| SandboxError::io("starting bwrap", e))?;
+    let pid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| {
+            SandboxError::io(
+                "starting bwrap",
+                std::io::Error::other("bwrap exited at once"),
+            )
+        })?;
+    let group = Group::new(pid);
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(SandboxError::io(
+            "starting bwrap",
+            std::io::Error::other("its pipes are missing"),
+        ));
+    };
+    let out = Shared::new();
+    let err = Shared::new();
+    let tasks = vec![
+        tokio::spawn(pump(stdout, Arc::clone(&out), limit)),
+        tokio::spawn(pump(stderr, Arc::clone(&err), limit)),
+    ];
+    Ok((child, group, out, err, tasks))
+}
+
+/// The exit code of a status: the code, or 128 + the signal.
+fn code_of(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
+/// A long-lived `bash` in its own sandbox instance.
+#[derive(Debug)]
+struct Session {
+    child: Child,
+    group: Group,
+    stdin: Option<ChildStdin>,
+    stdout: Arc<Shared>,
+    stderr: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Session {
+    fn exit_code(&mut self) -> Option<i32> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => {
+                self.group.disarm();
+                Some(code_of(status))
+            }
+            _ => None,
+        }
+    }
+
+    async fn kill(mut self) {
+        self.stdin = None;
+        if self.exit_code().is_none() {
+            self.group.kill();
+            if let Err(error) = self.child.wait().await {
+                warn!(%error, "waiting for a killed session");
+            }
+        }
+        for task in self.tasks {
+            task.abort();
+        }
+    }
+}
+
+fn take(shared: &Shared) -> (String, bool) {
+    shared.with(|b| {
+        let text = String::from_utf8_lossy(&b.data).into_owned();
+        b.data.clear();
+        (text, std::mem::take(&mut b.truncated))
+    })
+}
+
+#[async_trait]
+impl Sandbox for LocalSandbox {
+    async fn run(
+        &self,
+        command: &str,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, SandboxError> {
+        if self.sessions.lock().await.is_none() {
+            return Err(SandboxError::Closed);
+        }
+        let limit = timeout.unwrap_or(self.options.timeout);
+        let deadline = Instant::now() + limit;
+        let bwrap = self.command(&["bash", "-c", command]);
+        let mut bwrap = bwrap;
+        bwrap.stdin(Stdio::null());
+        let (mut child, mut group, out, err, tasks) = spawn(bwrap, self.options.output_limit)?;
+        debug!(command, "sandboxed command started");
+        let status = match timeout_at(deadline, child.wait()).await {
+            Ok(status) => Some(status.map_err(|e| SandboxError::io("waiting for bwrap", e))?),
+            Err(_) => {
+                warn!(
+                    command,
+                    ?limit,
+                    "sandboxed command timed out; killing its sandbox"
+                );
+                group.kill();
+                child
+                    .wait()
+                    .await
+                    .map_err(|e| SandboxError::io("waiting for bwrap", e))?;
+                None
+            }
+        };
+        group.disarm();
+        // Nothing outlives the sandbox's PID namespace, so the pipes close at once; bounded anyway.
+        let drain = Instant::now() + DRAIN;
+        for task in tasks {
+            if timeout_at(drain, task).await.is_err() {
+                warn!("a sandbox pipe stayed open after the sandbox ended");
+            }
+        }
+        let (stdout, out_cut) = take(&out);
+        let (stderr, err_cut) = take(&err);
+        Ok(ExecOutput {
+            stdout,
+            stderr,
+            exit_code: status.map(code_of),
+            timed_out: status.is_none(),
+            truncated: out_cut || err_cut,
+        })
+    }
+
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let host = self.resolve(path)?;
+        tokio::fs::read(&host)
+            .await
+            .map_err(|e| SandboxError::at(&host, "reading", e))
+    }
+
+    async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError> {
+        let host = self.resolve(path)?;
+        if let Some(parent) = host.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| SandboxError::at(parent, "creating", e))?;
+            // The directories just created may have raced with a link; check again.
+            self.resolve(path)?;
+        }
+        tokio::fs::write(&host, contents)
+            .await
+            .map_err(|e| SandboxError::at(&host, "writing", e))
+    }
+
+    async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError> {
+        let target = self.resolve(path)?;
+        let source = host_source.to_path_buf();
+        let workspace = self.workspace.clone();
+        tokio::task::spawn_blocking(move || copy_tree(&source, &target, None, &workspace))
+            .await
+            .map_err(|e| SandboxError::io("copying", std::io::Error::other(e)))?
+    }
+
+    async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError> {
+        let source = self.resolve(path)?;
+        let target = host_target.to_path_buf();
+        let workspace = self.workspace.clone();
+        tokio::task::spawn_blocking(move || {
+            copy_tree(&source, &target, Some(&workspace), &workspace)
+        })
+        .await
+        .map_err(|e| SandboxError::io("copying", std::io::Error::other(e)))?
+    }
+
+    async fn start_session(&self, name: &str) -> Result<(), SandboxError> {
+        let mut sessions = self.sessions.lock().await;
+        let sessions = sessions.as_mut().ok_or(SandboxError::Closed)?;
+        if sessions.contains_key(name) {
+            return Err(SandboxError::SessionExists(name.to_owned()));
+        }
+        let mut command = self.command(&["bash", "--noprofile", "--norc"]);
+        command.stdin(Stdio::piped());
+        let (mut child, group, stdout, stderr, tasks) = spawn(command, self.options.output_limit)?;
+        let stdin = child.stdin.take();
+        sessions.insert(
+            name.to_owned(),
+            Session {
+                child,
+                group,
+                stdin,
+                stdout,
+                stderr,
+                tasks,
+            },
+        );
+        debug!(name, "sandboxed session started");
+        Ok(())
+    }
+
+    async fn send_to_session(&self, name: &str, input: &str) -> Result<(), SandboxError> {
+        let mut sessions = self.sessions.lock().await;
+        let session = sessions
+            .as_mut()
+            .ok_or(SandboxError::Closed)?
+            .get_mut(name)
+            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        let stdin = session.stdin.as_mut().ok_or_else(|| {
+            SandboxError::io(
+                "writing to the session",
+                std::io::Error::other("its input is closed"),
+            )
+        })?;
+        stdin
+            .write_all(input.as_bytes())
+            .await
+            .map_err(|e| SandboxError::io(format!("writing to the session {name:?}"), e))?;
+        stdin
+            .flush()
+            .await
+            .map_err(|e| SandboxError::io(format!("writing to the session {name:?}"), e))
+    }
+
+    async fn read_session(
+        &self,
+        name: &str,
+        until: Option<&str>,
+        timeout: Duration,
+    ) -> Result<SessionOutput, SandboxError> {
+        let deadline = Instant::now() + timeout;
+        let (stdout, stderr, mut changes) = {
+            let mut sessions = self.sessions.lock().await;
+            let session = sessions
+                .as_mut()
+                .ok_or(SandboxError::Closed)?
+                .get_mut(name)
+                .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+            (
+                Arc::clone(&session.stdout),
+                Arc::clone(&session.stderr),
+                session.stdout.subscribe(),
+            )
+        };
+        let mut matched = false;
+        if let Some(needle) = until {
+            loop {
+                let (seen, eof) =
+                    stdout.with(|b| (String::from_utf8_lossy(&b.data).contains(needle), b.eof));
+                if seen {
+                    matched = true;
+                    break;
+                }
+                if eof || timeout_at(deadline, changes.changed()).await.is_err() {
+                    break;
+                }
+            }
+        }
+        let exit_code = {
+            let mut sessions = self.sessions.lock().await;
+            sessions
+                .as_mut()
+                .and_then(|s| s.get_mut(name))
+                .and_then(Session::exit_code)
+        };
+        let (out, _) = take(&stdout);
+        let (err, _) = take(&stderr);
+        Ok(SessionOutput {
+            stdout: out,
+            stderr: err,
+            matched,
+            exit_code,
+        })
+    }
+
+    async fn kill_session(&self, name: &str) -> Result<(), SandboxError> {
+        let session = self
+            .sessions
+            .lock()
+            .await
+            .as_mut()
+            .ok_or(SandboxError::Closed)?
+            .remove(name)
+            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        session.kill().await;
+        Ok(())
+    }
+
+    async fn list_sessions(&self) -> Vec<String> {
+        self.sessions
+            .lock()
+            .await
+            .as_ref()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    async fn cleanup(&self) -> Result<(), SandboxError> {
+        let sessions = self.sessions.lock().await.take().unwrap_or_default();
+        for session in sessions.into_values() {
+            session.kill().await;
+        }
+        Ok(())
+    }
+}
+
+/// Copies a file or a directory tree. With `inside` set (copying out of the workspace), symbolic
+/// links are refused rather than followed; links are never created.
+fn copy_tree(
+    source: &Path,
+    target: &Path,
+    inside: Option<&Path>,
+    workspace: &Path,
+) -> Result<(), SandboxError> {
+    let meta =
+        std::fs::symlink_metadata(source).map_err(|e| SandboxError::at(source, "reading", e))?;
+    let meta = if meta.file_type().is_symlink() {
+        if inside.is_some() {
+            return Err(SandboxError::PathRefused {
+                path: source.display().to_string(),
+                reason: "symbolic links are not copied out of the sandbox".into(),
+            });
+        }
+        std::fs::metadata(source).map_err(|e| SandboxError::at(source, "reading", e))?
+    } else {
+        meta
+    };
+    if meta.is_dir() {
+        std::fs::create_dir_all(target).map_err(|e| SandboxError::at(target, "creating", e))?;
+        let entries =
+            std::fs::read_dir(source).map_err(|e| SandboxError::at(source, "listing", e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| SandboxError::at(source, "listing", e))?;
+            let to = target.join(entry.file_name());
+            // Copying in: the target must stay inside the workspace (no link planted on the way).
+            if inside.is_none()
+                && std::fs::symlink_metadata(&to).is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return Err(SandboxError::PathRefused {
+                    path: to.display().to_string(),
+                    reason: format!(
+                        "it is a symbolic link inside the workspace {}",
+                        workspace.display()
+                    ),
+                });
+            }
+            copy_tree(&entry.path(), &to, inside, workspace)?;
+        }
+        Ok(())
+    } else {
+        std::fs::copy(source, target)
+            .map(|_| ())
+            .map_err(|e| SandboxError::at(target, "copying to", e))
+    }
+}

@@ -1,0 +1,113 @@
+//! A sandboxed process group: registered process-wide, killed on drop, pipes pumped into
+//! bounded buffers.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::watch;
+use tracing::debug;
+
+/// Owns a process group (the `bwrap` process's group): registered in agent-tools' process-wide
+/// registry while it lives, sent SIGKILL when dropped unless disarmed. Killing `bwrap` kills the
+/// whole sandbox: its PID-namespace init dies with it (`--die-with-parent`), and the kernel kills
+/// every process left in a PID namespace whose init died, including those that called `setsid`.
+#[derive(Debug)]
+pub(crate) struct Group {
+    pgid: i32,
+    armed: bool,
+    _registration: agent_tools::process::GroupRegistration,
+}
+
+impl Group {
+    pub(crate) fn new(pgid: i32) -> Self {
+        Self {
+            pgid,
+            armed: true,
+            _registration: agent_tools::process::GroupRegistration::new(pgid),
+        }
+    }
+
+    /// Sends SIGKILL to the group (once).
+    pub(crate) fn kill(&mut self) {
+        if self.armed {
+            self.armed = false;
+            if let Err(error) = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL) {
+                debug!(pgid = self.pgid, %error, "killpg");
+            }
+        }
+    }
+
+    /// The group ended on its own and was reaped: never signal it (its id may be reused).
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Bytes read from a pipe, at most `limit` of them kept.
+#[derive(Debug, Default)]
+pub(crate) struct Buffer {
+    pub(crate) data: Vec<u8>,
+    pub(crate) truncated: bool,
+    pub(crate) eof: bool,
+}
+
+/// A buffer shared between a pump task and its reader, with a change signal.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    buffer: Mutex<Buffer>,
+    changed: watch::Sender<u64>,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
+            buffer: Mutex::new(Buffer::default()),
+            changed: watch::Sender::new(0),
+        })
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Buffer) -> T) -> T {
+        f(&mut self.buffer.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Buffer)) {
+        self.with(f);
+        self.changed.send_modify(|v| *v = v.wrapping_add(1));
+    }
+}
+
+/// Copies `pipe` into `shared` until end of file, keeping at most `limit` bytes buffered (the
+/// rest is read and dropped, so the writer never blocks).
+pub(crate) async fn pump(mut pipe: impl AsyncRead + Unpin, shared: Arc<Shared>, limit: usize) {
+    let mut chunk = vec![0_u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let bytes = chunk.get(..n).unwrap_or_default();
+                shared.update(|buffer| {
+                    let room = limit.saturating_sub(buffer.data.len());
+                    if bytes.len() > room {
+                        buffer.truncated = true;
+                    }
+                    buffer
+                        .data
+                        .extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+                });
+            }
+        }
+    }
+    shared.update(|buffer| buffer.eof = true);
+}
