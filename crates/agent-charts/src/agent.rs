@@ -1,0 +1,52 @@
+//! The DataAnalysis agent.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_llm::ChatModel;
+use agent_toolcall::ToolCallAgent;
+use agent_tools::{Terminate, ToolCollection};
+
+use crate::python::{AnalysisPythonExecute, VisualizationPrepare};
+use crate::tool::DataVisualization;
+
+/// The agent's name, as OpenManus spells it.
+pub const DATA_ANALYSIS: &str = "Data_Analysis";
+
+/// The system prompt; `{directory}` is replaced by the workspace.
+pub const DATA_ANALYSIS_SYSTEM_PROMPT: &str = "You are a data analyst who works with Python and \
+charts. Your workspace is {directory}: read every input file from it and write every output \
+file (cleaned data, charts, reports) into it. Explore and clean the data, compute what the \
+task asks, prepare charts and draw them, and finish with a written report of your analysis and \
+its conclusions.";
+
+/// The prompt added at each step.
+pub const DATA_ANALYSIS_NEXT_STEP_PROMPT: &str = "Decide the next step toward the goal and take \
+it with exactly one tool. Typical order: python_execute to inspect and clean the data, \
+visualization_preparation to list the CSV files to chart, data_visualization to draw them, \
+python_execute to write the report, then terminate. Say what the last result showed and what \
+you do next. If a tool returned an error, find the cause and fix it before moving on.";
+
+/// DataAnalysis over `llm` in `workspace`: `python_execute` (analysis variant),
+/// `visualization_preparation`, `data_visualization` (asking `llm` for chart specs) and
+/// `terminate`; 20 steps, observations cut at 15,000 characters.
+pub fn data_analysis(llm: Arc<dyn ChatModel>, workspace: &Path) -> ToolCallAgent {
+    let mut tools = ToolCollection::new();
+    tools.add_tool(AnalysisPythonExecute::new(workspace));
+    tools.add_tool(VisualizationPrepare::new(workspace));
+    tools.add_tool(DataVisualization::new(workspace).with_llm(llm.clone()));
+    tools.add_tool(Terminate);
+    ToolCallAgent::new(llm)
+        .with_name(DATA_ANALYSIS)
+        .with_description(
+            "An analytical agent that cleans data with Python, draws charts with insights and \
+             writes reports.",
+        )
+        .with_system_prompt(
+            DATA_ANALYSIS_SYSTEM_PROMPT.replace("{directory}", &workspace.display().to_string()),
+        )
+        .with_next_step_prompt(DATA_ANALYSIS_NEXT_STEP_PROMPT)
+        .with_tools(tools)
+        .with_max_steps(20)
+        .with_max_observe(15_000)
+}
