@@ -169,6 +169,17 @@ pub async fn run_flow(
     manus.base_mut().set_event_bus(bus.clone());
     let mut swe = agents::swe(model(agents::SWE, Some(&bus))?, &options);
     swe.base_mut().set_event_bus(bus.clone());
+    // [runflow] use_data_analysis_agent adds DataAnalysis to the executors (run_flow.py).
+    let data_analysis = if config.runflow.use_data_analysis_agent {
+        let mut agent = agent_charts::data_analysis(
+            model(agent_charts::DATA_ANALYSIS, Some(&bus))?,
+            &options.workspace,
+        );
+        agent.base_mut().set_event_bus(bus.clone());
+        Some(agent)
+    } else {
+        None
+    };
     let (flow_events, flow_receiver) = tokio::sync::mpsc::unbounded_channel::<FlowEvent>();
     let renderer = crate::render::spawn_flow(
         bus.subscribe(),
@@ -179,7 +190,11 @@ pub async fn run_flow(
     drop(bus);
     let mut flow = PlanningFlow::new(model("planning", None)?)
         .with_agent("manus", manus)
-        .with_agent("swe", swe)
+        .with_agent("swe", swe);
+    if let Some(agent) = data_analysis {
+        flow = flow.with_agent("data_analysis", agent);
+    }
+    let mut flow = flow
         .with_options(FlowOptions {
             primary_agent: Some("manus".to_owned()),
             max_step_retries: config.runflow.max_step_retries,

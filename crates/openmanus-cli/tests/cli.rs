@@ -743,3 +743,50 @@ async fn manus_gets_the_tools_of_the_servers_in_mcp_json() {
         "{tools}"
     );
 }
+
+#[tokio::test]
+async fn the_runflow_switch_adds_data_analysis_to_the_flow() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    std::fs::write(
+        setup.dir.path().join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n\n[runflow]\nuse_data_analysis_agent = true\nmax_step_retries = 0\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    // The planner makes a one-step plan for DataAnalysis, which terminates at once.
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "p1",
+                "planning",
+                json!({"command": "create", "plan_id": "p", "title": "Chart it",
+                                            "steps": ["[DATA_ANALYSIS] chart the sales"]}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Charted.".into()),
+            [call("d1", "terminate", json!({"status": "success"}))],
+        ))
+        .push_text("Summary: charted.");
+    let output = setup.run(&["flow", "--prompt", "Chart the sales."]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("step 0 (data_analysis, attempt 1)"),
+        "{stderr}"
+    );
+    let planner = server.requests()[0].body.to_string();
+    assert!(
+        planner.contains("DATA_ANALYSIS"),
+        "the planner is told about the DataAnalysis executor"
+    );
+    let executor_tools = server.requests()[1].body["tools"].to_string();
+    assert!(
+        executor_tools.contains("data_visualization")
+            && executor_tools.contains("visualization_preparation")
+    );
+}
