@@ -1,0 +1,1 @@
+//! # agent-browser — being written (issue #8).
