@@ -42,12 +42,14 @@ use async_trait::async_trait;
 mod error;
 mod limits;
 mod local;
+mod operator;
 mod path;
 mod process;
 
 pub use error::SandboxError;
 pub use limits::parse_memory_limit;
 pub use local::{LocalSandbox, LocalSandboxOptions, Probe, SANDBOX_PATH};
+pub use operator::SandboxFileOperator;
 
 /// What a command run in a sandbox produced.
 #[derive(Debug, Clone, PartialEq, Eq)]

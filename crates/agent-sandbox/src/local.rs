@@ -76,6 +76,17 @@ impl LocalSandboxOptions {
         }
     }
 
+    /// Makes the workspace appear inside the sandbox at its own host path (the work dir is the
+    /// workspace), so that paths are the same inside and outside: what the agent's tools need
+    /// when they run in the sandbox (`bash`, `python_execute` and `str_replace_editor` then see
+    /// the same absolute paths). `workspace` should be absolute and canonical (no symbolic link
+    /// on the way).
+    #[must_use]
+    pub fn mirrored(mut self) -> Self {
+        self.work_dir.clone_from(&self.workspace);
+        self
+    }
+
     /// The options from the `[sandbox]` settings (`work_dir`, `memory_limit` like `"512m"`,
     /// `cpu_limit`, `timeout` in seconds, `network_enabled`); other fields at their defaults.
     ///
@@ -273,6 +284,33 @@ impl LocalSandbox {
         &self.workspace
     }
 
+    /// The command line that runs a program in this sandbox: `bwrap`, its arguments (the same
+    /// namespaces, binds, hidden paths, environment and network setting as [`Sandbox::run`]),
+    /// `--`, then `prlimit` with the limits, ending with `--`. Append the program and its
+    /// arguments, e.g. `bash --noprofile --norc`, and spawn it as the leader of its own process
+    /// group: killing that group kills `bwrap` and so everything in the sandbox (the PID
+    /// namespace dies with its init). This is what `Bash::with_launcher` and
+    /// `PythonExecute::with_launcher` of agent-tools take.
+    ///
+    /// The program starts in the work dir with a fresh private `/tmp`, whatever the spawner's
+    /// current directory; the host environment does not reach it. Each launch is a sandbox
+    /// instance of its own: [`Sandbox::cleanup`] does not stop it, killing its group does.
+    #[must_use]
+    pub fn launcher(&self) -> Vec<String> {
+        let mut argv = Vec::with_capacity(self.bwrap_args.len() + self.limit_args.len() + 2);
+        argv.push("bwrap".to_owned());
+        argv.extend(self.bwrap_args.iter().cloned());
+        argv.push("--".to_owned());
+        argv.extend(self.limit_args.iter().cloned());
+        argv
+    }
+
+    /// The work dir: where the workspace appears inside the sandbox.
+    #[must_use]
+    pub fn work_dir(&self) -> &Path {
+        &self.options.work_dir
+    }
+
     /// A `bwrap` command running `program args` in the sandbox, in its own process group.
     fn command(&self, program: &[&str]) -> Command {
         let mut command = Command::new("bwrap");
@@ -290,7 +328,7 @@ impl LocalSandbox {
         command
     }
 
-    fn resolve(&self, path: &str) -> Result<PathBuf, SandboxError> {
+    pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, SandboxError> {
         path::resolve(&self.workspace, &self.options.work_dir, path)
     }
 }

@@ -32,7 +32,7 @@ async fn probe_succeeds() {
 #[tokio::test]
 async fn writes_only_in_the_workspace() {
     let dir = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
     let target = outside.path().join("planted");
     let sb = sandbox(dir.path()).await;
     let cmd = format!(
@@ -61,8 +61,9 @@ async fn writes_only_in_the_workspace() {
 #[tokio::test]
 async fn hidden_files_cannot_be_read() {
     let dir = tempfile::tempdir().unwrap();
-    // A host directory outside /tmp (which the sandbox replaces anyway), visible by default.
-    let host = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // A host directory outside /tmp (which the sandbox replaces anyway; the checkout itself may be
+    // under /tmp), visible by default.
+    let host = tempfile::tempdir_in("/var/tmp").unwrap();
     let secret = host.path().join("secret.txt");
     std::fs::write(&secret, "TOPSECRET").unwrap();
     let visible = sandbox(dir.path()).await;
@@ -356,6 +357,11 @@ async fn sessions_keep_state_and_are_killed() {
         .await
         .unwrap();
     assert!(out.matched, "{out:?}");
+    // `started` can be printed before the forked job has exec'd `sleep`: wait for it (bounded).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while with_marker(&marker).is_empty() && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
     assert!(!with_marker(&marker).is_empty(), "the background job runs");
     sb.kill_session("main").await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -374,4 +380,88 @@ async fn sessions_keep_state_and_are_killed() {
     sb.cleanup().await.unwrap();
     assert!(sb.list_sessions().await.is_empty());
     assert!(matches!(sb.run("true", T).await, Err(SandboxError::Closed)));
+}
+
+#[tokio::test]
+async fn the_file_operator_is_confined_to_the_workspace() {
+    use agent_sandbox::SandboxFileOperator;
+    use agent_tools::FileOperator;
+    use agent_tools::editor::PathKind;
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let sb = Arc::new(sandbox_with(LocalSandboxOptions::new(&ws).mirrored()).await);
+    let op = SandboxFileOperator::new(Arc::clone(&sb));
+    op.write_file(&ws.join("a/b.txt"), b"hi").await.unwrap();
+    assert_eq!(op.read_file(&ws.join("a/b.txt")).await.unwrap(), b"hi");
+    assert_eq!(op.kind(&ws.join("a")).await.unwrap(), PathKind::Directory);
+    assert_eq!(op.kind(&ws.join("nope")).await.unwrap(), PathKind::Missing);
+    assert_eq!(op.read_dir(&ws).await.unwrap().len(), 1);
+    let refused = op.read_file(Path::new("/etc/hostname")).await.unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
+    std::os::unix::fs::symlink("/etc", ws.join("out")).unwrap();
+    let refused = op.read_file(&ws.join("out/hostname")).await.unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        std::io::ErrorKind::PermissionDenied,
+        "{refused}"
+    );
+    let refused = op.write_file(&ws.join("out/x"), b"x").await.unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        std::io::ErrorKind::PermissionDenied,
+        "{refused}"
+    );
+    assert!(!Path::new("/etc/x").exists());
+}
+
+#[tokio::test]
+async fn the_launcher_runs_a_long_lived_program_in_the_sandbox_and_dies_with_its_group() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let sb = sandbox_with(LocalSandboxOptions::new(&ws).mirrored()).await;
+    let argv = sb.launcher();
+    let mut child = tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .args(["bash", "--noprofile", "--norc"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // A background process that left the group (setsid) still dies with the sandbox.
+    stdin
+        .write_all(
+            b"setsid sleep 1000 & pwd; echo x > /etc/x 2>/dev/null || echo refused; echo $$\n",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        lines.next_line().await.unwrap().unwrap(),
+        ws.display().to_string()
+    );
+    assert_eq!(lines.next_line().await.unwrap().unwrap(), "refused");
+    assert_ne!(lines.next_line().await.unwrap().unwrap(), "");
+    let pgid = i32::try_from(child.id().unwrap()).unwrap();
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().await.unwrap();
+    // Every process of the sandbox is gone, the setsid one too: its end of the pipe closes.
+    let drained = tokio::time::timeout(Duration::from_secs(10), async {
+        while lines.next_line().await.unwrap().is_some() {}
+    })
+    .await;
+    assert!(
+        drained.is_ok(),
+        "a sandboxed process outlived the killed group"
+    );
 }

@@ -175,6 +175,7 @@ pub struct Bash {
     cwd: Option<PathBuf>,
     timeout: Duration,
     output_limit: usize,
+    launcher: Vec<String>,
     state: Mutex<State>,
 }
 
@@ -191,6 +192,7 @@ impl fmt::Debug for Bash {
             .field("cwd", &self.cwd)
             .field("timeout", &self.timeout)
             .field("output_limit", &self.output_limit)
+            .field("launcher", &self.launcher)
             .finish_non_exhaustive()
     }
 }
@@ -210,6 +212,7 @@ impl Bash {
             cwd: None,
             timeout: DEFAULT_TIMEOUT,
             output_limit: DEFAULT_OUTPUT_LIMIT,
+            launcher: Vec::new(),
             state: Mutex::new(State::default()),
         }
     }
@@ -235,6 +238,26 @@ impl Bash {
         self
     }
 
+    /// Starts each shell through `launcher`: a program and its arguments, to which
+    /// `bash --noprofile --norc` is appended, e.g. a sandbox's `bwrap ... --` command line
+    /// (`agent_sandbox::LocalSandbox::launcher`). Empty (the default) runs `bash` directly.
+    ///
+    /// The launcher is the leader of the process group that is signalled and killed, so it must
+    /// take everything it started down with it when killed (bwrap does: its PID namespace dies).
+    /// A launcher that does not forward SIGINT (bwrap) turns an interrupt (`ctrl+c`, a
+    /// cancellation) into the end of the shell; the next call starts a new one.
+    #[must_use]
+    pub fn with_launcher(mut self, launcher: Vec<String>) -> Self {
+        self.launcher = launcher;
+        self
+    }
+
+    /// The launcher of each new shell (empty: none).
+    #[must_use]
+    pub fn launcher(&self) -> &[String] {
+        &self.launcher
+    }
+
     /// The directory each new shell starts in, if one was set.
     #[must_use]
     pub fn cwd(&self) -> Option<&Path> {
@@ -250,7 +273,7 @@ impl Bash {
     /// The session, started if there is none.
     async fn session<'a>(&self, state: &'a mut State) -> Result<&'a mut Session, ToolError> {
         if state.session.is_none() {
-            let session = Session::start(self.cwd.as_deref(), self.output_limit)
+            let session = Session::start(self.cwd.as_deref(), self.output_limit, &self.launcher)
                 .await
                 .map_err(|e| ToolError::failure(format!("could not start bash: {e}")))?;
             state.session = Some(session);

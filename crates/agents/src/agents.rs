@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_llm::ChatModel;
+use agent_sandbox::{LocalSandbox, SandboxFileOperator};
 use agent_toolcall::{Policies, ToolCallAgent};
 use agent_tools::{
     AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, Terminate,
@@ -41,6 +42,11 @@ pub struct AgentOptions {
     pub python_timeout: Option<Duration>,
     /// Time limit of one `bash` call (default 120 s).
     pub bash_timeout: Option<Duration>,
+    /// Runs `bash`, `python_execute` and `str_replace_editor` in this sandbox (`[sandbox]
+    /// use_sandbox = true`); `None` (the default) runs them on the host. Build it with
+    /// [`LocalSandboxOptions::mirrored`](agent_sandbox::LocalSandboxOptions::mirrored) over
+    /// `workspace`, so that paths are the same inside the sandbox and in the prompts.
+    pub sandbox: Option<Arc<LocalSandbox>>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -50,6 +56,7 @@ impl std::fmt::Debug for AgentOptions {
             .field("max_steps", &self.max_steps)
             .field("max_observe", &self.max_observe)
             .field("policies", &self.policies)
+            .field("sandbox", &self.sandbox.as_ref().map(|s| s.workspace()))
             .finish_non_exhaustive()
     }
 }
@@ -66,6 +73,25 @@ impl AgentOptions {
             python: None,
             python_timeout: None,
             bash_timeout: None,
+            sandbox: None,
+        }
+    }
+
+    /// Runs the code and file tools in `sandbox` (see [`AgentOptions::sandbox`]).
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Arc<LocalSandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// `str_replace_editor`, confined to the workspace, through the sandbox when there is one.
+    fn editor(&self) -> StrReplaceEditor {
+        let editor = StrReplaceEditor::new().with_workspace_root(&self.workspace);
+        match &self.sandbox {
+            Some(sandbox) => {
+                editor.with_file_operator(Arc::new(SandboxFileOperator::new(Arc::clone(sandbox))))
+            }
+            None => editor,
         }
     }
 
@@ -77,6 +103,9 @@ impl AgentOptions {
         if let Some(timeout) = self.python_timeout {
             python = python.with_timeout(timeout);
         }
+        if let Some(sandbox) = &self.sandbox {
+            python = python.with_launcher(sandbox.launcher());
+        }
         python
     }
 
@@ -84,6 +113,9 @@ impl AgentOptions {
         let mut bash = Bash::new().with_cwd(&self.workspace);
         if let Some(timeout) = self.bash_timeout {
             bash = bash.with_timeout(timeout);
+        }
+        if let Some(sandbox) = &self.sandbox {
+            bash = bash.with_launcher(sandbox.launcher());
         }
         bash
     }
@@ -120,7 +152,7 @@ impl HumanInput for SharedInput {
 pub(crate) fn manus_tools(options: &AgentOptions) -> ToolCollection {
     let mut tools = ToolCollection::new();
     tools.add_tool(options.python());
-    tools.add_tool(StrReplaceEditor::new().with_workspace_root(&options.workspace));
+    tools.add_tool(options.editor());
     tools.add_tool(options.ask_human());
     tools.add_tool(Terminate);
     tools
@@ -161,7 +193,7 @@ pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> Manus {
 pub fn swe(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
     let mut tools = ToolCollection::new();
     tools.add_tool(options.bash());
-    tools.add_tool(StrReplaceEditor::new().with_workspace_root(&options.workspace));
+    tools.add_tool(options.editor());
     tools.add_tool(Terminate);
     let agent = ToolCallAgent::new(llm)
         .with_name(SWE)

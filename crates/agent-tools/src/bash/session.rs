@@ -127,9 +127,21 @@ pub(super) struct Session {
 
 impl Session {
     /// Starts bash in `cwd` (or the current directory), keeping at most `limit` bytes of each
-    /// stream between two takes.
-    pub(super) async fn start(cwd: Option<&Path>, limit: usize) -> io::Result<Self> {
-        let mut command = Command::new("bash");
+    /// stream between two takes. A non-empty `launcher` (a program and its arguments, e.g. a
+    /// sandbox's `bwrap ... --`) is run instead, with `bash --noprofile --norc` appended.
+    pub(super) async fn start(
+        cwd: Option<&Path>,
+        limit: usize,
+        launcher: &[String],
+    ) -> io::Result<Self> {
+        let mut command = match launcher.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg("bash");
+                command
+            }
+            None => Command::new("bash"),
+        };
         command
             .args(["--noprofile", "--norc"])
             .stdin(Stdio::piped())

@@ -193,6 +193,9 @@ pub(super) struct InterpreterConfig {
     pub cwd: Option<PathBuf>,
     /// Bytes kept of each output stream per call.
     pub output_limit: usize,
+    /// A program and its arguments run instead, with the interpreter's command line appended
+    /// (empty: none).
+    pub launcher: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -258,6 +261,7 @@ impl PythonInterpreter {
                 program: PathBuf::from("python3"),
                 cwd: None,
                 output_limit: DEFAULT_OUTPUT_LIMIT,
+                launcher: Vec::new(),
             },
             state: Mutex::new(State::default()),
         }
@@ -283,6 +287,23 @@ impl PythonInterpreter {
     pub fn with_output_limit(mut self, bytes: usize) -> Self {
         self.config.output_limit = bytes;
         self
+    }
+
+    /// Starts each interpreter through `launcher`: a program and its arguments, to which
+    /// `PROGRAM -u -c DRIVER` is appended, e.g. a sandbox's `bwrap ... --` command line
+    /// (`agent_sandbox::LocalSandbox::launcher`). Empty (the default) runs the interpreter
+    /// directly. The launcher leads the process group that is killed on a timeout, so it must
+    /// take everything it started down with it (bwrap does: its PID namespace dies).
+    #[must_use]
+    pub fn with_launcher(mut self, launcher: Vec<String>) -> Self {
+        self.config.launcher = launcher;
+        self
+    }
+
+    /// The launcher of each interpreter (empty: none).
+    #[must_use]
+    pub fn launcher(&self) -> &[String] {
+        &self.config.launcher
     }
 
     /// The interpreter program.

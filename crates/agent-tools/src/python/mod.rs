@@ -139,6 +139,14 @@ impl PythonExecute {
         self
     }
 
+    /// Starts each interpreter through `launcher` (see [`PythonInterpreter::with_launcher`]),
+    /// e.g. a sandbox's `bwrap ... --` command line.
+    #[must_use]
+    pub fn with_launcher(mut self, launcher: Vec<String>) -> Self {
+        self.interpreter = self.interpreter.with_launcher(launcher);
+        self
+    }
+
     /// The time limit of each call.
     #[must_use]
     pub fn timeout(&self) -> Duration {

@@ -279,7 +279,14 @@ impl Session {
     /// Starts `config.program` with the driver and waits for its ready frame.
     pub async fn start(config: &InterpreterConfig) -> Result<Self, PythonError> {
         let started = Instant::now();
-        let mut command = Command::new(&config.program);
+        let mut command = match config.launcher.split_first() {
+            Some((launcher, args)) => {
+                let mut command = Command::new(launcher);
+                command.args(args).arg(&config.program);
+                command
+            }
+            None => Command::new(&config.program),
+        };
         command
             .arg("-u")
             .arg("-c")
