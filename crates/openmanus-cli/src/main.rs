@@ -306,7 +306,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             port,
         }) => serve_mcp(transport, &host, port).await,
         None => {
-            let resolved = settings::resolve(&cli.global, cli.agent)?;
+            let resolved = settings::resolve(&cli.global, cli.agent).await?;
             run_agent(
                 &cli.global,
                 &interrupts,
@@ -682,7 +682,7 @@ async fn run_mcp(
     prompt: Option<String>,
     interactive: bool,
 ) -> Result<u8> {
-    let resolved = settings::resolve_named(global, agent_mcp::MCP_AGENT_NAME)?;
+    let resolved = settings::resolve_named(global, agent_mcp::MCP_AGENT_NAME).await?;
     let workspace = resolved.options.workspace.clone();
     std::fs::create_dir_all(&workspace)
         .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;

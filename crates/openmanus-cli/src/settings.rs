@@ -68,12 +68,41 @@ fn policies(config: &Config) -> Policies {
     }
 }
 
-fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
+async fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
     let workspace = workspace_dir(global.workspace.as_deref(), Some(config.workspace_root()))?;
-    let mut options = AgentOptions::new(workspace);
+    let mut options = AgentOptions::new(&workspace);
     options.max_steps = config.agent.max_steps;
     options.max_observe = config.agent.max_observe;
     options.policies = policies(config);
+    let sandbox = &config.sandbox;
+    if sandbox.use_sandbox {
+        // The tools run inside bubblewrap with the workspace at its own path, so paths and
+        // observations are the same as without the sandbox. No fallback: if the sandbox cannot
+        // run, the run does not start.
+        std::fs::create_dir_all(&workspace)
+            .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
+        let workspace = workspace
+            .canonicalize()
+            .with_context(|| format!("cannot resolve the workspace {}", workspace.display()))?;
+        let settings = agent_sandbox::LocalSandboxOptions::from_settings(
+            &workspace,
+            &sandbox.work_dir,
+            &sandbox.memory_limit,
+            sandbox.cpu_limit,
+            sandbox.timeout,
+            sandbox.network_enabled,
+        )
+        .context("invalid [sandbox] settings")?
+        .mirrored();
+        let local = agent_sandbox::LocalSandbox::new(settings)
+            .await
+            .context("[sandbox] use_sandbox = true, but the sandbox cannot run")?;
+        options = AgentOptions {
+            workspace,
+            ..options
+        }
+        .with_sandbox(Arc::new(local));
+    }
     Ok(options)
 }
 
@@ -82,8 +111,8 @@ fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
 /// # Errors
 ///
 /// A configuration error (it names the file, line and key).
-pub fn resolve(global: &GlobalArgs, kind: AgentKind) -> Result<Resolved> {
-    resolve_named(global, kind.name())
+pub async fn resolve(global: &GlobalArgs, kind: AgentKind) -> Result<Resolved> {
+    resolve_named(global, kind.name()).await
 }
 
 /// Loads the configuration and resolves what the agent called `name` needs.
@@ -91,11 +120,11 @@ pub fn resolve(global: &GlobalArgs, kind: AgentKind) -> Result<Resolved> {
 /// # Errors
 ///
 /// A configuration error (it names the file, line and key).
-pub fn resolve_named(global: &GlobalArgs, name: &str) -> Result<Resolved> {
+pub async fn resolve_named(global: &GlobalArgs, name: &str) -> Result<Resolved> {
     let config = load(global)?;
     Ok(Resolved {
         llm: config.llm_for(name).clone(),
-        options: options(global, &config)?,
+        options: options(global, &config).await?,
         mcp_servers: config.mcp.servers.clone(),
     })
 }
@@ -133,7 +162,7 @@ pub async fn run_flow(
     interrupts: &crate::Interrupts,
 ) -> Result<u8> {
     let config = load(global)?;
-    let options = options(global, &config)?;
+    let options = options(global, &config).await?;
     std::fs::create_dir_all(&options.workspace).with_context(|| {
         format!(
             "cannot create the workspace {}",

@@ -790,3 +790,45 @@ async fn the_runflow_switch_adds_data_analysis_to_the_flow() {
             && executor_tools.contains("visualization_preparation")
     );
 }
+
+#[tokio::test]
+async fn use_sandbox_runs_the_tools_inside_bubblewrap() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    std::fs::write(
+        setup.dir.path().join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n\n[sandbox]\nuse_sandbox = true\nmemory_limit = \"1g\"\ntimeout = 60\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let planted = format!("/etc/openmanus-planted-{}", std::process::id());
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "bash",
+                json!({"command": format!("echo in > inside.txt; echo out > {planted}")}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Tried.".into()),
+            [call("c2", "terminate", json!({"status": "success"}))],
+        ));
+    let output = setup
+        .run(&["--agent", "swe", "--prompt", "write two files"])
+        .await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(setup.workspace().join("inside.txt")).unwrap(),
+        "in\n"
+    );
+    assert!(
+        !Path::new(&planted).exists(),
+        "the sandbox kept the write out of /etc"
+    );
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+}
