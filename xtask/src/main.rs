@@ -19,8 +19,10 @@ commands:
   ci      fmt check, clippy (-D warnings), rustdoc (-D warnings), cargo test --workspace
           (installs the test peer fakellm from PyPI into target/xtask-tools/ on first use;
           set FAKELLM_BIN to use another copy, and the MCP test peer
-          @modelcontextprotocol/server-everything with npm into target/xtask-tools/npm;
-          set MCP_EVERYTHING_BIN to use another copy)
+          @modelcontextprotocol/server-everything and server-filesystem with npm into
+          target/xtask-tools/npm (set MCP_EVERYTHING_BIN / MCP_FILESYSTEM_BIN to use other
+          copies), and the Python mcp SDK from PyPI into a virtualenv under
+          target/xtask-tools/ (set MCP_PYTHON to another interpreter that has it))
   integration
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
           server and fakellm), MCP against real servers, the example agent crate
@@ -164,36 +166,60 @@ fn ensure_fakellm() -> Result<PathBuf> {
 
 /// The version of `@modelcontextprotocol/server-everything` (npm) the MCP tests run against.
 const MCP_EVERYTHING_VERSION: &str = "2026.8.31";
+/// The version of `@modelcontextprotocol/server-filesystem` (npm) the MCP tests run against.
+const MCP_FILESYSTEM_VERSION: &str = "2026.8.31";
+/// The Python `mcp` SDK (PyPI) the MCP tests run against: 1.x has the FastMCP API OpenManus
+/// uses (2.x renamed it).
+const MCP_PYTHON_VERSION: &str = "1.30.0";
 
 /// Returns the `mcp-server-everything` executable the MCP tests use: `$MCP_EVERYTHING_BIN` if
 /// set, else one installed (once) with npm under `target/xtask-tools/npm/`.
 fn ensure_mcp_everything() -> Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("MCP_EVERYTHING_BIN") {
+    ensure_npm_peer(
+        "MCP_EVERYTHING_BIN",
+        "server-everything",
+        MCP_EVERYTHING_VERSION,
+        "mcp-server-everything",
+    )
+}
+
+/// Returns the `mcp-server-filesystem` executable the MCP tests use: `$MCP_FILESYSTEM_BIN` if
+/// set, else one installed (once) with npm under `target/xtask-tools/npm/`.
+fn ensure_mcp_filesystem() -> Result<PathBuf> {
+    ensure_npm_peer(
+        "MCP_FILESYSTEM_BIN",
+        "server-filesystem",
+        MCP_FILESYSTEM_VERSION,
+        "mcp-server-filesystem",
+    )
+}
+
+/// `$env_var` if set, else `@modelcontextprotocol/{package}@{version}` installed (once) with npm
+/// under `target/xtask-tools/npm/`, as the path of its executable `bin`.
+fn ensure_npm_peer(env_var: &str, package: &str, version: &str, bin: &str) -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os(env_var) {
         return Ok(PathBuf::from(bin));
     }
     let dir = workspace_root()
         .join("target")
         .join("xtask-tools")
         .join("npm");
-    let bin = dir
-        .join("node_modules")
-        .join(".bin")
-        .join("mcp-server-everything");
-    let package = dir
+    let bin = dir.join("node_modules").join(".bin").join(bin);
+    let manifest = dir
         .join("node_modules")
         .join("@modelcontextprotocol")
-        .join("server-everything")
+        .join(package)
         .join("package.json");
-    let installed = std::fs::read_to_string(&package)
-        .is_ok_and(|p| p.contains(&format!("\"version\": \"{MCP_EVERYTHING_VERSION}\"")));
+    let installed = std::fs::read_to_string(&manifest)
+        .is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")));
     if bin.exists() && installed {
         return Ok(bin);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    let manifest = dir.join("package.json");
-    if !manifest.exists() {
-        std::fs::write(&manifest, "{\"private\": true}\n")
-            .with_context(|| format!("write {}", manifest.display()))?;
+    let root_manifest = dir.join("package.json");
+    if !root_manifest.exists() {
+        std::fs::write(&root_manifest, "{\"private\": true}\n")
+            .with_context(|| format!("write {}", root_manifest.display()))?;
     }
     let mut install = Command::new(std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned()));
     install.current_dir(&dir).args([
@@ -201,16 +227,55 @@ fn ensure_mcp_everything() -> Result<PathBuf> {
         "--no-audit",
         "--no-fund",
         "--loglevel=error",
-        &format!("@modelcontextprotocol/server-everything@{MCP_EVERYTHING_VERSION}"),
+        &format!("@modelcontextprotocol/{package}@{version}"),
     ]);
-    run("install the MCP test server (npm)", install)?;
+    run(
+        &format!("install the MCP test server {package} (npm)"),
+        install,
+    )?;
     if !bin.exists() {
-        bail!(
-            "server-everything was installed but {} is missing",
-            bin.display()
-        );
+        bail!("{package} was installed but {} is missing", bin.display());
     }
     Ok(bin)
+}
+
+/// Returns the Python interpreter of a virtualenv holding the `mcp` SDK (FastMCP server and the
+/// SDK client) the MCP tests use: `$MCP_PYTHON` if set, else a virtualenv created (once) under
+/// `target/xtask-tools/`.
+fn ensure_mcp_python() -> Result<PathBuf> {
+    if let Some(python) = std::env::var_os("MCP_PYTHON") {
+        return Ok(PathBuf::from(python));
+    }
+    let venv = workspace_root()
+        .join("target")
+        .join("xtask-tools")
+        .join(format!("mcp-python-{MCP_PYTHON_VERSION}"));
+    let python = venv.join("bin").join("python");
+    let marker = venv.join(".installed");
+    if python.exists() && marker.exists() {
+        return Ok(python);
+    }
+    let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let mut create = Command::new(&base);
+    create.args(["-m", "venv"]).arg(&venv);
+    run("create a virtualenv for the Python MCP SDK", create)?;
+    let mut install = Command::new(venv.join("bin").join("pip"));
+    install.args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        &format!("mcp=={MCP_PYTHON_VERSION}"),
+    ]);
+    run("install the Python MCP SDK (PyPI)", install)?;
+    if !python.exists() {
+        bail!(
+            "the mcp SDK was installed but {} is missing",
+            python.display()
+        );
+    }
+    std::fs::write(&marker, MCP_PYTHON_VERSION)
+        .with_context(|| format!("write {}", marker.display()))?;
+    Ok(python)
 }
 
 fn workspace_root() -> PathBuf {
@@ -220,12 +285,15 @@ fn workspace_root() -> PathBuf {
         .map_or(manifest.clone(), Path::to_path_buf)
 }
 
-/// Installs (once) the independent peers the integration tests talk to — fakellm (PyPI) and
-/// the MCP server-everything (npm) — and points `command` at them; also keeps a machine proxy
+/// Installs (once) the independent peers the integration tests talk to — fakellm (PyPI), the
+/// MCP servers server-everything and server-filesystem (npm) and the Python `mcp` SDK (PyPI) —
+/// and points `command` at them; also keeps a machine proxy
 /// away from loopback traffic.
 fn with_test_peers(command: &mut Command) -> Result<()> {
     command.env("FAKELLM_BIN", ensure_fakellm()?);
     command.env("MCP_EVERYTHING_BIN", ensure_mcp_everything()?);
+    command.env("MCP_FILESYSTEM_BIN", ensure_mcp_filesystem()?);
+    command.env("MCP_PYTHON", ensure_mcp_python()?);
     let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
     for host in ["127.0.0.1", "localhost", "::1"] {
         if !no_proxy.split(',').any(|h| h.trim() == host) {

@@ -30,7 +30,11 @@ fn tool(clients: &McpClients, name: &str) -> std::sync::Arc<dyn Tool> {
 
 #[tokio::test]
 async fn stdio_lists_and_calls_tools() {
-    let mut clients = connect_one(everything("everything"), McpClientOptions::default()).await;
+    let pids = tempfile::tempdir().unwrap();
+    let pidfile = pids.path().join("pid");
+    let config = tracked(everything("everything"), &pidfile);
+    let mut clients = connect_one(config, McpClientOptions::default()).await;
+    let pid = read_pid(&pidfile);
     let names: Vec<String> = clients
         .tools()
         .iter()
@@ -83,6 +87,7 @@ async fn stdio_lists_and_calls_tools() {
     assert!(r.is_error(), "{r:?}");
 
     clients.disconnect_all().await;
+    assert_gone(pid, "server-everything").await;
     let r = echo
         .execute(json!({"message": "hi"}), &ctx())
         .await

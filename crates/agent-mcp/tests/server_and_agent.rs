@@ -141,9 +141,13 @@ async fn exercise_our_server(clients: &McpClients, id: &str) {
 
 #[tokio::test]
 async fn our_server_over_stdio() {
-    let mut clients = connect(&[our_server("openmanus")]).await;
+    let pids = tempfile::tempdir().unwrap();
+    let pidfile = pids.path().join("pid");
+    let mut clients = connect(&[tracked(our_server("openmanus"), &pidfile)]).await;
+    let pid = read_pid(&pidfile);
     exercise_our_server(&clients, "openmanus").await;
     clients.disconnect_all().await;
+    assert_gone(pid, "openmanus-mcp-server").await;
 }
 
 #[tokio::test]
@@ -172,7 +176,10 @@ async fn our_server_over_streamable_http() {
 
 #[tokio::test]
 async fn mcp_agent_uses_tools_then_terminates_through_the_servers_terminate() {
-    let clients = connect(&[our_server("openmanus")]).await;
+    let pids = tempfile::tempdir().unwrap();
+    let pidfile = pids.path().join("pid");
+    let clients = connect(&[tracked(our_server("openmanus"), &pidfile)]).await;
+    let pid = read_pid(&pidfile);
     let model = Arc::new(ScriptedModel::new());
     model.push_tool_calls(
         "",
@@ -241,6 +248,7 @@ async fn mcp_agent_uses_tools_then_terminates_through_the_servers_terminate() {
         "{outcome:?}"
     );
     agent.hooks_mut().disconnect().await;
+    assert_gone(pid, "openmanus-mcp-server").await;
 }
 
 #[tokio::test]
@@ -307,7 +315,7 @@ async fn mcp_agent_with_server_everything_notes_images_and_stops_when_the_server
                 .starts_with("Tools no longer available: mcp_ev_echo")
     }));
     agent.hooks_mut().disconnect().await;
-    assert!(!alive(-pid));
+    assert_gone(pid, "server-everything").await;
 }
 
 #[tokio::test]

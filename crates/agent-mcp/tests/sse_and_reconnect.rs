@@ -102,7 +102,9 @@ async fn an_sse_stream_closed_mid_call_gives_an_error_result() {
     let mut clients = connect_one(sse("ev", &server.url), no_reconnect()).await;
     let long = tool(&clients, "mcp_ev_trigger-long-running-operation");
     let call_ctx = ctx();
-    let call = long.execute(json!({"duration": 60, "steps": 60}), &call_ctx);
+    // Short enough that, if the kill lands before the request left the client (it is then sent
+    // once more, to the restarted server), the call simply completes there.
+    let call = long.execute(json!({"duration": 3, "steps": 3}), &call_ctx);
     let (r, ()) = tokio::time::timeout(LIMIT, futures::future::join(call, server.kill()))
         .await
         .expect("the call hung after the SSE stream closed");
@@ -189,7 +191,12 @@ async fn a_killed_stdio_server_is_restarted_and_its_tools_keep_working() {
         .await
         .unwrap();
     let r = r.unwrap();
-    assert!(r.is_error(), "the call in flight must fail: {r:?}");
+    // A call the dead server had received fails (never hangs); one that had not left the client
+    // was re-sent and completed. Which one happened depends on when the kill landed.
+    assert!(
+        r.is_error() || r.output.as_deref().is_some_and(|o| o.contains("completed")),
+        "the call in flight must fail or be re-sent whole: {r:?}"
+    );
     // The tool taken before the crash waits for the reconnection and then works.
     let r = tokio::time::timeout(LIMIT, echo.execute(json!({"message": "back"}), &ctx()))
         .await
