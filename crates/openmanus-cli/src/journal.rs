@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use agent_core::AgentEvent;
-use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
+use agent_core::{AgentEvent, EventBus};
+use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError, LlmSettings};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -106,6 +106,29 @@ impl Journal {
             Some(writer) => writer.await.map_err(std::io::Error::other)?,
             None => Ok(0),
         }
+    }
+}
+
+impl Journal {
+    /// The model a run talks to: an HTTP client for `settings` whose retries are reported on
+    /// `events` (when given), wrapped so every request and reply lands in this journal.
+    ///
+    /// # Errors
+    ///
+    /// Settings the client cannot use (see [`LlmClient::new`]).
+    pub fn model(
+        &self,
+        settings: LlmSettings,
+        events: Option<&EventBus>,
+    ) -> Result<Arc<dyn ChatModel>, LlmError> {
+        let mut client = LlmClient::new(settings)?;
+        if let Some(events) = events {
+            client = client.with_events(events.clone());
+        }
+        Ok(Arc::new(JournaledModel::new(
+            Arc::new(client),
+            self.handle(),
+        )))
     }
 }
 

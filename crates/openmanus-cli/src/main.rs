@@ -16,14 +16,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use agent_core::{Agent, CancellationToken, Role, RunOutcome, RunStatus};
-use agent_llm::{ChatModel, LlmClient, LlmSettings};
+use agent_llm::LlmSettings;
 use agent_toolcall::{ToolCallAgent, ToolCallHooks};
 use agents::{AgentOptions, Snapshot, WorkspaceChanges};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
-use crate::journal::{Journal, JournaledModel};
+use crate::journal::Journal;
 use crate::render::Mode;
 
 /// Exit code of a run that finished.
@@ -372,12 +372,10 @@ async fn run_agent(
     let name = kind.name();
     let journal =
         Journal::create(&options.workspace, name).context("cannot create the run journal")?;
-    let client = LlmClient::new(llm).context("invalid model settings")?;
     let bus = agent_core::EventBus::new();
-    let model: Arc<dyn ChatModel> = Arc::new(JournaledModel::new(
-        Arc::new(client.with_events(bus.clone())),
-        journal.handle(),
-    ));
+    let model = journal
+        .model(llm, Some(&bus))
+        .context("invalid model settings")?;
     let code = match kind {
         AgentKind::Manus => {
             // Manus connects the MCP servers of mcp.json at once (OpenManus's Manus.create); a
@@ -695,12 +693,10 @@ async fn run_mcp(
     })?;
     let journal = Journal::create(&workspace, agent_mcp::MCP_AGENT_NAME)
         .context("cannot create the run journal")?;
-    let client = LlmClient::new(resolved.llm).context("invalid model settings")?;
     let bus = agent_core::EventBus::new();
-    let model: Arc<dyn ChatModel> = Arc::new(JournaledModel::new(
-        Arc::new(client.with_events(bus.clone())),
-        journal.handle(),
-    ));
+    let model = journal
+        .model(resolved.llm, Some(&bus))
+        .context("invalid model settings")?;
     let mut agent = agent_mcp::mcp_agent(model, clients);
     agent.base_mut().set_event_bus(bus);
     let code = session(

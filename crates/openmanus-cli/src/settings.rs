@@ -14,7 +14,7 @@ use agents::flow::{Flow, FlowEvent, FlowOptions, PlanningFlow};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::journal::{Journal, JournaledModel};
+use crate::journal::Journal;
 use crate::{AgentKind, GlobalArgs, note, say};
 
 /// What a run needs from the configuration.
@@ -184,15 +184,9 @@ pub async fn run_flow(
     // in the order they happened, interleaved with the flow's own.
     let bus = agent_core::EventBus::new();
     let model = |name: &str, events: Option<&agent_core::EventBus>| -> Result<Arc<dyn ChatModel>> {
-        let mut client = LlmClient::new(config.llm_for(name).clone())
-            .with_context(|| format!("invalid model settings for `{name}`"))?;
-        if let Some(events) = events {
-            client = client.with_events(events.clone());
-        }
-        Ok(Arc::new(JournaledModel::new(
-            Arc::new(client),
-            journal.handle(),
-        )))
+        journal
+            .model(config.llm_for(name).clone(), events)
+            .with_context(|| format!("invalid model settings for `{name}`"))
     };
     let mut manus = agents::manus(model(agents::MANUS, Some(&bus))?, &options);
     manus.base_mut().set_event_bus(bus.clone());
