@@ -33,13 +33,21 @@
 //! # }
 //! ```
 
+mod agent;
+mod context;
 mod error;
+pub mod extract;
 mod session;
 mod state;
 mod tool;
 
+pub use agent::{BROWSER_AGENT, BROWSER_SYSTEM_PROMPT, BrowserAgent, BrowserHooks, browser_agent};
+pub use context::{
+    BROWSER_NEXT_STEP_PROMPT, BrowserContextHelper, SCREENSHOT_MESSAGE, SCREENSHOT_REPLACED,
+    fill_prompt, recently_browsed,
+};
 pub use error::BrowserError;
-pub use session::{Browser, BrowserConfig, QUIET_FLAGS, Tab};
+pub use session::{Browser, BrowserConfig, Download, QUIET_FLAGS, Tab};
 pub use state::{BrowserState, InteractiveElement, STATE_HELP, ScrollInfo, TabInfo, current_state};
 pub use tool::{BROWSER_USE, BrowserAction, BrowserUseArgs, BrowserUseTool};
 

@@ -7,6 +7,11 @@ use std::time::Duration;
 use agent_tools::process::GroupRegistration;
 use chromiumoxide::Page;
 use chromiumoxide::browser::Browser as CdpBrowser;
+use chromiumoxide::cdp::browser_protocol::browser::{
+    DownloadProgressState, EventDownloadProgress, EventDownloadWillBegin,
+    SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::{CloseTargetParams, GetTargetInfoParams};
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::handler::viewport::Viewport;
 use futures::StreamExt;
@@ -49,6 +54,20 @@ pub struct BrowserConfig {
     pub launch_timeout: Duration,
     /// How long one browser action may take.
     pub action_timeout: Duration,
+    /// Attach to a running browser at this DevTools URL (`http://host:port` or `ws://...`)
+    /// instead of launching one (`[browser] cdp_url` / `wss_url`). Closing then closes only the
+    /// tabs this crate opened.
+    pub connect_url: Option<String>,
+    /// Turn off web security (`--disable-web-security`, CORS and same-origin checks).
+    pub disable_security: bool,
+    /// Send traffic through this proxy (`--proxy-server`).
+    pub proxy_server: Option<String>,
+    /// User name and password the proxy asks for; every tab answers its challenges with them.
+    pub proxy_credentials: Option<(String, String)>,
+    /// Where clicked downloads are saved; `None`: a `downloads` folder in the private profile.
+    pub downloads_dir: Option<PathBuf>,
+    /// How many characters of page markdown `extract_content` hands to the model (default 2000).
+    pub max_content_length: usize,
 }
 
 impl Default for BrowserConfig {
@@ -61,11 +80,44 @@ impl Default for BrowserConfig {
             viewport_height: 1100,
             launch_timeout: Duration::from_secs(30),
             action_timeout: Duration::from_secs(30),
+            connect_url: None,
+            disable_security: false,
+            proxy_server: None,
+            proxy_credentials: None,
+            downloads_dir: None,
+            max_content_length: 2000,
         }
     }
 }
 
 impl BrowserConfig {
+    /// The configuration `[browser]` asks for: `headless`, `disable_security`,
+    /// `extra_chromium_args`, `chrome_instance_path`, `cdp_url` (or else `wss_url`) to attach
+    /// to a running browser, `[browser.proxy]` and `max_content_length`; the rest keeps its
+    /// default.
+    #[must_use]
+    pub fn from_settings(settings: &agent_config::BrowserSettings) -> Self {
+        let proxy = settings.proxy.as_ref();
+        Self {
+            executable: settings.chrome_instance_path.clone(),
+            headless: settings.headless,
+            extra_args: settings.extra_chromium_args.clone(),
+            connect_url: settings
+                .cdp_url
+                .clone()
+                .or_else(|| settings.wss_url.clone()),
+            disable_security: settings.disable_security,
+            proxy_server: proxy.map(|p| p.server.clone()),
+            proxy_credentials: proxy.and_then(|p| {
+                p.username
+                    .clone()
+                    .map(|user| (user, p.password.clone().unwrap_or_default()))
+            }),
+            max_content_length: settings.max_content_length,
+            ..Self::default()
+        }
+    }
+
     /// The executable to launch: the configured one, or the first of `chromium`,
     /// `chromium-browser`, `google-chrome` found on `PATH`.
     ///
@@ -104,16 +156,78 @@ pub struct Tab {
     pub page: Page,
 }
 
-/// A running Chromium with a private temporary profile, in its own process group, and the tabs
-/// opened through it. [`Browser::close`] (or dropping it) ends the whole process group.
+/// A file a click downloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Download {
+    /// Where it was saved.
+    pub path: PathBuf,
+    /// The URL it came from.
+    pub url: String,
+}
+
+/// What the download listener has seen: downloads begun (guid → suggested name and URL) and
+/// finished (guid → outcome).
+#[derive(Debug, Default)]
+struct DownloadLog {
+    begun: Vec<(String, String, String)>,
+    finished: std::collections::HashMap<String, bool>,
+}
+
+#[derive(Debug, Default)]
+struct Downloads {
+    log: std::sync::Mutex<DownloadLog>,
+    changed: tokio::sync::Notify,
+}
+
+impl Downloads {
+    fn begun_count(&self) -> usize {
+        self.log
+            .lock()
+            .map(|log| log.begun.len())
+            .unwrap_or_default()
+    }
+
+    fn begun_after(&self, count: usize) -> Vec<(String, String, String)> {
+        self.log
+            .lock()
+            .map(|log| log.begun.iter().skip(count).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn finished(&self, guid: &str) -> Option<bool> {
+        self.log
+            .lock()
+            .ok()
+            .and_then(|log| log.finished.get(guid).copied())
+    }
+}
+
+/// How this crate reaches Chromium: a process it launched, or a browser it attached to.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // One per browser; boxing the child buys nothing.
+enum Process {
+    Launched {
+        child: Child,
+        pgid: Option<i32>,
+        _registration: Option<GroupRegistration>,
+        profile: Option<tempfile::TempDir>,
+    },
+    Attached,
+}
+
+/// A Chromium with a private temporary profile, in its own process group (or a running browser
+/// attached over `connect_url`), and the tabs opened through it. [`Browser::close`] (or
+/// dropping it) ends the whole process group of a launched browser; an attached browser keeps
+/// running and only loses the tabs this crate opened.
 #[derive(Debug)]
 pub struct Browser {
     cdp: CdpBrowser,
     handler: JoinHandle<()>,
-    child: Child,
-    pgid: Option<i32>,
-    registration: Option<GroupRegistration>,
-    profile: Option<tempfile::TempDir>,
+    listener: Option<JoinHandle<()>>,
+    process: Process,
+    downloads: std::sync::Arc<Downloads>,
+    downloads_dir: PathBuf,
+    proxy_credentials: Option<(String, String)>,
     tabs: Vec<Tab>,
     current: usize,
     next_tab_id: usize,
@@ -122,63 +236,18 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// Launches Chromium per `config` and opens one blank tab.
+    /// Launches Chromium per `config` (or attaches to `config.connect_url`) and opens one blank
+    /// tab.
     ///
     /// # Errors
     ///
     /// [`BrowserError::ChromiumNotFound`], [`BrowserError::Launch`], [`BrowserError::Startup`],
     /// [`BrowserError::Cdp`].
     pub async fn launch(config: &BrowserConfig) -> Result<Self, BrowserError> {
-        let executable = config.resolve_executable()?;
-        let profile = tempfile::Builder::new()
-            .prefix("openmanus-chromium-")
-            .tempdir()
-            .map_err(|source| BrowserError::Launch {
-                path: executable.clone(),
-                source,
-            })?;
-        let mut command = Command::new(&executable);
-        command
-            .args(QUIET_FLAGS)
-            .arg("--remote-debugging-port=0")
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg(format!(
-                "--window-size={},{}",
-                config.viewport_width, config.viewport_height
-            ));
-        if config.headless {
-            command.arg("--headless");
-        }
-        command
-            .args(&config.extra_args)
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| BrowserError::Launch {
-            path: executable.clone(),
-            source,
-        })?;
-        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-        let registration = pgid.map(GroupRegistration::new);
-        let mut browser_parts = (pgid, registration, profile);
-        let ws_url =
-            match tokio::time::timeout(config.launch_timeout, devtools_url(&mut child)).await {
-                Ok(Ok(url)) => url,
-                Ok(Err(e)) => {
-                    kill_group(browser_parts.0, &mut child).await;
-                    return Err(e);
-                }
-                Err(_) => {
-                    kill_group(browser_parts.0, &mut child).await;
-                    return Err(BrowserError::Startup(format!(
-                        "no DevTools address within {} s",
-                        config.launch_timeout.as_secs_f64()
-                    )));
-                }
-            };
+        let (ws_url, mut process) = match &config.connect_url {
+            Some(url) => (url.clone(), Process::Attached),
+            None => start_chromium(config).await?,
+        };
         let handler_config = HandlerConfig {
             viewport: Some(Viewport {
                 width: config.viewport_width,
@@ -188,12 +257,28 @@ impl Browser {
             request_timeout: config.action_timeout,
             ..HandlerConfig::default()
         };
-        let (cdp, mut handler) = match CdpBrowser::connect_with_config(ws_url, handler_config).await
-        {
-            Ok(pair) => pair,
-            Err(e) => {
-                kill_group(browser_parts.0, &mut child).await;
-                return Err(e.into());
+        let connected = tokio::time::timeout(
+            config.launch_timeout,
+            CdpBrowser::connect_with_config(ws_url.clone(), handler_config),
+        )
+        .await;
+        let (cdp, mut handler) = match connected {
+            Ok(Ok(pair)) => pair,
+            Ok(Err(e)) => {
+                end_process(&mut process).await;
+                return Err(match process {
+                    Process::Attached => BrowserError::Startup(format!(
+                        "cannot attach to the browser at {ws_url}: {e}"
+                    )),
+                    Process::Launched { .. } => e.into(),
+                });
+            }
+            Err(_) => {
+                end_process(&mut process).await;
+                return Err(BrowserError::Startup(format!(
+                    "no DevTools connection to {ws_url} within {} s",
+                    config.launch_timeout.as_secs_f64()
+                )));
             }
         };
         let handler = tokio::spawn(async move {
@@ -203,38 +288,172 @@ impl Browser {
                 }
             }
         });
+        let downloads_dir = match (&config.downloads_dir, &process) {
+            (Some(dir), _) => dir.clone(),
+            (
+                None,
+                Process::Launched {
+                    profile: Some(profile),
+                    ..
+                },
+            ) => profile.path().join("downloads"),
+            (None, _) => std::env::temp_dir().join("openmanus-downloads"),
+        };
         let mut browser = Self {
             cdp,
             handler,
-            child,
-            pgid: browser_parts.0.take(),
-            registration: browser_parts.1.take(),
-            profile: Some(browser_parts.2),
+            listener: None,
+            process,
+            downloads: std::sync::Arc::default(),
+            downloads_dir,
+            proxy_credentials: config.proxy_credentials.clone(),
             tabs: Vec::new(),
             current: 0,
             next_tab_id: 0,
             viewport: (config.viewport_width, config.viewport_height),
             closed: false,
         };
+        if let Err(e) = browser.watch_downloads().await {
+            warn!(error = %e, "downloads are not reported");
+        }
         browser.open_tab("about:blank").await?;
         Ok(browser)
     }
 
-    /// The process id of Chromium's main process (also its process group id).
+    /// Saves downloads under `downloads_dir` (named by their guid, renamed when they finish)
+    /// and records them for [`Browser::wait_for_downloads`].
+    async fn watch_downloads(&mut self) -> Result<(), BrowserError> {
+        std::fs::create_dir_all(&self.downloads_dir).map_err(|e| {
+            BrowserError::Script(format!(
+                "cannot create the downloads folder {}: {e}",
+                self.downloads_dir.display()
+            ))
+        })?;
+        let mut begin = self.cdp.event_listener::<EventDownloadWillBegin>().await?;
+        let mut progress = self.cdp.event_listener::<EventDownloadProgress>().await?;
+        self.cdp
+            .execute(
+                SetDownloadBehaviorParams::builder()
+                    .behavior(SetDownloadBehaviorBehavior::AllowAndName)
+                    .download_path(self.downloads_dir.display().to_string())
+                    .events_enabled(true)
+                    .build()
+                    .map_err(BrowserError::Script)?,
+            )
+            .await?;
+        let downloads = std::sync::Arc::clone(&self.downloads);
+        self.listener = Some(tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    Some(event) = begin.next() => {
+                        if let Ok(mut log) = downloads.log.lock() {
+                            log.begun.push((
+                                event.guid.clone(),
+                                event.suggested_filename.clone(),
+                                event.url.clone(),
+                            ));
+                        }
+                        downloads.changed.notify_waiters();
+                    }
+                    Some(event) = progress.next() => {
+                        let done = match event.state {
+                            DownloadProgressState::Completed => Some(true),
+                            DownloadProgressState::Canceled => Some(false),
+                            DownloadProgressState::InProgress => None,
+                        };
+                        if let Some(done) = done {
+                            if let Ok(mut log) = downloads.log.lock() {
+                                log.finished.insert(event.guid.clone(), done);
+                            }
+                            downloads.changed.notify_waiters();
+                        }
+                    }
+                    else => break,
+                }
+            }
+        }));
+        Ok(())
+    }
+
+    /// The number of downloads begun so far; pass it to [`Browser::wait_for_downloads`].
+    #[must_use]
+    pub fn download_mark(&self) -> usize {
+        self.downloads.begun_count()
+    }
+
+    /// The downloads begun after `mark`: waits up to `grace` for one to begin, then for each to
+    /// finish (the caller's timeout bounds this), and moves each to its suggested name in the
+    /// downloads folder, never over an existing file. Cancelled downloads are left out.
+    pub async fn wait_for_downloads(&self, mark: usize, grace: Duration) -> Vec<Download> {
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let changed = self.downloads.changed.notified();
+            if self.downloads.begun_count() > mark
+                || tokio::time::timeout_at(deadline, changed).await.is_err()
+            {
+                break;
+            }
+        }
+        let mut saved = Vec::new();
+        for (guid, suggested, url) in self.downloads.begun_after(mark) {
+            let finished = loop {
+                let changed = self.downloads.changed.notified();
+                if let Some(done) = self.downloads.finished(&guid) {
+                    break done;
+                }
+                changed.await;
+            };
+            if !finished {
+                continue;
+            }
+            let from = self.downloads_dir.join(&guid);
+            let to = unique_path(&self.downloads_dir, &suggested);
+            match std::fs::rename(&from, &to) {
+                Ok(()) => saved.push(Download { path: to, url }),
+                Err(e) => {
+                    warn!(error = %e, file = %from.display(), "could not name a download");
+                    saved.push(Download { path: from, url });
+                }
+            }
+        }
+        saved
+    }
+
+    /// The folder downloads are saved in.
+    #[must_use]
+    pub fn downloads_dir(&self) -> &Path {
+        &self.downloads_dir
+    }
+
+    /// The process id of Chromium's main process (also its process group id); `None` for an
+    /// attached browser.
     #[must_use]
     pub fn pid(&self) -> Option<i32> {
-        self.pgid
+        match &self.process {
+            Process::Launched { pgid, .. } => *pgid,
+            Process::Attached => None,
+        }
     }
 
-    /// The private profile directory (removed on close).
+    /// The private profile directory of a launched browser (removed on close).
     #[must_use]
     pub fn profile_dir(&self) -> Option<&Path> {
-        self.profile.as_ref().map(tempfile::TempDir::path)
+        match &self.process {
+            Process::Launched { profile, .. } => profile.as_ref().map(tempfile::TempDir::path),
+            Process::Attached => None,
+        }
     }
 
-    /// Whether the Chromium process is still running.
+    /// Whether the browser is still there: the DevTools connection is open and, for a
+    /// launched browser, the process runs.
     pub fn is_alive(&mut self) -> bool {
-        !self.closed && matches!(self.child.try_wait(), Ok(None))
+        if self.closed || self.handler.is_finished() {
+            return false;
+        }
+        match &mut self.process {
+            Process::Launched { child, .. } => matches!(child.try_wait(), Ok(None)),
+            Process::Attached => true,
+        }
     }
 
     /// The viewport size (width, height) in CSS pixels.
@@ -273,7 +492,7 @@ impl Browser {
     ///
     /// [`BrowserError::Cdp`] when the tab cannot be created or the page fails to load.
     pub async fn open_tab(&mut self, url: &str) -> Result<&Page, BrowserError> {
-        let page = self.cdp.new_page("about:blank").await?;
+        let page = self.new_page().await?;
         let id = self.next_tab_id;
         self.next_tab_id += 1;
         self.tabs.push(Tab { id, page });
@@ -283,6 +502,46 @@ impl Browser {
             page.goto(url).await?;
         }
         Ok(page)
+    }
+
+    /// Takes in the pages our tabs opened since the last call (a link with `target=_blank`,
+    /// `window.open`): each gets a tab id, and the last one becomes current.
+    /// Returns the ids of the new tabs.
+    ///
+    /// # Errors
+    ///
+    /// [`BrowserError::Cdp`].
+    pub async fn adopt_new_pages(&mut self) -> Result<Vec<usize>, BrowserError> {
+        let mut adopted = Vec::new();
+        for page in self.cdp.pages().await? {
+            if self
+                .tabs
+                .iter()
+                .any(|tab| tab.page.target_id() == page.target_id())
+            {
+                continue;
+            }
+            // Only pages one of our tabs opened: not the window Chromium starts with, nor the
+            // other pages of a browser we attached to.
+            let Ok(info) = page.execute(GetTargetInfoParams::default()).await else {
+                continue;
+            };
+            let info = info.result.target_info;
+            let opened_by_us = info
+                .opener_id
+                .as_ref()
+                .is_some_and(|opener| self.tabs.iter().any(|tab| tab.page.target_id() == opener));
+            if info.r#type != "page" || !opened_by_us {
+                continue;
+            }
+            self.authenticate(&page).await?;
+            let id = self.next_tab_id;
+            self.next_tab_id += 1;
+            self.tabs.push(Tab { id, page });
+            self.current = self.tabs.len() - 1;
+            adopted.push(id);
+        }
+        Ok(adopted)
     }
 
     /// Makes the tab `id` current and brings it to the front.
@@ -310,7 +569,7 @@ impl Browser {
     pub async fn close_tab(&mut self) -> Result<(), BrowserError> {
         if self.current < self.tabs.len() {
             let tab = self.tabs.remove(self.current);
-            tab.page.close().await?;
+            self.close_target(&tab.page).await;
         }
         if self.tabs.is_empty() {
             self.open_tab("about:blank").await?;
@@ -321,27 +580,78 @@ impl Browser {
         Ok(())
     }
 
-    /// Closes the browser: asks Chromium to quit, then ends its process group and removes the
-    /// profile. Calling it again does nothing.
+    /// Replaces the current tab by a blank one with the same id, for a tab whose page no longer
+    /// answers (a navigation that never finishes, a script in an endless loop). The old page is
+    /// closed through the browser, which does not wait for the page itself.
+    ///
+    /// # Errors
+    ///
+    /// [`BrowserError::Cdp`] when the new tab cannot be created.
+    pub async fn reset_current_tab(&mut self) -> Result<(), BrowserError> {
+        let Some(tab) = self.tabs.get(self.current).cloned() else {
+            return Err(BrowserError::Closed);
+        };
+        self.close_target(&tab.page).await;
+        let page = self.new_page().await?;
+        if let Some(slot) = self.tabs.get_mut(self.current) {
+            slot.page = page;
+        }
+        Ok(())
+    }
+
+    /// A blank page, set up to answer proxy challenges.
+    async fn new_page(&self) -> Result<Page, BrowserError> {
+        let page = self.cdp.new_page("about:blank").await?;
+        self.authenticate(&page).await?;
+        Ok(page)
+    }
+
+    async fn authenticate(&self, page: &Page) -> Result<(), BrowserError> {
+        if let Some((username, password)) = &self.proxy_credentials {
+            page.authenticate(chromiumoxide::auth::Credentials {
+                username: username.clone(),
+                password: password.clone(),
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// `Target.closeTarget` through the browser connection, bounded to two seconds.
+    async fn close_target(&self, page: &Page) {
+        let close = self
+            .cdp
+            .execute(CloseTargetParams::new(page.target_id().clone()));
+        match tokio::time::timeout(Duration::from_secs(2), close).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => debug!(error = %e, "Target.closeTarget failed"),
+            Err(_) => debug!("Target.closeTarget timed out"),
+        }
+    }
+
+    /// Closes the browser. A launched browser is asked to quit, then its process group is ended
+    /// and its profile removed; an attached browser only loses the tabs this crate opened.
+    /// Calling it again does nothing.
     pub async fn close(&mut self) {
         if self.closed {
             return;
         }
         self.closed = true;
-        self.tabs.clear();
-        if tokio::time::timeout(Duration::from_secs(2), self.cdp.close())
+        let tabs = std::mem::take(&mut self.tabs);
+        if let Process::Attached = self.process {
+            for tab in &tabs {
+                self.close_target(&tab.page).await;
+            }
+        } else if tokio::time::timeout(Duration::from_secs(2), self.cdp.close())
             .await
             .is_err()
         {
             debug!("Browser.close timed out");
         }
-        kill_group(self.pgid, &mut self.child).await;
+        end_process(&mut self.process).await;
         self.handler.abort();
-        self.registration = None;
-        if let Some(profile) = self.profile.take()
-            && let Err(e) = profile.close()
-        {
-            debug!(error = %e, "could not remove the Chromium profile");
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
         }
     }
 }
@@ -349,10 +659,125 @@ impl Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         if !self.closed {
-            if let Some(pgid) = self.pgid {
+            if let Some(pgid) = self.pid() {
                 let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
             }
             self.handler.abort();
+            if let Some(listener) = self.listener.take() {
+                listener.abort();
+            }
+        }
+    }
+}
+
+/// `dir/name`, or `dir/stem (n).ext` with the first free `n`; the name is reduced to its last
+/// path component so a download cannot name a file outside `dir`.
+fn unique_path(dir: &Path, name: &str) -> PathBuf {
+    let name = Path::new(name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty() && n != "..")
+        .unwrap_or_else(|| "download".to_owned());
+    let first = dir.join(&name);
+    if !first.exists() {
+        return first;
+    }
+    let path = Path::new(&name);
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let extension = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    (1..)
+        .map(|n| dir.join(format!("{stem} ({n}){extension}")))
+        .find(|candidate| !candidate.exists())
+        .unwrap_or(first)
+}
+
+/// Starts Chromium per `config`, in its own process group with a private profile, and returns
+/// its DevTools WebSocket URL.
+async fn start_chromium(config: &BrowserConfig) -> Result<(String, Process), BrowserError> {
+    let executable = config.resolve_executable()?;
+    let profile = tempfile::Builder::new()
+        .prefix("openmanus-chromium-")
+        .tempdir()
+        .map_err(|source| BrowserError::Launch {
+            path: executable.clone(),
+            source,
+        })?;
+    let mut command = Command::new(&executable);
+    command
+        .args(QUIET_FLAGS)
+        .arg("--remote-debugging-port=0")
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!(
+            "--window-size={},{}",
+            config.viewport_width, config.viewport_height
+        ));
+    if config.headless {
+        command.arg("--headless");
+    }
+    if config.disable_security {
+        command.arg("--disable-web-security");
+    }
+    if let Some(proxy) = &config.proxy_server {
+        command.arg(format!("--proxy-server={proxy}"));
+    }
+    command
+        .args(&config.extra_args)
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|source| BrowserError::Launch {
+        path: executable.clone(),
+        source,
+    })?;
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let registration = pgid.map(GroupRegistration::new);
+    let url = tokio::time::timeout(config.launch_timeout, devtools_url(&mut child)).await;
+    let mut process = Process::Launched {
+        child,
+        pgid,
+        _registration: registration,
+        profile: Some(profile),
+    };
+    match url {
+        Ok(Ok(url)) => Ok((url, process)),
+        Ok(Err(e)) => {
+            end_process(&mut process).await;
+            Err(e)
+        }
+        Err(_) => {
+            end_process(&mut process).await;
+            Err(BrowserError::Startup(format!(
+                "no DevTools address within {} s",
+                config.launch_timeout.as_secs_f64()
+            )))
+        }
+    }
+}
+
+/// Ends a launched browser's process group and removes its profile; nothing for an attached
+/// browser.
+async fn end_process(process: &mut Process) {
+    if let Process::Launched {
+        child,
+        pgid,
+        profile,
+        ..
+    } = process
+    {
+        kill_group(*pgid, child).await;
+        if let Some(profile) = profile.take()
+            && let Err(e) = profile.close()
+        {
+            debug!(error = %e, "could not remove the Chromium profile");
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_llm::ChatModel;
 use agent_tools::{Tool, ToolContext, ToolError, ToolResult, WebSearch, WebSearchArgs};
 use async_trait::async_trait;
 use chromiumoxide::Page;
@@ -10,7 +11,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, InsertTextParams,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams, StopLoadingParams,
+    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams,
 };
 use chromiumoxide::layout::Point;
 use schemars::JsonSchema;
@@ -166,6 +167,7 @@ pub struct BrowserUseTool {
     config: BrowserConfig,
     session: Mutex<Option<Browser>>,
     web_search: Option<Arc<WebSearch>>,
+    llm: Option<Arc<dyn ChatModel>>,
 }
 
 impl std::fmt::Debug for BrowserUseTool {
@@ -196,7 +198,16 @@ impl BrowserUseTool {
             config,
             session: Mutex::new(None),
             web_search: None,
+            llm: None,
         }
+    }
+
+    /// Uses `llm` for the `extract_content` action (OpenManus gives the tool its own `LLM()`;
+    /// the agents here pass their own model).
+    #[must_use]
+    pub fn with_llm(mut self, llm: Arc<dyn ChatModel>) -> Self {
+        self.llm = Some(llm);
+        self
     }
 
     /// Uses `search` for the `web_search` action.
@@ -204,6 +215,12 @@ impl BrowserUseTool {
     pub fn with_web_search(mut self, search: Arc<WebSearch>) -> Self {
         self.web_search = Some(search);
         self
+    }
+
+    /// Whether a model for `extract_content` is set.
+    #[must_use]
+    pub fn has_llm(&self) -> bool {
+        self.llm.is_some()
     }
 
     /// The configuration.
@@ -293,23 +310,31 @@ impl BrowserUseTool {
             (BrowserAction::Wait, None) => self.config.action_timeout + Duration::from_secs(3),
             _ => self.config.action_timeout,
         };
-        let work = perform(browser, &args, self.web_search.as_deref(), ctx);
+        let extras = Extras {
+            web_search: self.web_search.as_deref(),
+            llm: self.llm.as_deref(),
+            max_content_length: self.config.max_content_length,
+        };
+        let work = perform(browser, &args, &extras, ctx);
         Ok(match tokio::time::timeout(timeout, work).await {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => failed(&e),
             Err(_) => {
-                // Stop a navigation that did not finish, so the next action is not queued
-                // behind it.
-                if let Ok(page) = browser.current_page() {
-                    let stop = page.execute(StopLoadingParams::default());
-                    if tokio::time::timeout(Duration::from_secs(2), stop)
-                        .await
-                        .is_err()
-                    {
-                        debug!("Page.stopLoading timed out");
+                // A page that did not answer in time (a navigation that never finishes, a
+                // script that never returns) would hold every later command sent to it, so
+                // the tab is replaced by a blank one under the same id.
+                let reset = match browser.reset_current_tab().await {
+                    Ok(()) => "; the tab was reset to a blank page",
+                    Err(e) => {
+                        debug!(error = %e, "could not reset the tab");
+                        ""
                     }
-                }
-                failed(&BrowserError::Timeout(timeout))
+                };
+                ToolResult::failure(format!(
+                    "Browser action '{}' failed: {}{reset}",
+                    action.name(),
+                    BrowserError::Timeout(timeout)
+                ))
             }
         })
     }
@@ -369,11 +394,21 @@ struct DropdownOption {
     index: usize,
 }
 
+/// What some actions need besides the browser.
+struct Extras<'a> {
+    web_search: Option<&'a WebSearch>,
+    llm: Option<&'a dyn ChatModel>,
+    max_content_length: usize,
+}
+
+/// How long a click waits for a download to begin before it counts as a plain click.
+const DOWNLOAD_GRACE: Duration = Duration::from_millis(400);
+
 /// Runs one action whose parameters were checked.
 async fn perform(
     browser: &mut Browser,
     args: &BrowserUseArgs,
-    web_search: Option<&WebSearch>,
+    extras: &Extras<'_>,
     ctx: &ToolContext,
 ) -> Result<ToolResult, BrowserError> {
     let text = args.text.clone().unwrap_or_default();
@@ -417,11 +452,23 @@ async fn perform(
                     "Element with index {index} not found"
                 )));
             };
+            let mark = browser.download_mark();
             page.click(Point::new(center.x, center.y)).await?;
             settle(page).await;
-            Ok(ToolResult::success(format!(
-                "Clicked element at index {index}"
-            )))
+            let mut output = format!("Clicked element at index {index}");
+            for download in browser.wait_for_downloads(mark, DOWNLOAD_GRACE).await {
+                output.push_str(&format!(
+                    " - Downloaded file to {}",
+                    download.path.display()
+                ));
+            }
+            for id in browser.adopt_new_pages().await? {
+                if let Ok(page) = browser.current_page() {
+                    settle(page).await;
+                }
+                output.push_str(&format!(" - Opened new tab {id}"));
+            }
+            Ok(ToolResult::success(output))
         }
         BrowserAction::InputText => {
             let page = browser.current_page()?;
@@ -563,7 +610,7 @@ async fn perform(
             }
         }
         BrowserAction::WebSearch => {
-            let Some(search) = web_search else {
+            let Some(search) = extras.web_search else {
                 return Err(BrowserError::Script(
                     "no web search is configured for browser_use".to_owned(),
                 ));
@@ -589,9 +636,18 @@ async fn perform(
             tokio::time::sleep(Duration::from_secs(seconds)).await;
             Ok(ToolResult::success(format!("Waited for {seconds} seconds")))
         }
-        BrowserAction::ExtractContent => Err(BrowserError::Script(
-            "extract_content is not implemented yet in this build".to_owned(),
-        )),
+        BrowserAction::ExtractContent => {
+            let Some(llm) = extras.llm else {
+                return Err(BrowserError::Script(
+                    "no model is configured for extract_content".to_owned(),
+                ));
+            };
+            let goal = args.goal.clone().unwrap_or_default();
+            let page = browser.current_page()?;
+            let html = page.content().await?;
+            let markdown = crate::extract::page_markdown(&html, extras.max_content_length);
+            crate::extract::extract(llm, &goal, &markdown).await
+        }
         BrowserAction::SwitchTab => {
             let id = args.tab_id.unwrap_or_default();
             browser.switch_tab(id).await?;
@@ -612,7 +668,7 @@ async fn perform(
 }
 
 /// Python's `repr` of a string.
-fn py_str(s: &str) -> String {
+pub(crate) fn py_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use axum::body::Body;
 use axum::response::{Html, Response};
 use axum::routing::get;
 use base64::Engine as _;
+use common::{PROFILE_MARK, processes_with};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
@@ -82,37 +85,6 @@ async fn state_json(tool: &BrowserUseTool) -> (Value, ToolResult) {
     assert!(state.error.is_none(), "{state:?}");
     let json: Value = serde_json::from_str(state.output.as_deref().unwrap()).unwrap();
     (json, state)
-}
-
-/// Processes whose command line mentions `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
-            && String::from_utf8_lossy(&cmdline).contains(needle)
-        {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-async fn assert_no_chromium_left(pid: i32) {
-    let needle = "openmanus-chromium-";
-    for _ in 0..100 {
-        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
-            && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| !s.contains(") Z "))
-                .unwrap_or(false);
-        if !alive && processes_with(needle).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("Chromium processes remain: {:?}", processes_with(needle));
 }
 
 #[tokio::test]
@@ -263,7 +235,7 @@ async fn navigate_index_click_input_select_and_state() {
     tool.cleanup().await.unwrap();
     tool.cleanup().await.unwrap();
     assert!(tool.browser_pid().await.is_none());
-    assert_no_chromium_left(pid).await;
+    common::assert_no_chromium_left(Some(pid)).await;
 }
 
 #[tokio::test]
@@ -335,7 +307,7 @@ async fn scrolling_reports_pixels_above_and_below() {
     );
 
     tool.cleanup().await.unwrap();
-    assert_no_chromium_left(pid).await;
+    common::assert_no_chromium_left(Some(pid)).await;
 }
 
 #[tokio::test]
@@ -444,7 +416,7 @@ async fn a_page_that_never_loads_times_out_as_an_error_result() {
     );
     let pid = tool.browser_pid().await.unwrap();
     tool.cleanup().await.unwrap();
-    assert_no_chromium_left(pid).await;
+    common::assert_no_chromium_left(Some(pid)).await;
 }
 
 #[tokio::test]
@@ -459,7 +431,7 @@ async fn dropping_the_tool_kills_chromium() {
     .await;
     let pid = tool.browser_pid().await.unwrap();
     drop(tool);
-    assert_no_chromium_left(pid).await;
+    common::assert_no_chromium_left(Some(pid)).await;
 }
 
 #[tokio::test]
@@ -496,14 +468,6 @@ async fn a_tool_call_agent_drives_the_browser() {
         "{observations:#?}"
     );
     // The run's end cleaned the tool up: no Chromium is left.
-    for _ in 0..100 {
-        if processes_with("openmanus-chromium-").is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "Chromium left after the run: {:?}",
-        processes_with("openmanus-chromium-")
-    );
+    common::assert_no_chromium_left(None).await;
+    assert!(processes_with(PROFILE_MARK).is_empty());
 }

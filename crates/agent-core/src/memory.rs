@@ -194,6 +194,13 @@ impl Memory {
         &self.messages
     }
 
+    /// The messages, to change in place (for example to replace an old screenshot by a short
+    /// text). Messages cannot be added or removed this way; keep roles and tool-call ids as
+    /// they are, or the tool calls and their answers no longer pair.
+    pub fn messages_mut(&mut self) -> &mut [Message] {
+        &mut self.messages
+    }
+
     /// The last `n` messages (`n = 0` gives none; OpenManus's `[-0:]` slice quirk, which returned
     /// the whole list, is not kept).
     #[must_use]

@@ -516,6 +516,10 @@ impl ChatModel for LlmClient {
     fn model_name(&self) -> &str {
         &self.settings.model
     }
+
+    fn supports_images(&self) -> bool {
+        self.profile.vision
+    }
 }
 
 #[cfg(test)]

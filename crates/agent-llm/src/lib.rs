@@ -65,6 +65,12 @@ pub trait ChatModel: Send + Sync {
         "unknown"
     }
 
+    /// Whether the model reads images on user messages (default: no). Agents use it to decide
+    /// whether a screenshot is worth sending.
+    fn supports_images(&self) -> bool {
+        false
+    }
+
     /// OpenManus's `ask`: a text-only completion, returned trimmed.
     ///
     /// # Errors

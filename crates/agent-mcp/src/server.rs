@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agent_tools::{Bash, StrReplaceEditor, Terminate, ToolCollection, ToolContext};
+use agent_tools::{Bash, StrReplaceEditor, Terminate, Tool, ToolCollection, ToolContext};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -47,8 +47,16 @@ impl McpToolServer {
     /// lifetime), `str_replace_editor` and `terminate`.
     #[must_use]
     pub fn openmanus() -> Self {
+        Self::openmanus_with(Vec::new())
+    }
+
+    /// OpenManus's server with more tools after `bash`, in OpenManus's order: `bash`, `extra`
+    /// (the `openmanus` binary passes `browser_use`), `str_replace_editor`, `terminate`.
+    #[must_use]
+    pub fn openmanus_with(extra: Vec<Arc<dyn Tool>>) -> Self {
         let mut tools = ToolCollection::new();
         tools.add_tool(Bash::new());
+        tools.add_tools(extra);
         tools.add_tool(StrReplaceEditor::new());
         tools.add_tool(Terminate);
         Self::new(SERVER_NAME, tools)

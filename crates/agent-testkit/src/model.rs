@@ -75,6 +75,7 @@ pub struct ScriptedModel {
     requests: Mutex<Vec<ChatRequest>>,
     received: watch::Sender<usize>,
     strict: bool,
+    images: bool,
 }
 
 impl Default for ScriptedModel {
@@ -92,7 +93,15 @@ impl ScriptedModel {
             requests: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
             strict: true,
+            images: false,
         }
+    }
+
+    /// Makes the model report that it reads images ([`ChatModel::supports_images`]).
+    #[must_use]
+    pub fn with_images(mut self, images: bool) -> Self {
+        self.images = images;
+        self
     }
 
     /// A script that does not validate requests (to observe what a broken agent would send).
@@ -214,6 +223,10 @@ impl ChatModel for ScriptedModel {
 
     fn model_name(&self) -> &str {
         "scripted"
+    }
+
+    fn supports_images(&self) -> bool {
+        self.images
     }
 }
 

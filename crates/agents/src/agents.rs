@@ -4,12 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_browser::{BrowserConfig, BrowserContextHelper, BrowserUseTool};
 use agent_llm::ChatModel;
 use agent_sandbox::{LocalSandbox, SandboxFileOperator};
-use agent_toolcall::{Policies, ToolCallAgent};
+use agent_toolcall::{Policies, ToolCallAgent, ToolCallHooks};
 use agent_tools::{
     AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, Terminate,
-    ToolCollection,
+    ToolCollection, WebSearch,
 };
 
 use crate::manus::{Manus, ManusHooks};
@@ -47,6 +48,12 @@ pub struct AgentOptions {
     /// [`LocalSandboxOptions::mirrored`](agent_sandbox::LocalSandboxOptions::mirrored) over
     /// `workspace`, so that paths are the same inside the sandbox and in the prompts.
     pub sandbox: Option<Arc<LocalSandbox>>,
+    /// How Manus's `browser_use` starts or reaches Chromium (`[browser]`); the browser is
+    /// launched at the first browser action, not before.
+    pub browser: BrowserConfig,
+    /// The search `browser_use`'s `web_search` action runs (`[search]`); `None`: that action
+    /// reports that no search is configured.
+    pub web_search: Option<Arc<WebSearch>>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -57,6 +64,7 @@ impl std::fmt::Debug for AgentOptions {
             .field("max_observe", &self.max_observe)
             .field("policies", &self.policies)
             .field("sandbox", &self.sandbox.as_ref().map(|s| s.workspace()))
+            .field("browser", &self.browser)
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +82,8 @@ impl AgentOptions {
             python_timeout: None,
             bash_timeout: None,
             sandbox: None,
+            browser: BrowserConfig::default(),
+            web_search: None,
         }
     }
 
@@ -127,7 +137,19 @@ impl AgentOptions {
         }
     }
 
-    fn apply(&self, mut agent: ToolCallAgent) -> ToolCallAgent {
+    /// `browser_use` per [`AgentOptions::browser`], using `llm` for `extract_content`.
+    fn browser(&self, llm: &Arc<dyn ChatModel>) -> Arc<BrowserUseTool> {
+        let mut tool = BrowserUseTool::with_config(self.browser.clone()).with_llm(Arc::clone(llm));
+        if let Some(search) = &self.web_search {
+            tool = tool.with_web_search(Arc::clone(search));
+        }
+        Arc::new(tool)
+    }
+
+    /// Applies the step budget, observation limit and policies of these options to `agent`
+    /// (for agents built outside this crate, such as the browser agent).
+    #[must_use]
+    pub fn apply<H: ToolCallHooks>(&self, mut agent: ToolCallAgent<H>) -> ToolCallAgent<H> {
         if let Some(max_steps) = self.max_steps {
             agent = agent.with_max_steps(max_steps);
         }
@@ -148,28 +170,38 @@ impl HumanInput for SharedInput {
     }
 }
 
-/// Manus's own tools: `python_execute`, `str_replace_editor`, `ask_human` and `terminate`.
-pub(crate) fn manus_tools(options: &AgentOptions) -> ToolCollection {
+/// Manus's own tools, in OpenManus's order: `python_execute`, `browser_use`,
+/// `str_replace_editor`, `ask_human` and `terminate`; and the browser tool itself, for the
+/// browser context.
+fn manus_tools(
+    options: &AgentOptions,
+    llm: &Arc<dyn ChatModel>,
+) -> (ToolCollection, Arc<BrowserUseTool>) {
+    let browser = options.browser(llm);
     let mut tools = ToolCollection::new();
     tools.add_tool(options.python());
+    tools.add_shared(browser.clone());
     tools.add_tool(options.editor());
     tools.add_tool(options.ask_human());
     tools.add_tool(Terminate);
-    tools
+    (tools, browser)
 }
 
-/// Manus over `tools` with `hooks`.
+/// Manus with its own tools, the tools `hooks` already has from MCP servers, and the browser
+/// context.
 pub(crate) fn build_manus(
     llm: Arc<dyn ChatModel>,
     options: &AgentOptions,
-    tools: ToolCollection,
-    hooks: ManusHooks,
+    mut hooks: ManusHooks,
 ) -> Manus {
+    let (mut tools, browser) = manus_tools(options, &llm);
+    hooks.set_browser(BrowserContextHelper::new(browser));
+    hooks.sync(&mut tools);
     let agent = ToolCallAgent::new(llm)
         .with_name(MANUS)
         .with_description(
-            "A versatile agent that solves many kinds of tasks with tools: code, files, and \
-             questions to the user.",
+            "A versatile agent that solves many kinds of tasks with tools: code, files, the \
+             web, and questions to the user.",
         )
         .with_system_prompt(with_directory(MANUS_SYSTEM_PROMPT, &options.workspace))
         .with_next_step_prompt(MANUS_NEXT_STEP_PROMPT)
@@ -179,13 +211,14 @@ pub(crate) fn build_manus(
     options.apply(agent).with_hooks(hooks)
 }
 
-/// Manus, the general-purpose agent, without MCP servers: `python_execute`,
-/// `str_replace_editor`, `ask_human` and `terminate` (the browser tool joins when its crate
-/// lands), 20 steps, observations cut at 10,000 characters, the workspace in its system prompt.
+/// Manus, the general-purpose agent, without MCP servers: `python_execute`, `browser_use`,
+/// `str_replace_editor`, `ask_human` and `terminate`, 20 steps, observations cut at 10,000
+/// characters, the workspace in its system prompt. While one of its last three messages calls
+/// `browser_use`, each step's prompt is the browser prompt with the current browser state.
 /// [`manus_with_mcp`](crate::manus_with_mcp) and [`manus_lazy_mcp`](crate::manus_lazy_mcp) add
 /// the tools of MCP servers.
 pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> Manus {
-    build_manus(llm, options, manus_tools(options), ManusHooks::new())
+    build_manus(llm, options, ManusHooks::new())
 }
 
 /// SWEAgent, the programmer: `bash`, `str_replace_editor` and `terminate`, 20 steps, no

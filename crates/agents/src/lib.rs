@@ -23,7 +23,7 @@
 //! assert!(agent.run(Some("Nothing to do.".into())).await.unwrap().is_finished());
 //! assert_eq!(
 //!     model.requests()[0].tool_names(),
-//!     ["python_execute", "str_replace_editor", "ask_human", "terminate"]
+//!     ["python_execute", "browser_use", "str_replace_editor", "ask_human", "terminate"]
 //! );
 //! # });
 //! ```

@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use agent_browser::{BrowserContextHelper, recently_browsed};
 use agent_config::McpServerConfig;
 use agent_core::{AgentError, Message};
 use agent_llm::ChatModel;
@@ -27,7 +28,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tracing::{info, warn};
 
-use crate::agents::{AgentOptions, manus_tools};
+use crate::agents::AgentOptions;
 
 /// Manus: a ToolCallAgent with [`ManusHooks`].
 pub type Manus = ToolCallAgent<ManusHooks>;
@@ -48,6 +49,7 @@ pub struct ManusHooks {
     /// The servers that were alive at the last sync.
     alive: Vec<String>,
     warnings: Vec<McpWarning>,
+    browser: Option<BrowserContextHelper>,
 }
 
 impl ManusHooks {
@@ -75,6 +77,17 @@ impl ManusHooks {
             options,
             ..Self::default()
         }
+    }
+
+    /// Uses `helper` for the browser prompt while Manus browses.
+    pub fn set_browser(&mut self, helper: BrowserContextHelper) {
+        self.browser = Some(helper);
+    }
+
+    /// The browser context, if set.
+    #[must_use]
+    pub fn browser(&self) -> Option<&BrowserContextHelper> {
+        self.browser.as_ref()
     }
 
     /// The connections.
@@ -135,7 +148,7 @@ impl ManusHooks {
     /// Brings `tools` in line with the servers' last listings: added tools are installed,
     /// removed ones (or those of a server that went away) uninstalled, changed ones replaced.
     /// Returns the added and removed names.
-    fn sync(&mut self, tools: &mut ToolCollection) -> (Vec<String>, Vec<String>) {
+    pub(crate) fn sync(&mut self, tools: &mut ToolCollection) -> (Vec<String>, Vec<String>) {
         self.alive = self.alive_servers();
         let current: BTreeMap<String, Arc<McpTool>> = self
             .clients
@@ -228,6 +241,14 @@ impl ToolCallHooks for ManusHooks {
         } else {
             self.refresh(core).await;
         }
+        if let Some(helper) = &self.browser
+            && recently_browsed(core.base.memory.messages(), 3)
+        {
+            let prompt = helper.format_next_step_prompt(core).await;
+            return Ok(BeforeThink::ProceedWithPrompt(
+                core.base.with_stuck_hint(&prompt),
+            ));
+        }
         Ok(BeforeThink::Proceed)
     }
 }
@@ -241,13 +262,8 @@ pub async fn manus_with_mcp(
     servers: &[McpServerConfig],
 ) -> (Manus, Vec<McpWarning>) {
     let (clients, warnings) = McpClients::connect_all(servers, McpClientOptions::default()).await;
-    let mut hooks = ManusHooks::connected(clients);
-    let mut tools = manus_tools(options);
-    hooks.sync(&mut tools);
-    (
-        crate::agents::build_manus(llm, options, tools, hooks),
-        warnings,
-    )
+    let hooks = ManusHooks::connected(clients);
+    (crate::agents::build_manus(llm, options, hooks), warnings)
 }
 
 /// Manus that connects the MCP servers `servers` at its first `think()` (OpenManus's `Manus()`
@@ -260,7 +276,7 @@ pub fn manus_lazy_mcp(
     servers: Vec<McpServerConfig>,
 ) -> Manus {
     let hooks = ManusHooks::lazy(servers, McpClientOptions::default());
-    crate::agents::build_manus(llm, options, manus_tools(options), hooks)
+    crate::agents::build_manus(llm, options, hooks)
 }
 
 /// Ends Manus's MCP session: removes the MCP tools from its tool set and disconnects every

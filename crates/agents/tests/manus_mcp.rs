@@ -75,9 +75,10 @@ async fn run_and_check(agent: &mut Manus, model: &ScriptedModel) {
     for request in &requests {
         let names = request.tool_names();
         assert_eq!(
-            names[..4],
+            names[..5],
             [
                 "python_execute",
+                "browser_use",
                 "str_replace_editor",
                 "ask_human",
                 "terminate"
@@ -165,6 +166,7 @@ async fn manus_with_mcp_connects_at_once() {
         agent.core().tools.names(),
         [
             "python_execute",
+            "browser_use",
             "str_replace_editor",
             "ask_human",
             "terminate"
@@ -226,6 +228,7 @@ async fn an_unreachable_server_is_a_warning_on_both_paths() {
         model.requests()[0].tool_names(),
         [
             "python_execute",
+            "browser_use",
             "str_replace_editor",
             "ask_human",
             "terminate"
@@ -243,6 +246,7 @@ async fn an_unreachable_server_is_a_warning_on_both_paths() {
         model.requests()[0].tool_names(),
         [
             "python_execute",
+            "browser_use",
             "str_replace_editor",
             "ask_human",
             "terminate"

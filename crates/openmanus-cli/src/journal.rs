@@ -188,4 +188,8 @@ impl ChatModel for JournaledModel {
     fn model_name(&self) -> &str {
         self.inner.model_name()
     }
+
+    fn supports_images(&self) -> bool {
+        self.inner.supports_images()
+    }
 }

@@ -89,6 +89,8 @@ enum AgentKind {
     Manus,
     /// The programmer (bash and the file editor).
     Swe,
+    /// The browser agent (a headless Chromium driven by `browser_use`).
+    Browser,
 }
 
 impl AgentKind {
@@ -97,6 +99,7 @@ impl AgentKind {
         match self {
             Self::Manus => agents::MANUS,
             Self::Swe => agents::SWE,
+            Self::Browser => agent_browser::BROWSER_AGENT,
         }
     }
 }
@@ -400,6 +403,26 @@ async fn run_agent(
             .await;
             // The end of the session (not of each run): the servers are disconnected here.
             agents::disconnect_mcp(&mut agent).await;
+            agent.cleanup_tools().await;
+            code
+        }
+        AgentKind::Browser => {
+            let mut tool = agent_browser::BrowserUseTool::with_config(options.browser.clone());
+            if let Some(search) = &options.web_search {
+                tool = tool.with_web_search(Arc::clone(search));
+            }
+            let agent = agent_browser::browser_agent(model, tool);
+            let mut agent = prepare(options.apply(agent), bus, interactive);
+            let code = session(
+                global,
+                interrupts,
+                &mut agent,
+                &options.workspace,
+                &journal,
+                prompt,
+                interactive,
+            )
+            .await;
             agent.cleanup_tools().await;
             code
         }
@@ -720,7 +743,8 @@ async fn run_mcp(
 
 /// `openmanus mcp-server`.
 async fn serve_mcp(transport: McpServe, host: &str, port: u16) -> Result<u8> {
-    let server = agent_mcp::McpToolServer::openmanus();
+    let browser: Arc<dyn agent_tools::Tool> = Arc::new(agent_browser::BrowserUseTool::new());
+    let server = agent_mcp::McpToolServer::openmanus_with(vec![browser]);
     match transport {
         McpServe::Stdio => server
             .serve_stdio()

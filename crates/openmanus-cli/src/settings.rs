@@ -74,6 +74,15 @@ async fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
     options.max_steps = config.agent.max_steps;
     options.max_observe = config.agent.max_observe;
     options.policies = policies(config);
+    options.browser = agent_browser::BrowserConfig {
+        // Downloads land in the workspace, where the run's file list names them.
+        downloads_dir: Some(workspace.join("downloads")),
+        ..agent_browser::BrowserConfig::from_settings(&config.browser)
+    };
+    options.web_search = Some(Arc::new(
+        agent_tools::WebSearch::new(config.search.web_search())
+            .context("invalid [search] settings")?,
+    ));
     let sandbox = &config.sandbox;
     if sandbox.use_sandbox {
         // The tools run inside bubblewrap with the workspace at its own path, so paths and

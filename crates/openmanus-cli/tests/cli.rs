@@ -672,6 +672,14 @@ async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
             )],
         ))
         .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1b",
+                "mcp_server_browser_use",
+                json!({"action": "go_to_url", "url": "data:text/html,<title>over-mcp</title>"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
             Some("The server answered.".into()),
             [call(
                 "c2",
@@ -688,6 +696,11 @@ async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
         "the server's bash ran:\n{stderr}"
     );
     assert_eq!(text(&output.stdout).trim(), "The server answered.");
+    let browsed = server.requests()[2].body["messages"].to_string();
+    assert!(
+        browsed.contains("Navigated to data:text/html,<title>over-mcp</title>"),
+        "the server's browser_use ran:\n{browsed}"
+    );
     let tools: Vec<String> = server.requests()[0].body["tools"]
         .as_array()
         .unwrap()
@@ -698,11 +711,74 @@ async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
         tools,
         [
             "mcp_server_bash",
+            "mcp_server_browser_use",
             "mcp_server_str_replace_editor",
             "mcp_server_terminate"
         ]
     );
     server.verify().unwrap();
+    // The server's Chromium ended with the server.
+    assert_no_chromium_left().await;
+}
+
+/// Waits up to five seconds for every Chromium started by agent-browser to be gone.
+async fn assert_no_chromium_left() {
+    let chromium = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|entry| {
+                std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+                    String::from_utf8_lossy(&cmdline).contains("openmanus-chromium-")
+                })
+            })
+            .count()
+    };
+    for _ in 0..100 {
+        if chromium() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} Chromium processes remain", chromium());
+}
+
+#[tokio::test]
+async fn the_browser_agent_browses_and_answers() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let page = "data:text/html,<title>Prices</title><p>Tea: 3 euros</p><button>Buy</button>";
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "browser_use",
+                json!({"action": "go_to_url", "url": page}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Tea costs 3 euros.".into()),
+            [call("c2", "terminate", json!({"status": "success"}))],
+        ));
+    let output = setup
+        .run(&["--agent", "browser", "--prompt", "How much is tea?"])
+        .await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "Tea costs 3 euros.");
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].body["tools"].as_array().unwrap().len(),
+        2,
+        "browser_use and terminate"
+    );
+    // The second step's prompt carries the page's state.
+    let prompt = requests[1].body["messages"].to_string();
+    assert!(prompt.contains("Title: Prices"), "{prompt}");
+    assert!(prompt.contains("[0]<button>Buy</button>"), "{prompt}");
+    server.verify().unwrap();
+    assert_no_chromium_left().await;
 }
 
 #[tokio::test]
