@@ -26,7 +26,7 @@ commands:
   integration
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
           server and fakellm), MCP against real servers, the example agent crate
-  bench   agent-loop, LLM-client, local-tool and start-up benchmarks (release; prints figures)
+  bench   agent-loop, LLM-client, local-tool, browser and start-up benchmarks (release; prints figures)
   fmt     cargo fmt --all";
 
 fn main() -> ExitCode {
@@ -345,7 +345,13 @@ fn bench(extra: &[String]) -> Result<()> {
         .join("target")
         .join("release")
         .join("openmanus");
-    for name in ["agent_loop", "llm_client", "tools", "cli_startup"] {
+    for name in [
+        "agent_loop",
+        "llm_client",
+        "tools",
+        "browser",
+        "cli_startup",
+    ] {
         let mut command = cargo(&[
             "bench",
             "--locked",

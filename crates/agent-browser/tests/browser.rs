@@ -471,3 +471,215 @@ async fn a_tool_call_agent_drives_the_browser() {
     common::assert_no_chromium_left(None).await;
     assert!(processes_with(PROFILE_MARK).is_empty());
 }
+
+#[tokio::test]
+async fn attaching_over_cdp_url_uses_the_running_browser_and_leaves_it_running() {
+    let _serial = SERIAL.lock().await;
+    let base = serve().await;
+    let profile = tempfile::Builder::new()
+        .prefix("external-chromium-")
+        .tempdir()
+        .unwrap();
+    let executable = BrowserConfig::default().resolve_executable().unwrap();
+    let mut external = std::process::Command::new(executable)
+        .args(agent_browser::QUIET_FLAGS)
+        .arg("--headless")
+        .arg("--remote-debugging-port=0")
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let port_file = profile.path().join("DevToolsActivePort");
+    let mut port = String::new();
+    for _ in 0..200 {
+        if let Ok(text) = std::fs::read_to_string(&port_file)
+            && let Some(line) = text.lines().next()
+        {
+            port = line.to_owned();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!port.is_empty(), "the external Chromium wrote its port");
+
+    let tool = BrowserUseTool::with_config(BrowserConfig {
+        connect_url: Some(format!("http://127.0.0.1:{port}")),
+        action_timeout: Duration::from_secs(20),
+        ..BrowserConfig::default()
+    });
+    let url = format!("{base}/form");
+    let result = call(&tool, json!({"action": "go_to_url", "url": url})).await;
+    assert_eq!(
+        result.output.as_deref(),
+        Some(format!("Navigated to {url}").as_str()),
+        "{result:?}"
+    );
+    assert_eq!(tool.browser_pid().await, None, "nothing was launched");
+    assert!(processes_with(PROFILE_MARK).is_empty());
+    let (state, _) = state_json(&tool).await;
+    assert_eq!(state["title"], "Form page");
+
+    // Cleanup closes our tab and leaves the browser running.
+    tool.cleanup().await.unwrap();
+    let targets: Value = reqwest_free_get(&format!("127.0.0.1:{port}"), "/json/list").await;
+    let urls: Vec<&str> = targets
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["url"].as_str())
+        .collect();
+    assert!(!urls.contains(&url.as_str()), "{urls:?}");
+    assert!(
+        external.try_wait().unwrap().is_none(),
+        "the browser still runs"
+    );
+    external.kill().unwrap();
+    external.wait().unwrap();
+}
+
+/// A GET over a plain TCP connection (no HTTP client crate in this crate's tests); reads the
+/// body by its Content-Length.
+async fn reqwest_free_get(host: &str, path: &str) -> Value {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    let work = async {
+        let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).await.unwrap();
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).await.unwrap();
+        serde_json::from_slice(&body).unwrap()
+    };
+    tokio::time::timeout(Duration::from_secs(10), work)
+        .await
+        .expect("the DevTools HTTP endpoint answered")
+}
+
+/// A forward proxy on loopback that asks for Basic credentials (`user:secret`) and answers
+/// every proxied GET itself with a page naming the URL it was asked for. Returns its address
+/// and the request lines it served.
+async fn auth_proxy() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = served.clone();
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("user:secret")
+    );
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let log = log.clone();
+            let expected = expected.clone();
+            tokio::spawn(async move {
+                let (read, mut write) = stream.into_split();
+                let mut lines = BufReader::new(read).lines();
+                loop {
+                    let Ok(Some(request_line)) = lines.next_line().await else {
+                        return;
+                    };
+                    let mut authorized = false;
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        if line.is_empty() {
+                            break;
+                        }
+                        if let Some((name, value)) = line.split_once(':')
+                            && name.eq_ignore_ascii_case("proxy-authorization")
+                        {
+                            authorized = value.trim() == expected;
+                        }
+                    }
+                    let response = if authorized {
+                        log.lock().unwrap().push(request_line.clone());
+                        let body =
+                            format!("<!doctype html><title>via proxy</title><p>{request_line}</p>");
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                    } else {
+                        "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\r\n".to_owned()
+                    };
+                    if write.write_all(response.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, served)
+}
+
+#[tokio::test]
+async fn browser_proxy_settings_route_pages_through_an_authenticating_proxy() {
+    let _serial = SERIAL.lock().await;
+    let (proxy, served) = auth_proxy().await;
+    let settings: agent_config::BrowserSettings = toml_browser(&format!(
+        "headless = true\nextra_chromium_args = [\"--proxy-bypass-list=<-loopback>\"]\n\
+         [proxy]\nserver = \"http://{proxy}\"\nusername = \"user\"\npassword = \"secret\"\n"
+    ));
+    let tool = BrowserUseTool::with_config(BrowserConfig {
+        action_timeout: Duration::from_secs(20),
+        ..BrowserConfig::from_settings(&settings)
+    });
+    let url = "http://shop.example.test/prices";
+    let result = call(&tool, json!({"action": "go_to_url", "url": url})).await;
+    assert_eq!(
+        result.output.as_deref(),
+        Some(format!("Navigated to {url}").as_str()),
+        "{result:?}"
+    );
+    let (state, _) = state_json(&tool).await;
+    assert_eq!(state["title"], "via proxy");
+    assert_eq!(
+        served.lock().unwrap().first().map(String::as_str),
+        Some(format!("GET {url} HTTP/1.1").as_str())
+    );
+    let pid = tool.browser_pid().await.unwrap();
+    tool.cleanup().await.unwrap();
+    common::assert_no_chromium_left(Some(pid)).await;
+}
+
+/// `[browser]` settings from the TOML of a `[browser]` section's body.
+fn toml_browser(body: &str) -> agent_config::BrowserSettings {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let indented: String = body
+        .lines()
+        .map(|line| {
+            if let Some(table) = line.strip_prefix('[') {
+                format!("[browser.{table}\n")
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    std::fs::write(
+        &path,
+        format!("[llm]\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key = \"k\"\n[browser]\n{indented}"),
+    )
+    .unwrap();
+    agent_config::Config::from_file(&path).unwrap().browser
+}
