@@ -9,6 +9,12 @@
 //!   action and closes it on `cleanup`. Every action has a timeout.
 //! * [`BrowserState`] / [`BrowserUseTool::get_current_state`]: URL, title, tabs, the indexed
 //!   interactive elements, scroll position and a JPEG screenshot.
+//! * [`BrowserContextHelper`]: the browser next-step prompt filled with that state, and the
+//!   latest screenshot in memory for models that read images (older ones become text).
+//! * [`browser_agent`] / [`BrowserAgent`]: `browser_use` and `terminate` over ToolCallAgent with
+//!   a prompt written for function calling.
+//! * [`BrowserConfig::from_settings`]: `[browser]` of `config.toml` (attach over `cdp_url`,
+//!   proxy with credentials, extra flags).
 //!
 //! Elements are numbered by this crate's own page script, in document order, including
 //! same-origin iframes and open shadow roots; the actions use the numbering the last state
