@@ -22,7 +22,9 @@ commands:
           @modelcontextprotocol/server-everything and server-filesystem with npm into
           target/xtask-tools/npm (set MCP_EVERYTHING_BIN / MCP_FILESYSTEM_BIN to use other
           copies), and the Python mcp SDK from PyPI into a virtualenv under
-          target/xtask-tools/ (set MCP_PYTHON to another interpreter that has it))
+          target/xtask-tools/ (set MCP_PYTHON to another interpreter that has it), and
+          pandas from PyPI into another virtualenv there for the DataAnalysis tests (set
+          ANALYSIS_PYTHON to another interpreter that has it))
   integration
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
           server and fakellm), MCP against real servers, the example agent crate
@@ -278,6 +280,44 @@ fn ensure_mcp_python() -> Result<PathBuf> {
     Ok(python)
 }
 
+/// The pandas version the DataAnalysis tests' Python snippets import.
+const PANDAS_VERSION: &str = "2.2.3";
+
+/// Returns a Python interpreter with pandas for the DataAnalysis tests: `$ANALYSIS_PYTHON` if
+/// set, else a virtualenv created (once) under `target/xtask-tools/`.
+fn ensure_analysis_python() -> Result<PathBuf> {
+    if let Some(python) = std::env::var_os("ANALYSIS_PYTHON") {
+        return Ok(PathBuf::from(python));
+    }
+    let venv = workspace_root()
+        .join("target")
+        .join("xtask-tools")
+        .join(format!("analysis-python-pandas-{PANDAS_VERSION}"));
+    let python = venv.join("bin").join("python");
+    let marker = venv.join(".installed");
+    if python.exists() && marker.exists() {
+        return Ok(python);
+    }
+    let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let mut create = Command::new(&base);
+    create.args(["-m", "venv"]).arg(&venv);
+    run("create a virtualenv for the DataAnalysis tests", create)?;
+    let mut install = Command::new(venv.join("bin").join("pip"));
+    install.args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        &format!("pandas=={PANDAS_VERSION}"),
+    ]);
+    run("install pandas (PyPI)", install)?;
+    if !python.exists() {
+        bail!("pandas was installed but {} is missing", python.display());
+    }
+    std::fs::write(&marker, PANDAS_VERSION)
+        .with_context(|| format!("write {}", marker.display()))?;
+    Ok(python)
+}
+
 fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest
@@ -294,6 +334,7 @@ fn with_test_peers(command: &mut Command) -> Result<()> {
     command.env("MCP_EVERYTHING_BIN", ensure_mcp_everything()?);
     command.env("MCP_FILESYSTEM_BIN", ensure_mcp_filesystem()?);
     command.env("MCP_PYTHON", ensure_mcp_python()?);
+    command.env("ANALYSIS_PYTHON", ensure_analysis_python()?);
     let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
     for host in ["127.0.0.1", "localhost", "::1"] {
         if !no_proxy.split(',').any(|h| h.trim() == host) {
@@ -326,6 +367,8 @@ fn integration(extra: &[String]) -> Result<()> {
         "word-stats-agent",
         "-p",
         "agent-llm",
+        "-p",
+        "agent-charts",
     ]);
     test.args(extra);
     with_test_peers(&mut test)?;

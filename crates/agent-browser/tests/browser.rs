@@ -523,14 +523,22 @@ async fn attaching_over_cdp_url_uses_the_running_browser_and_leaves_it_running()
 
     // Cleanup closes our tab and leaves the browser running.
     tool.cleanup().await.unwrap();
-    let targets: Value = reqwest_free_get(&format!("127.0.0.1:{port}"), "/json/list").await;
-    let urls: Vec<&str> = targets
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["url"].as_str())
-        .collect();
-    assert!(!urls.contains(&url.as_str()), "{urls:?}");
+    // The browser drops a closed target from its list shortly after the close.
+    let mut urls = Vec::new();
+    for _ in 0..100 {
+        let targets: Value = reqwest_free_get(&format!("127.0.0.1:{port}"), "/json/list").await;
+        urls = targets
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["url"].as_str().map(str::to_owned))
+            .collect();
+        if !urls.contains(&url) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!urls.contains(&url), "{urls:?}");
     assert!(
         external.try_wait().unwrap().is_none(),
         "the browser still runs"

@@ -31,9 +31,29 @@ you do next. If a tool returned an error, find the cause and fix it before movin
 /// `visualization_preparation`, `data_visualization` (asking `llm` for chart specs) and
 /// `terminate`; 20 steps, observations cut at 15,000 characters.
 pub fn data_analysis(llm: Arc<dyn ChatModel>, workspace: &Path) -> ToolCallAgent {
+    build(llm, workspace, None)
+}
+
+/// [`data_analysis`] with the Python code run by `python` (an interpreter that has the
+/// libraries the analysis needs, such as pandas) instead of `python3` from `PATH`.
+pub fn data_analysis_with_python(
+    llm: Arc<dyn ChatModel>,
+    workspace: &Path,
+    python: &Path,
+) -> ToolCallAgent {
+    build(llm, workspace, Some(python))
+}
+
+fn build(llm: Arc<dyn ChatModel>, workspace: &Path, python: Option<&Path>) -> ToolCallAgent {
+    let mut analysis = AnalysisPythonExecute::new(workspace);
+    let mut preparation = VisualizationPrepare::new(workspace);
+    if let Some(python) = python {
+        analysis = analysis.with_interpreter(python);
+        preparation = preparation.with_interpreter(python);
+    }
     let mut tools = ToolCollection::new();
-    tools.add_tool(AnalysisPythonExecute::new(workspace));
-    tools.add_tool(VisualizationPrepare::new(workspace));
+    tools.add_tool(analysis);
+    tools.add_tool(preparation);
     tools.add_tool(DataVisualization::new(workspace).with_llm(llm.clone()));
     tools.add_tool(Terminate);
     ToolCallAgent::new(llm)

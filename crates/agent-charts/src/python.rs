@@ -97,6 +97,15 @@ impl AnalysisPythonExecute {
             description,
         }
     }
+
+    /// Runs the code with `program` instead of `python3` from `PATH`.
+    #[must_use]
+    pub fn with_interpreter(self, program: impl Into<PathBuf>) -> Self {
+        Self {
+            python: self.python.with_interpreter(program),
+            ..self
+        }
+    }
 }
 
 #[async_trait]
@@ -157,6 +166,15 @@ impl VisualizationPrepare {
         Self {
             python,
             description,
+        }
+    }
+
+    /// Runs the code with `program` instead of `python3` from `PATH`.
+    #[must_use]
+    pub fn with_interpreter(self, program: impl Into<PathBuf>) -> Self {
+        Self {
+            python: self.python.with_interpreter(program),
+            ..self
         }
     }
 }

@@ -303,6 +303,20 @@ impl LlmClient {
         })
     }
 
+    /// The JSON body this client sends for `request` (messages formatted for the model, the
+    /// per-model parameter rules applied), as it goes on the wire; the key is not part of it.
+    #[must_use]
+    pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let messages = format_messages(request.all_messages(), self.profile.vision);
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+            .collect();
+        let choice = request.tool_choice.map(|c| c.as_str());
+        self.body(messages, tools, choice, request.temperature)
+    }
+
     /// The request body: per-model parameter rules applied from the profile.
     fn body(
         &self,

@@ -125,10 +125,10 @@ impl Journal {
         if let Some(events) = events {
             client = client.with_events(events.clone());
         }
-        Ok(Arc::new(JournaledModel::new(
-            Arc::new(client),
-            self.handle(),
-        )))
+        let client = Arc::new(client);
+        Ok(Arc::new(
+            JournaledModel::new(client.clone(), self.handle()).with_wire_body(client),
+        ))
     }
 }
 
@@ -159,20 +159,36 @@ impl JournalHandle {
 pub struct JournaledModel {
     inner: Arc<dyn ChatModel>,
     journal: JournalHandle,
+    wire: Option<Arc<LlmClient>>,
 }
 
 impl JournaledModel {
-    /// Wraps `inner`.
+    /// Wraps `inner`; requests are journaled as `ChatRequest`s.
     pub fn new(inner: Arc<dyn ChatModel>, journal: JournalHandle) -> Self {
-        Self { inner, journal }
+        Self {
+            inner,
+            journal,
+            wire: None,
+        }
+    }
+
+    /// Journals each request as the JSON body `client` sends (model, max_tokens, the formatted
+    /// messages, ...) instead of the `ChatRequest`.
+    #[must_use]
+    pub fn with_wire_body(mut self, client: Arc<LlmClient>) -> Self {
+        self.wire = Some(client);
+        self
     }
 }
 
 #[async_trait]
 impl ChatModel for JournaledModel {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.journal
-            .write("model_request", json!({ "request": &request }));
+        let entry = match &self.wire {
+            Some(client) => json!({ "body": client.request_body(&request) }),
+            None => json!({ "request": &request }),
+        };
+        self.journal.write("model_request", entry);
         let result = self.inner.complete(request).await;
         match &result {
             Ok(response) => self

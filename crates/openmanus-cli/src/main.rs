@@ -366,6 +366,23 @@ async fn run_agent(
         mcp_servers,
     } = resolved;
     let mcp_servers = mcp_servers.as_slice();
+    // A single run asks for its task before anything is created, so an empty prompt leaves no
+    // journal behind (main.py: a warning, and nothing runs).
+    let prompt = if interactive {
+        prompt
+    } else {
+        let task = match prompt {
+            Some(task) => Some(task),
+            None => read_task("Enter your prompt: ").await?,
+        };
+        match task.filter(|t| !t.trim().is_empty()) {
+            Some(task) => Some(task),
+            None => {
+                note("warning: Empty prompt provided.");
+                return Ok(EXIT_OK);
+            }
+        }
+    };
     std::fs::create_dir_all(&options.workspace).with_context(|| {
         format!(
             "cannot create the workspace {}",

@@ -197,7 +197,13 @@ pub async fn run_flow(
             .model(config.llm_for(name).clone(), events)
             .with_context(|| format!("invalid model settings for `{name}`"))
     };
-    let mut manus = agents::manus(model(agents::MANUS, Some(&bus))?, &options);
+    // Manus connects the MCP servers of mcp.json at its first step (run_flow.py builds Manus
+    // without `create`); a server that fails is logged and the others still work.
+    let mut manus = agents::manus_lazy_mcp(
+        model(agents::MANUS, Some(&bus))?,
+        &options,
+        config.mcp.servers.clone(),
+    );
     manus.base_mut().set_event_bus(bus.clone());
     let mut swe = agents::swe(model(agents::SWE, Some(&bus))?, &options);
     swe.base_mut().set_event_bus(bus.clone());

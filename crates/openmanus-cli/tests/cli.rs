@@ -133,6 +133,16 @@ async fn manus_writes_and_edits_a_file_prints_the_answer_and_journals_the_run() 
     let kinds = kinds(&entries);
     assert_eq!(kinds.iter().filter(|k| **k == "model_request").count(), 3);
     assert_eq!(kinds.iter().filter(|k| **k == "model_response").count(), 3);
+    // The journal holds each request exactly as it went on the wire.
+    let journaled: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "model_request")
+        .map(|e| &e["body"])
+        .collect();
+    let received: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(journaled, received.iter().collect::<Vec<_>>());
+    assert_eq!(journaled[0]["model"], "gpt-4o");
+    assert_eq!(journaled[0]["max_tokens"], 1024);
     assert_eq!(kinds.last(), Some(&"result"));
     assert!(
         entries
@@ -268,6 +278,10 @@ async fn an_empty_prompt_is_a_warning_and_nothing_runs() {
         text(&output.stderr)
     );
     assert_eq!(server.request_count(), 0);
+    assert!(
+        !setup.workspace().join(".openmanus").exists(),
+        "no journal for a run that never started"
+    );
 }
 
 fn alive(pid: i32) -> bool {
@@ -362,6 +376,49 @@ async fn ctrl_c_in_the_middle_of_a_bash_command_leaves_no_child_and_a_closed_jou
         "the journal was closed after the result"
     );
     assert_eq!(last["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn the_flow_gives_manus_the_tools_of_the_servers_in_mcp_json() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    std::fs::write(
+        setup.dir.path().join("config/mcp.json"),
+        json!({"mcpServers": {"local": {"type": "stdio", "command": BIN, "args": ["mcp-server"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "p1",
+                "planning",
+                json!({"command": "create", "plan_id": "plan_m", "title": "MCP",
+                       "steps": ["[MANUS] say hello through the MCP bash"]}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "m1",
+                "mcp_local_bash",
+                json!({"command": "echo flow-over-mcp"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call("m2", "terminate", json!({"status": "success"}))],
+        ))
+        .push_text("Summary: said hello.");
+    let output = setup.run(&["flow", "--prompt", "Say hello."]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("flow-over-mcp"), "{stderr}");
+    // Manus's first request already offered the server's tools (connected at its first step).
+    let manus_tools = server.requests()[1].body["tools"].to_string();
+    assert!(manus_tools.contains("\"mcp_local_bash\""), "{manus_tools}");
+    server.verify().unwrap();
 }
 
 #[tokio::test]
