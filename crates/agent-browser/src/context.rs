@@ -7,7 +7,7 @@ use agent_core::{Message, Role};
 use agent_toolcall::ToolCallCore;
 use tracing::debug;
 
-use crate::{BROWSER_USE, BrowserState, BrowserUseTool};
+use crate::{BrowserState, BrowserUseTool};
 
 /// The next-step prompt of an agent that browses. Placeholders: `{url_placeholder}`,
 /// `{tabs_placeholder}`, `{content_above_placeholder}`, `{content_below_placeholder}`,
@@ -88,15 +88,15 @@ impl BrowserContextHelper {
     }
 }
 
-/// Whether one of the last `n` messages calls `browser_use` (Manus switches to the browser
-/// prompt then).
+/// Whether one of the last `n` messages calls the browser tool `tool` (`browser_use`, or
+/// SandboxManus's `sandbox_browser`); Manus switches to the browser prompt then.
 #[must_use]
-pub fn recently_browsed(messages: &[Message], n: usize) -> bool {
+pub fn recently_browsed(messages: &[Message], n: usize, tool: &str) -> bool {
     messages
         .iter()
         .rev()
         .take(n)
-        .any(|m| m.calls().iter().any(|c| c.function.name == BROWSER_USE))
+        .any(|m| m.calls().iter().any(|c| c.function.name == tool))
 }
 
 /// [`BROWSER_NEXT_STEP_PROMPT`] with its placeholders filled from `state`.
@@ -170,6 +170,7 @@ fn drop_old_screenshots(messages: &mut [Message]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::BROWSER_USE;
     use crate::{ScrollInfo, TabInfo};
 
     fn state(above: u64, below: u64) -> BrowserState {
@@ -239,7 +240,8 @@ mod tests {
             Message::user_message("next"),
             Message::assistant_message("thinking"),
         ];
-        assert!(!recently_browsed(&messages, 3));
-        assert!(recently_browsed(&messages, 4));
+        assert!(!recently_browsed(&messages, 3, BROWSER_USE));
+        assert!(recently_browsed(&messages, 4, BROWSER_USE));
+        assert!(!recently_browsed(&messages, 4, "sandbox_browser"));
     }
 }

@@ -66,8 +66,15 @@ pub struct BrowserConfig {
     pub proxy_credentials: Option<(String, String)>,
     /// Where clicked downloads are saved; `None`: a `downloads` folder in the private profile.
     pub downloads_dir: Option<PathBuf>,
+    /// The same folder as this process sees it, when Chromium runs where paths differ (in a
+    /// sandbox whose workspace is mounted elsewhere); `None`: `downloads_dir` itself.
+    pub downloads_host_dir: Option<PathBuf>,
     /// How many characters of page markdown `extract_content` hands to the model (default 2000).
     pub max_content_length: usize,
+    /// A command prefix Chromium is started under, e.g. a sandbox's
+    /// (`agent_sandbox::LocalSandbox::browser_launcher`); empty: started directly. With a
+    /// launcher the profile is created by Chromium in the launched environment's `/tmp`.
+    pub launcher: Vec<String>,
 }
 
 impl Default for BrowserConfig {
@@ -85,7 +92,9 @@ impl Default for BrowserConfig {
             proxy_server: None,
             proxy_credentials: None,
             downloads_dir: None,
+            downloads_host_dir: None,
             max_content_length: 2000,
+            launcher: Vec::new(),
         }
     }
 }
@@ -227,6 +236,7 @@ pub struct Browser {
     process: Process,
     downloads: std::sync::Arc<Downloads>,
     downloads_dir: PathBuf,
+    downloads_host: PathBuf,
     proxy_credentials: Option<(String, String)>,
     tabs: Vec<Tab>,
     current: usize,
@@ -305,6 +315,10 @@ impl Browser {
             listener: None,
             process,
             downloads: std::sync::Arc::default(),
+            downloads_host: config
+                .downloads_host_dir
+                .clone()
+                .unwrap_or_else(|| downloads_dir.clone()),
             downloads_dir,
             proxy_credentials: config.proxy_credentials.clone(),
             tabs: Vec::new(),
@@ -323,10 +337,10 @@ impl Browser {
     /// Saves downloads under `downloads_dir` (named by their guid, renamed when they finish)
     /// and records them for [`Browser::wait_for_downloads`].
     async fn watch_downloads(&mut self) -> Result<(), BrowserError> {
-        std::fs::create_dir_all(&self.downloads_dir).map_err(|e| {
+        std::fs::create_dir_all(&self.downloads_host).map_err(|e| {
             BrowserError::Script(format!(
                 "cannot create the downloads folder {}: {e}",
-                self.downloads_dir.display()
+                self.downloads_host.display()
             ))
         })?;
         let mut begin = self.cdp.event_listener::<EventDownloadWillBegin>().await?;
@@ -406,13 +420,23 @@ impl Browser {
             if !finished {
                 continue;
             }
-            let from = self.downloads_dir.join(&guid);
-            let to = unique_path(&self.downloads_dir, &suggested);
+            let from = self.downloads_host.join(&guid);
+            let to = unique_path(&self.downloads_host, &suggested);
+            let name = |path: &Path| {
+                self.downloads_dir
+                    .join(path.file_name().unwrap_or_default())
+            };
             match std::fs::rename(&from, &to) {
-                Ok(()) => saved.push(Download { path: to, url }),
+                Ok(()) => saved.push(Download {
+                    path: name(&to),
+                    url,
+                }),
                 Err(e) => {
                     warn!(error = %e, file = %from.display(), "could not name a download");
-                    saved.push(Download { path: from, url });
+                    saved.push(Download {
+                        path: name(&from),
+                        url,
+                    });
                 }
             }
         }
@@ -701,18 +725,40 @@ fn unique_path(dir: &Path, name: &str) -> PathBuf {
 /// its DevTools WebSocket URL.
 async fn start_chromium(config: &BrowserConfig) -> Result<(String, Process), BrowserError> {
     let executable = config.resolve_executable()?;
-    let profile = tempfile::Builder::new()
-        .prefix("openmanus-chromium-")
-        .tempdir()
-        .map_err(|source| BrowserError::Launch {
-            path: executable.clone(),
-            source,
-        })?;
-    let mut command = Command::new(&executable);
+    // Without a launcher the profile is a host temporary directory removed on close; under a
+    // launcher (a sandbox with its own /tmp) Chromium creates it there and it goes with the
+    // sandbox.
+    let (profile, profile_path) = if config.launcher.is_empty() {
+        let profile = tempfile::Builder::new()
+            .prefix("openmanus-chromium-")
+            .tempdir()
+            .map_err(|source| BrowserError::Launch {
+                path: executable.clone(),
+                source,
+            })?;
+        let path = profile.path().to_path_buf();
+        (Some(profile), path)
+    } else {
+        static LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = PathBuf::from(format!(
+            "/tmp/openmanus-chromium-{}-{n}",
+            std::process::id()
+        ));
+        (None, path)
+    };
+    let mut command = match config.launcher.split_first() {
+        Some((program, prefix)) => {
+            let mut command = Command::new(program);
+            command.args(prefix).arg(&executable);
+            command
+        }
+        None => Command::new(&executable),
+    };
     command
         .args(QUIET_FLAGS)
         .arg("--remote-debugging-port=0")
-        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--user-data-dir={}", profile_path.display()))
         .arg(format!(
             "--window-size={},{}",
             config.viewport_width, config.viewport_height
@@ -735,7 +781,10 @@ async fn start_chromium(config: &BrowserConfig) -> Result<(String, Process), Bro
         .process_group(0)
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(|source| BrowserError::Launch {
-        path: executable.clone(),
+        path: config
+            .launcher
+            .first()
+            .map_or_else(|| executable.clone(), PathBuf::from),
         source,
     })?;
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
@@ -745,7 +794,7 @@ async fn start_chromium(config: &BrowserConfig) -> Result<(String, Process), Bro
         child,
         pgid,
         _registration: registration,
-        profile: Some(profile),
+        profile,
     };
     match url {
         Ok(Ok(url)) => Ok((url, process)),

@@ -168,6 +168,7 @@ pub struct BrowserUseTool {
     session: Mutex<Option<Browser>>,
     web_search: Option<Arc<WebSearch>>,
     llm: Option<Arc<dyn ChatModel>>,
+    name: String,
 }
 
 impl std::fmt::Debug for BrowserUseTool {
@@ -199,7 +200,16 @@ impl BrowserUseTool {
             session: Mutex::new(None),
             web_search: None,
             llm: None,
+            name: BROWSER_USE.to_owned(),
         }
+    }
+
+    /// Offers the tool under `name` instead of `browser_use` (SandboxManus's
+    /// `sandbox_browser`).
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     /// Uses `llm` for the `extract_content` action (OpenManus gives the tool its own `LLM()`;
@@ -825,7 +835,7 @@ async fn dispatch_key(
 #[async_trait]
 impl Tool for BrowserUseTool {
     fn name(&self) -> &str {
-        BROWSER_USE
+        &self.name
     }
 
     fn description(&self) -> &str {
@@ -851,7 +861,7 @@ impl Tool for BrowserUseTool {
             return Ok(ToolResult::failure(format!("Unknown action: {name}")));
         }
         let args: BrowserUseArgs = agent_tools::parse_args(args)?;
-        let span = info_span!("browser_use", action = args.action.name());
+        let span = info_span!("browser", tool = %self.name, action = args.action.name());
         self.run(args, ctx).instrument(span).await
     }
 

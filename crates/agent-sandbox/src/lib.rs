@@ -45,6 +45,7 @@ mod local;
 mod operator;
 mod path;
 mod process;
+pub mod tools;
 
 pub use error::SandboxError;
 pub use limits::parse_memory_limit;

@@ -305,6 +305,30 @@ impl LocalSandbox {
         argv
     }
 
+    /// The command line that runs a browser in this sandbox (`sandbox_browser`): like
+    /// [`LocalSandbox::launcher`] but always on the host's network stack, so the agent can reach
+    /// the browser's DevTools endpoint on loopback, with `HOME` in the private `/tmp` (the
+    /// browser's caches stay out of the workspace) and without the `prlimit` limits (a browser
+    /// reserves far more virtual memory than it uses, and lives as long as the session, so the
+    /// per-command CPU budget does not fit it). Without `network_enabled`, keep the browser off
+    /// the network with its own flags (the `sandbox_browser` tool does).
+    #[must_use]
+    pub fn browser_launcher(&self) -> Vec<String> {
+        let mut argv = vec!["bwrap".to_owned()];
+        argv.extend(self.bwrap_args.iter().cloned());
+        if !self.options.network_enabled {
+            argv.insert(3, "--share-net".to_owned());
+        }
+        argv.extend(["--setenv", "HOME", "/tmp", "--"].map(str::to_owned));
+        argv
+    }
+
+    /// Whether programs in this sandbox may use the network.
+    #[must_use]
+    pub fn network_enabled(&self) -> bool {
+        self.options.network_enabled
+    }
+
     /// The work dir: where the workspace appears inside the sandbox.
     #[must_use]
     pub fn work_dir(&self) -> &Path {

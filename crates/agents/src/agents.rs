@@ -221,6 +221,70 @@ pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> Manus {
     build_manus(llm, options, ManusHooks::new())
 }
 
+/// SandboxManus's name.
+pub const SANDBOX_MANUS: &str = "SandboxManus";
+
+/// SandboxManus: Manus whose hands are inside `sandbox` — `sandbox_shell` (named shell
+/// sessions), `sandbox_files`, `sandbox_browser` (the `browser_use` actions on a Chromium
+/// started inside the sandbox; without `network_enabled` it reaches no network, only files
+/// and the workspace), `sandbox_vision`, `ask_human` and `terminate`. Manus's prompts with the
+/// sandbox's work dir, 20 steps, observations cut at 10,000 characters; while one of its last
+/// three messages calls `sandbox_browser`, the step's prompt carries the browser state.
+pub fn sandbox_manus(
+    llm: Arc<dyn ChatModel>,
+    options: &AgentOptions,
+    sandbox: Arc<LocalSandbox>,
+) -> Manus {
+    use agent_sandbox::tools::{SandboxFiles, SandboxShell, SandboxVision};
+    let work_dir = sandbox.work_dir().to_path_buf();
+    let mut browser_config = BrowserConfig {
+        launcher: sandbox.browser_launcher(),
+        downloads_dir: Some(work_dir.join("downloads")),
+        downloads_host_dir: Some(sandbox.workspace().join("downloads")),
+        ..options.browser.clone()
+    };
+    if !sandbox.network_enabled() {
+        // The browser shares the host's network stack (its DevTools endpoint must be reachable);
+        // a proxy that does not exist, used for every address, keeps its pages off the network.
+        browser_config.extra_args.extend([
+            "--proxy-server=http://127.0.0.1:9".to_owned(),
+            "--proxy-bypass-list=<-loopback>".to_owned(),
+        ]);
+    }
+    let browser = Arc::new(
+        BrowserUseTool::with_config(browser_config)
+            .with_name(SANDBOX_BROWSER)
+            .with_llm(Arc::clone(&llm)),
+    );
+    let shared: Arc<dyn agent_sandbox::Sandbox> = sandbox.clone();
+    let mut tools = ToolCollection::new();
+    tools.add_tool(SandboxShell::new(
+        Arc::clone(&shared),
+        work_dir.display().to_string(),
+    ));
+    tools.add_tool(SandboxFiles::new(Arc::clone(&shared)));
+    tools.add_shared(browser.clone());
+    tools.add_tool(SandboxVision::new(shared));
+    tools.add_tool(options.ask_human());
+    tools.add_tool(Terminate);
+    let mut hooks = ManusHooks::new();
+    hooks.set_browser(BrowserContextHelper::new(browser));
+    let agent = ToolCallAgent::new(llm)
+        .with_name(SANDBOX_MANUS)
+        .with_description(
+            "A versatile agent whose commands, files and browser all live inside a sandbox.",
+        )
+        .with_system_prompt(with_directory(MANUS_SYSTEM_PROMPT, &work_dir))
+        .with_next_step_prompt(MANUS_NEXT_STEP_PROMPT)
+        .with_tools(tools)
+        .with_max_steps(20)
+        .with_max_observe(10_000);
+    options.apply(agent).with_hooks(hooks)
+}
+
+/// `sandbox_browser`: SandboxManus's browser tool's name.
+pub const SANDBOX_BROWSER: &str = "sandbox_browser";
+
 /// SWEAgent, the programmer: `bash`, `str_replace_editor` and `terminate`, 20 steps, no
 /// next-step prompt.
 pub fn swe(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {

@@ -34,7 +34,9 @@ pub mod manus;
 pub mod prompts;
 pub mod workspace;
 
-pub use agents::{AgentOptions, MANUS, SWE, manus, swe};
+pub use agents::{
+    AgentOptions, MANUS, SANDBOX_BROWSER, SANDBOX_MANUS, SWE, manus, sandbox_manus, swe,
+};
 pub use flow::{
     ExecutorMemory, Flow, FlowError, FlowEvent, FlowFactory, FlowOptions, FlowOutcome, FlowType,
     PlanningFlow,

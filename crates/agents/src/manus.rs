@@ -242,7 +242,7 @@ impl ToolCallHooks for ManusHooks {
             self.refresh(core).await;
         }
         if let Some(helper) = &self.browser
-            && recently_browsed(core.base.memory.messages(), 3)
+            && recently_browsed(core.base.memory.messages(), 3, helper.tool().name())
         {
             let prompt = helper.format_next_step_prompt(core).await;
             return Ok(BeforeThink::ProceedWithPrompt(

@@ -91,6 +91,8 @@ enum AgentKind {
     Swe,
     /// The browser agent (a headless Chromium driven by `browser_use`).
     Browser,
+    /// SandboxManus: shell, files, browser and image viewer inside a bubblewrap sandbox.
+    Sandbox,
 }
 
 impl AgentKind {
@@ -100,6 +102,7 @@ impl AgentKind {
             Self::Manus => agents::MANUS,
             Self::Swe => agents::SWE,
             Self::Browser => agent_browser::BROWSER_AGENT,
+            Self::Sandbox => agents::SANDBOX_MANUS,
         }
     }
 }
@@ -441,6 +444,26 @@ async fn run_agent(
             )
             .await;
             agent.cleanup_tools().await;
+            code
+        }
+        AgentKind::Sandbox => {
+            let sandbox = settings::sandbox_for_manus(global, &options.workspace).await?;
+            let agent = agents::sandbox_manus(model, &options, Arc::clone(&sandbox));
+            let mut agent = prepare(agent, bus, interactive);
+            let code = session(
+                global,
+                interrupts,
+                &mut agent,
+                &options.workspace,
+                &journal,
+                prompt,
+                interactive,
+            )
+            .await;
+            agent.cleanup_tools().await;
+            if let Err(e) = agent_sandbox::Sandbox::cleanup(sandbox.as_ref()).await {
+                note(&format!("warning: cleaning up the sandbox: {e}"));
+            }
             code
         }
         AgentKind::Swe => {

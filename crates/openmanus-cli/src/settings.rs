@@ -83,36 +83,70 @@ async fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
         agent_tools::WebSearch::new(config.search.web_search())
             .context("invalid [search] settings")?,
     ));
-    let sandbox = &config.sandbox;
-    if sandbox.use_sandbox {
+    if config.sandbox.use_sandbox {
         // The tools run inside bubblewrap with the workspace at its own path, so paths and
         // observations are the same as without the sandbox. No fallback: if the sandbox cannot
         // run, the run does not start.
-        std::fs::create_dir_all(&workspace)
-            .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
-        let workspace = workspace
-            .canonicalize()
-            .with_context(|| format!("cannot resolve the workspace {}", workspace.display()))?;
-        let settings = agent_sandbox::LocalSandboxOptions::from_settings(
-            &workspace,
-            &sandbox.work_dir,
-            &sandbox.memory_limit,
-            sandbox.cpu_limit,
-            sandbox.timeout,
-            sandbox.network_enabled,
-        )
-        .context("invalid [sandbox] settings")?
-        .mirrored();
-        let local = agent_sandbox::LocalSandbox::new(settings)
+        let local = local_sandbox(config, &workspace, true)
             .await
             .context("[sandbox] use_sandbox = true, but the sandbox cannot run")?;
         options = AgentOptions {
-            workspace,
+            workspace: local.workspace().to_path_buf(),
             ..options
         }
-        .with_sandbox(Arc::new(local));
+        .with_sandbox(local);
     }
     Ok(options)
+}
+
+/// The bubblewrap sandbox of `[sandbox]` over `workspace` (created if missing); `mirrored`
+/// shows the workspace at its own path inside, otherwise at `[sandbox] work_dir`.
+async fn local_sandbox(
+    config: &Config,
+    workspace: &Path,
+    mirrored: bool,
+) -> Result<Arc<agent_sandbox::LocalSandbox>> {
+    let sandbox = &config.sandbox;
+    std::fs::create_dir_all(workspace)
+        .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
+    let workspace = workspace
+        .canonicalize()
+        .with_context(|| format!("cannot resolve the workspace {}", workspace.display()))?;
+    let mut settings = agent_sandbox::LocalSandboxOptions::from_settings(
+        &workspace,
+        &sandbox.work_dir,
+        &sandbox.memory_limit,
+        sandbox.cpu_limit,
+        sandbox.timeout,
+        sandbox.network_enabled,
+    )
+    .context("invalid [sandbox] settings")?;
+    if mirrored {
+        settings = settings.mirrored();
+    }
+    Ok(Arc::new(agent_sandbox::LocalSandbox::new(settings).await?))
+}
+
+/// SandboxManus's sandbox: `[sandbox]` over the workspace, shown at `[sandbox] work_dir`
+/// inside. `[daytona]` is read but not used: the sandbox is the local one.
+///
+/// # Errors
+///
+/// A configuration error, or a sandbox that cannot run here (the message says how to fix it).
+pub async fn sandbox_for_manus(
+    global: &GlobalArgs,
+    workspace: &Path,
+) -> Result<Arc<agent_sandbox::LocalSandbox>> {
+    let config = load(global)?;
+    if config.daytona.is_some() {
+        note(
+            "warning: [daytona] is ignored: SandboxManus runs in the local bubblewrap sandbox \
+             configured by [sandbox]",
+        );
+    }
+    local_sandbox(&config, workspace, false)
+        .await
+        .context("SandboxManus needs the sandbox, and it cannot run")
 }
 
 /// Loads the configuration and resolves what the agent `kind` needs.

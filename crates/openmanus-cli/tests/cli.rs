@@ -965,3 +965,64 @@ async fn use_sandbox_runs_the_tools_inside_bubblewrap() {
     );
     assert!(stderr.contains("Read-only file system"), "{stderr}");
 }
+
+#[tokio::test]
+async fn the_sandbox_agent_works_inside_the_sandbox_and_ignores_daytona() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    std::fs::write(
+        setup.dir.path().join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n\n[sandbox]\nwork_dir = \"/workspace\"\n\n[daytona]\ndaytona_api_key = \"dtn-unused\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "sandbox_shell",
+                json!({"action": "execute_command", "blocking": true,
+                       "command": "pwd; echo made-inside > inside.txt; touch /etc/nope 2>/dev/null || echo etc-is-read-only"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c2",
+                "sandbox_files",
+                json!({"action": "read_file", "file_path": "inside.txt"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done inside.".into()),
+            [call("c3", "terminate", json!({"status": "success"}))],
+        ));
+    let output = setup
+        .run(&["--agent", "sandbox", "--prompt", "work in the sandbox"])
+        .await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("[daytona] is ignored"), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "Done inside.");
+    assert_eq!(
+        std::fs::read_to_string(setup.workspace().join("inside.txt")).unwrap(),
+        "made-inside\n"
+    );
+    let observation = server.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .unwrap();
+    let result: Value =
+        serde_json::from_str(observation.split_once("executed:\n").unwrap().1).unwrap();
+    assert_eq!(result["output"], "/workspace\netc-is-read-only");
+    assert_eq!(result["exit_code"], 0);
+    let read = server.requests()[2].body["messages"].to_string();
+    assert!(read.contains("made-inside"), "{read}");
+    server.verify().unwrap();
+}
