@@ -15,7 +15,64 @@ pub const WIDTH: u32 = 1000;
 /// Height of rendered charts, in pixels.
 pub const HEIGHT: u32 = 600;
 
+/// The font family for text in Latin, Cyrillic, Greek... scripts.
 const FONT: &str = "sans-serif";
+
+/// Families tried, in order, for charts whose text has Chinese, Japanese or Korean characters
+/// (the default sans-serif font usually has none of them: `apt-get install fonts-wqy-microhei`
+/// or `fonts-noto-cjk`).
+const CJK_FONTS: [&str; 5] = [
+    "Noto Sans CJK SC",
+    "WenQuanYi Micro Hei",
+    "Source Han Sans SC",
+    "Droid Sans Fallback",
+    "AR PL UMing CN",
+];
+
+/// Whether `text` has a character of the CJK scripts.
+fn has_cjk(text: &str) -> bool {
+    text.chars().any(|c| {
+        matches!(u32::from(c),
+            0x3000..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF
+            | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x2FA1F)
+    })
+}
+
+/// The first installed CJK font family, looked up once.
+#[must_use]
+pub fn cjk_font() -> Option<&'static str> {
+    static FOUND: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    // Plotters falls back to the default font for a family it cannot find, so ask the
+    // system font source (fontconfig) which families really exist.
+    *FOUND.get_or_init(|| {
+        let source = font_kit::source::SystemSource::new();
+        CJK_FONTS.into_iter().find(|family| {
+            source
+                .select_family_by_name(family)
+                .is_ok_and(|handle| !handle.is_empty())
+        })
+    })
+}
+
+/// The font family for a chart: a CJK font when its title, labels, series names or insights
+/// have CJK characters and one is installed (otherwise they would be drawn as empty boxes; a
+/// warning says so), else sans-serif.
+fn font_for(spec: &ChartSpec, data: &ChartData, marks: &[(usize, Insight)]) -> &'static str {
+    let cjk = has_cjk(&spec.title)
+        || spec.x_field.as_deref().is_some_and(has_cjk)
+        || data.labels.iter().any(|l| has_cjk(l))
+        || data.series.iter().any(|(name, _)| has_cjk(name))
+        || marks.iter().any(|(_, insight)| has_cjk(&insight.text));
+    if !cjk {
+        return FONT;
+    }
+    cjk_font().unwrap_or_else(|| {
+        tracing::warn!(
+            "the chart has CJK text but no CJK font is installed (e.g. apt-get install fonts-wqy-microhei); it will show as boxes"
+        );
+        FONT
+    })
+}
 const MARK: RGBColor = RGBColor(214, 39, 40);
 
 /// The values a chart draws, taken from a [`Table`] by a [`ChartSpec`].
@@ -160,10 +217,11 @@ fn draw<DB: DrawingBackend>(
     marks: &[(usize, Insight)],
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
+    let font = font_for(spec, data, marks);
     match spec.chart_type {
-        ChartType::Pie => draw_pie(root, spec, data),
-        ChartType::DualAxis => draw_dual(root, spec, data, marks),
-        _ => draw_xy(root, spec, data, marks),
+        ChartType::Pie => draw_pie(root, spec, data, font),
+        ChartType::DualAxis => draw_dual(root, spec, data, marks, font),
+        _ => draw_xy(root, spec, data, marks, font),
     }
 }
 
@@ -230,6 +288,7 @@ fn draw_xy<DB: DrawingBackend>(
     spec: &ChartSpec,
     data: &ChartData,
     marks: &[(usize, Insight)],
+    font: &str,
 ) -> DrawResult {
     let from_zero = matches!(spec.chart_type, ChartType::Bar | ChartType::Area);
     let (ylo, yhi) = y_range(
@@ -240,7 +299,7 @@ fn draw_xy<DB: DrawingBackend>(
     );
     let (xlo, xhi) = x_range(data);
     let mut chart = ChartBuilder::on(root)
-        .caption(&spec.title, (FONT, 28))
+        .caption(&spec.title, (font, 28))
         .margin(20)
         .x_label_area_size(50)
         .y_label_area_size(70)
@@ -253,7 +312,7 @@ fn draw_xy<DB: DrawingBackend>(
     mesh.x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .x_desc(spec.x_field.clone().unwrap_or_default())
-        .label_style((FONT, 14));
+        .label_style((font, 14));
     if data.categorical {
         mesh.x_labels(labels.clamp(1, 20) + 1).disable_x_mesh();
     }
@@ -326,7 +385,7 @@ fn draw_xy<DB: DrawingBackend>(
                     .draw_series([Text::new(
                         format!("[{number}]"),
                         line[1],
-                        (FONT, 16).into_font().color(&MARK),
+                        (font, 16).into_font().color(&MARK),
                     )])
                     .map_err(err)?;
             }
@@ -346,7 +405,7 @@ fn draw_xy<DB: DrawingBackend>(
                 + Text::new(
                     format!("[{number}] {}", fmt_number(*y)),
                     LABEL_OFFSET,
-                    (FONT, 16).into_font().color(&MARK),
+                    (font, 16).into_font().color(&MARK),
                 )])
             .map_err(err)?;
     }
@@ -355,7 +414,7 @@ fn draw_xy<DB: DrawingBackend>(
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
-            .label_font((FONT, 14))
+            .label_font((font, 14))
             .position(SeriesLabelPosition::UpperRight)
             .draw()
             .map_err(err)?;
@@ -368,6 +427,7 @@ fn draw_dual<DB: DrawingBackend>(
     spec: &ChartSpec,
     data: &ChartData,
     marks: &[(usize, Insight)],
+    font: &str,
 ) -> DrawResult {
     let (Some((name1, v1)), Some((name2, v2))) = (data.series.first(), data.series.get(1)) else {
         return Err("dual-axis needs two series".to_owned());
@@ -376,7 +436,7 @@ fn draw_dual<DB: DrawingBackend>(
     let (alo, ahi) = y_range(v1.iter().flatten().copied(), true);
     let (blo, bhi) = y_range(v2.iter().flatten().copied(), false);
     let mut chart = ChartBuilder::on(root)
-        .caption(&spec.title, (FONT, 28))
+        .caption(&spec.title, (font, 28))
         .margin(20)
         .x_label_area_size(50)
         .y_label_area_size(70)
@@ -392,14 +452,14 @@ fn draw_dual<DB: DrawingBackend>(
         .x_labels(labels.clamp(1, 20) + 1)
         .disable_x_mesh()
         .y_desc(name1.clone())
-        .label_style((FONT, 14))
+        .label_style((font, 14))
         .draw()
         .map_err(err)?;
     chart
         .configure_secondary_axes()
         .y_label_formatter(&|y| fmt_number(*y))
         .y_desc(name2.clone())
-        .label_style((FONT, 14))
+        .label_style((font, 14))
         .draw()
         .map_err(err)?;
     let (c1, c2) = (color(0), color(1));
@@ -429,7 +489,7 @@ fn draw_dual<DB: DrawingBackend>(
             continue;
         };
         let label = format!("[{number}] {}", fmt_number(*y));
-        let style = (FONT, 16).into_font().color(&MARK);
+        let style = (font, 16).into_font().color(&MARK);
         if first {
             chart
                 .draw_series([Circle::new((*x, *y), 10, MARK.stroke_width(3))])
@@ -452,7 +512,7 @@ fn draw_dual<DB: DrawingBackend>(
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .label_font((FONT, 14))
+        .label_font((font, 14))
         .position(SeriesLabelPosition::UpperLeft)
         .draw()
         .map_err(err)?;
@@ -463,6 +523,7 @@ fn draw_pie<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     spec: &ChartSpec,
     data: &ChartData,
+    font: &str,
 ) -> DrawResult {
     let Some((_, values)) = data.series.first() else {
         return Err("pie needs a series".to_owned());
@@ -477,7 +538,7 @@ fn draw_pie<DB: DrawingBackend>(
     if total <= 0.0 {
         return Err("pie needs positive values".to_owned());
     }
-    let titled = root.titled(&spec.title, (FONT, 28)).map_err(err)?;
+    let titled = root.titled(&spec.title, (font, 28)).map_err(err)?;
     let (w, h) = titled.dim_in_pixel();
     let (w, h) = (
         i32::try_from(w).unwrap_or(i32::MAX),
@@ -504,7 +565,7 @@ fn draw_pie<DB: DrawingBackend>(
             .draw(&Text::new(
                 format!("{:.1}%", value / total * 100.0),
                 text_at,
-                (FONT, 15).into_font().color(&WHITE),
+                (font, 15).into_font().color(&WHITE),
             ))
             .map_err(err)?;
         let legend_y = 30 + i32::try_from(k).unwrap_or(0) * 24;
@@ -519,7 +580,7 @@ fn draw_pie<DB: DrawingBackend>(
             .draw(&Text::new(
                 format!("{label} ({})", fmt_number(*value)),
                 (legend_x + 20, legend_y),
-                (FONT, 15),
+                (font, 15),
             ))
             .map_err(err)?;
         start += sweep;
@@ -533,4 +594,67 @@ fn polar(center: (i32, i32), radius: f64, angle: f64) -> (i32, i32) {
         center.0 + (radius * angle.cos()).round() as i32,
         center.1 + (radius * angle.sin()).round() as i32,
     )
+}
+
+#[cfg(test)]
+mod cjk_tests {
+    use super::*;
+
+    /// `text` drawn black on white in `family`, as RGB bytes.
+    fn glyphs(family: &str, text: &str) -> Vec<u8> {
+        let mut buffer = vec![0_u8; 64 * 64 * 3];
+        {
+            let root = BitMapBackend::with_buffer(&mut buffer, (64, 64)).into_drawing_area();
+            root.fill(&WHITE).unwrap();
+            root.draw_text(text, &(family, 40).into_font().color(&BLACK), (4, 4))
+                .unwrap();
+            root.present().unwrap();
+        }
+        buffer
+    }
+
+    #[test]
+    fn cjk_text_is_detected() {
+        assert!(has_cjk("月度销售"));
+        assert!(has_cjk("Sales 売上"));
+        assert!(has_cjk("매출"));
+        assert!(!has_cjk("Monthly sales, Ünïcode, Продажи"));
+    }
+
+    #[test]
+    fn chinese_titles_get_a_font_with_real_glyphs() {
+        // `.ci/run` installs fonts-wqy-microhei.
+        let family =
+            cjk_font().expect("a CJK font is installed (apt-get install fonts-wqy-microhei)");
+        let sales = glyphs(family, "销");
+        let month = glyphs(family, "月");
+        let ink = |b: &[u8]| b.iter().filter(|v| **v < 128).count();
+        assert!(ink(&sales) > 50, "the glyph is drawn");
+        assert!(
+            sales != month,
+            "{family}: two characters drew the same picture (empty boxes, not glyphs)"
+        );
+    }
+
+    #[test]
+    fn the_chart_font_follows_its_text() {
+        let data = ChartData {
+            labels: vec!["一月".into(), "二月".into()],
+            xs: vec![0.0, 1.0],
+            categorical: true,
+            series: vec![("sales".into(), vec![Some(1.0), Some(2.0)])],
+        };
+        let spec = ChartSpec {
+            chart_type: ChartType::Bar,
+            x_field: Some("month".into()),
+            y_fields: vec!["sales".into()],
+            title: "Sales".into(),
+        };
+        assert_eq!(font_for(&spec, &data, &[]), cjk_font().unwrap_or(FONT));
+        let latin = ChartData {
+            labels: vec!["Jan".into(), "Feb".into()],
+            ..data
+        };
+        assert_eq!(font_for(&spec, &latin, &[]), FONT);
+    }
 }
