@@ -73,7 +73,16 @@ fn ci() -> Result<()> {
     run("rustdoc", doc)?;
     let mut test = cargo(&["test", "--workspace", "--locked"]);
     with_test_peers(&mut test)?;
-    let (passed, failed, ignored) = run_tests(test)?;
+    let (mut passed, failed, mut ignored) = run_tests(test)?;
+    if failed == 0
+        && let Some((docker_passed, docker_failed, _)) = docker_tests()?
+    {
+        passed += docker_passed;
+        ignored = ignored.saturating_sub(docker_passed + docker_failed);
+        if docker_failed > 0 {
+            bail!("{docker_failed} Docker sandbox tests failed");
+        }
+    }
     // One plain closing line for whoever reads the end of the log.
     say(&format!(
         "tests: {passed} passed, {failed} failed, {ignored} skipped"
@@ -82,6 +91,96 @@ fn ci() -> Result<()> {
         bail!("no test ran");
     }
     Ok(())
+}
+
+/// The image the Docker sandbox tests run: the host's static busybox and its bash (with the
+/// libraries `ldd` names), imported with `docker import` (no registry is needed).
+const DOCKER_TEST_IMAGE: &str = "openmanus-sandbox-test:busybox-bash";
+
+/// Runs the Docker backend's tests (ignored in the plain run) when a Docker engine answers;
+/// otherwise says plainly that they were skipped. Returns their counts when they ran.
+fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
+    let engine = Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .stdin(Stdio::null())
+        .output();
+    let version = match engine {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        _ => {
+            say(
+                "Docker sandbox tests: skipped (no Docker engine answers; .ci/run starts one where it can)",
+            );
+            return Ok(None);
+        }
+    };
+    let present = Command::new("docker")
+        .args(["image", "inspect", DOCKER_TEST_IMAGE])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        let busybox = Path::new("/bin/busybox");
+        if !busybox.is_file() {
+            say(
+                "Docker sandbox tests: skipped (no /bin/busybox to build the test image; apt-get install busybox-static)",
+            );
+            return Ok(None);
+        }
+        let root = workspace_root()
+            .join("target")
+            .join("xtask-tools")
+            .join("docker-rootfs");
+        let _ = std::fs::remove_dir_all(&root);
+        for dir in ["bin", "tmp", "workspace"] {
+            std::fs::create_dir_all(root.join(dir))
+                .with_context(|| format!("create {}", root.join(dir).display()))?;
+        }
+        std::fs::copy(busybox, root.join("bin/busybox")).context("copy busybox")?;
+        copy_with_libraries(Path::new("/bin/bash"), &root)?;
+        let list = Command::new(busybox)
+            .arg("--list")
+            .output()
+            .context("busybox --list")?;
+        for applet in String::from_utf8_lossy(&list.stdout).lines() {
+            if applet != "busybox" {
+                std::os::unix::fs::symlink("busybox", root.join("bin").join(applet))
+                    .with_context(|| format!("link {applet}"))?;
+            }
+        }
+        let mut tar = Command::new("tar");
+        tar.arg("-C")
+            .arg(&root)
+            .args(["-c", "."])
+            .stdout(Stdio::piped());
+        let mut tar = tar.spawn().context("start tar")?;
+        let Some(archive) = tar.stdout.take() else {
+            bail!("tar has no output");
+        };
+        let mut import = Command::new("docker");
+        import
+            .args(["import", "-", DOCKER_TEST_IMAGE])
+            .stdin(archive);
+        run("import the busybox test image into Docker", import)?;
+        let _ = tar.wait();
+    }
+    say(&format!(
+        "Docker sandbox tests: engine {version}, image {DOCKER_TEST_IMAGE}"
+    ));
+    let mut test = cargo(&[
+        "test",
+        "--locked",
+        "-p",
+        "agent-sandbox",
+        "-p",
+        "openmanus-cli",
+        "--test",
+        "docker",
+        "--",
+        "--ignored",
+    ]);
+    test.env("OPENMANUS_DOCKER_IMAGE", DOCKER_TEST_IMAGE);
+    run_tests(test).map(Some)
 }
 
 /// Runs `cargo test`, echoing its output, and adds up the `test result:` lines.
@@ -316,6 +415,42 @@ fn ensure_analysis_python() -> Result<PathBuf> {
     std::fs::write(&marker, PANDAS_VERSION)
         .with_context(|| format!("write {}", marker.display()))?;
     Ok(python)
+}
+
+/// Copies `binary` and the shared libraries `ldd` lists for it into `root`, at their paths.
+fn copy_with_libraries(binary: &Path, root: &Path) -> Result<()> {
+    let ldd = Command::new("ldd")
+        .arg(binary)
+        .output()
+        .with_context(|| format!("ldd {}", binary.display()))?;
+    let mut files = vec![binary.to_path_buf()];
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        let path = line
+            .split("=>")
+            .last()
+            .and_then(|rest| rest.split_whitespace().next())
+            .filter(|p| p.starts_with('/'));
+        if let Some(path) = path {
+            files.push(PathBuf::from(path));
+        }
+    }
+    for file in files {
+        let resolved =
+            std::fs::canonicalize(&file).with_context(|| format!("resolve {}", file.display()))?;
+        let relative = file.strip_prefix("/").unwrap_or(&file);
+        let target = root.join(relative);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("create {}", parent.display()))?;
+        }
+        if target.exists() || target.is_symlink() {
+            std::fs::remove_file(&target)
+                .with_context(|| format!("replace {}", target.display()))?;
+        }
+        std::fs::copy(&resolved, &target)
+            .with_context(|| format!("copy {} to {}", resolved.display(), target.display()))?;
+    }
+    Ok(())
 }
 
 fn workspace_root() -> PathBuf {

@@ -82,8 +82,8 @@ pub use loader::{CONFIG_ENV, ConfigLoader, ConfigOrigin, ConfigSource};
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use sections::{
     AgentSettings, AutoTextReply, BrowserSettings, DaytonaSettings, EngineBaseUrls, McpSettings,
-    NextStepPromptMode, ObservationTruncation, ProxySettings, RunflowSettings, SandboxSettings,
-    SearchSettings,
+    NextStepPromptMode, ObservationTruncation, ProxySettings, RunflowSettings, SandboxBackend,
+    SandboxSettings, SearchSettings,
 };
 
 use document::Document;

@@ -208,12 +208,27 @@ impl Default for SearchSettings {
     }
 }
 
-/// `[sandbox]`: the local Docker sandbox. Defaults are OpenManus's.
+/// Which sandbox `[sandbox]` sets up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxBackend {
+    /// Bubblewrap namespaces on this machine (the default; `image` is not used).
+    #[default]
+    Local,
+    /// A container of a Docker engine (`DOCKER_HOST` or the local socket) from `image`.
+    Docker,
+}
+
+/// `[sandbox]`: where code-executing tools run confined. Defaults are OpenManus's, plus our
+/// `backend` key (OpenManus only had Docker; here the default is the local bubblewrap backend,
+/// which needs no daemon).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxSettings {
     /// Run code-executing tools in the sandbox. Default `false`.
     pub use_sandbox: bool,
+    /// `"local"` (bubblewrap, default) or `"docker"`.
+    pub backend: SandboxBackend,
     /// Container image. Default `"python:3.12-slim"`.
     pub image: String,
     /// Working directory inside the container. Default `"/workspace"`.
@@ -232,6 +247,7 @@ impl Default for SandboxSettings {
     fn default() -> Self {
         Self {
             use_sandbox: false,
+            backend: SandboxBackend::Local,
             image: "python:3.12-slim".into(),
             work_dir: "/workspace".into(),
             memory_limit: "512m".into(),

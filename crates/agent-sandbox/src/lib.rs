@@ -39,7 +39,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+mod docker;
 mod error;
+mod host;
 mod limits;
 mod local;
 mod operator;
@@ -47,6 +49,7 @@ mod path;
 mod process;
 pub mod tools;
 
+pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker};
 pub use error::SandboxError;
 pub use limits::parse_memory_limit;
 pub use local::{LocalSandbox, LocalSandboxOptions, Probe, SANDBOX_PATH};
@@ -130,4 +133,33 @@ pub trait Sandbox: Send + Sync {
 
     /// Kills every session; the sandbox refuses further commands. The workspace stays.
     async fn cleanup(&self) -> Result<(), SandboxError>;
+
+    /// The host directory that is the sandbox's workspace.
+    fn workspace(&self) -> &Path;
+
+    /// Where the workspace appears inside the sandbox.
+    fn work_dir(&self) -> &Path;
+
+    /// Whether programs in the sandbox may use the network.
+    fn network_enabled(&self) -> bool;
+
+    /// The command prefix that runs a program inside the sandbox (append the program and its
+    /// arguments; spawn it as the leader of its own process group). This is what
+    /// `Bash::with_launcher` and `PythonExecute::with_launcher` of agent-tools take.
+    fn launcher(&self) -> Vec<String>;
+
+    /// The prefix a browser is started under inside the sandbox, when the backend can run one
+    /// there with its DevTools endpoint reachable from this process (default: it cannot).
+    fn browser_launcher(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The host path of the sandbox path `path`, refused when it leaves the workspace.
+    ///
+    /// # Errors
+    ///
+    /// [`SandboxError::PathRefused`].
+    fn host_path(&self, path: &str) -> Result<std::path::PathBuf, SandboxError> {
+        crate::path::resolve(self.workspace(), self.work_dir(), path)
+    }
 }

@@ -14,8 +14,9 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, info, warn};
 
+use crate::host::HostFiles;
 use crate::process::{Group, Shared, pump};
-use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput, parse_memory_limit, path};
+use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput, parse_memory_limit};
 
 /// The `PATH` inside the sandbox (the host's own `PATH` may point into hidden directories).
 pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -143,6 +144,7 @@ pub struct LocalSandbox {
     /// `prlimit` and its arguments, ending with `--`.
     limit_args: Vec<String>,
     sessions: Mutex<Option<BTreeMap<String, Session>>>,
+    files: HostFiles,
 }
 
 impl LocalSandbox {
@@ -231,12 +233,14 @@ impl LocalSandbox {
             })?;
         let bwrap_args = bwrap_args(&options, &workspace)?;
         let limit_args = limit_args(&options);
+        let files = HostFiles::new(workspace.clone(), options.work_dir.clone());
         let sandbox = Self {
             options,
             workspace,
             bwrap_args,
             limit_args,
             sessions: Mutex::new(Some(BTreeMap::new())),
+            files,
         };
         let trial = sandbox.run("true", Some(Duration::from_secs(30))).await?;
         if trial.exit_code != Some(0) {
@@ -350,10 +354,6 @@ impl LocalSandbox {
             .process_group(0)
             .kill_on_drop(true);
         command
-    }
-
-    pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, SandboxError> {
-        path::resolve(&self.workspace, &self.options.work_dir, path)
     }
 }
 
@@ -603,44 +603,19 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        let host = self.resolve(path)?;
-        tokio::fs::read(&host)
-            .await
-            .map_err(|e| SandboxError::at(&host, "reading", e))
+        self.files.read(path).await
     }
 
     async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError> {
-        let host = self.resolve(path)?;
-        if let Some(parent) = host.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| SandboxError::at(parent, "creating", e))?;
-            // The directories just created may have raced with a link; check again.
-            self.resolve(path)?;
-        }
-        tokio::fs::write(&host, contents)
-            .await
-            .map_err(|e| SandboxError::at(&host, "writing", e))
+        self.files.write(path, contents).await
     }
 
     async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError> {
-        let target = self.resolve(path)?;
-        let source = host_source.to_path_buf();
-        let workspace = self.workspace.clone();
-        tokio::task::spawn_blocking(move || copy_tree(&source, &target, None, &workspace))
-            .await
-            .map_err(|e| SandboxError::io("copying", std::io::Error::other(e)))?
+        self.files.copy_in(host_source, path).await
     }
 
     async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError> {
-        let source = self.resolve(path)?;
-        let target = host_target.to_path_buf();
-        let workspace = self.workspace.clone();
-        tokio::task::spawn_blocking(move || {
-            copy_tree(&source, &target, Some(&workspace), &workspace)
-        })
-        .await
-        .map_err(|e| SandboxError::io("copying", std::io::Error::other(e)))?
+        self.files.copy_out(path, host_target).await
     }
 
     async fn start_session(&self, name: &str) -> Result<(), SandboxError> {
@@ -771,54 +746,24 @@ impl Sandbox for LocalSandbox {
         }
         Ok(())
     }
-}
 
-/// Copies a file or a directory tree. With `inside` set (copying out of the workspace), symbolic
-/// links are refused rather than followed; links are never created.
-fn copy_tree(
-    source: &Path,
-    target: &Path,
-    inside: Option<&Path>,
-    workspace: &Path,
-) -> Result<(), SandboxError> {
-    let meta =
-        std::fs::symlink_metadata(source).map_err(|e| SandboxError::at(source, "reading", e))?;
-    let meta = if meta.file_type().is_symlink() {
-        if inside.is_some() {
-            return Err(SandboxError::PathRefused {
-                path: source.display().to_string(),
-                reason: "symbolic links are not copied out of the sandbox".into(),
-            });
-        }
-        std::fs::metadata(source).map_err(|e| SandboxError::at(source, "reading", e))?
-    } else {
-        meta
-    };
-    if meta.is_dir() {
-        std::fs::create_dir_all(target).map_err(|e| SandboxError::at(target, "creating", e))?;
-        let entries =
-            std::fs::read_dir(source).map_err(|e| SandboxError::at(source, "listing", e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| SandboxError::at(source, "listing", e))?;
-            let to = target.join(entry.file_name());
-            // Copying in: the target must stay inside the workspace (no link planted on the way).
-            if inside.is_none()
-                && std::fs::symlink_metadata(&to).is_ok_and(|m| m.file_type().is_symlink())
-            {
-                return Err(SandboxError::PathRefused {
-                    path: to.display().to_string(),
-                    reason: format!(
-                        "it is a symbolic link inside the workspace {}",
-                        workspace.display()
-                    ),
-                });
-            }
-            copy_tree(&entry.path(), &to, inside, workspace)?;
-        }
-        Ok(())
-    } else {
-        std::fs::copy(source, target)
-            .map(|_| ())
-            .map_err(|e| SandboxError::at(target, "copying to", e))
+    fn workspace(&self) -> &Path {
+        LocalSandbox::workspace(self)
+    }
+
+    fn work_dir(&self) -> &Path {
+        LocalSandbox::work_dir(self)
+    }
+
+    fn network_enabled(&self) -> bool {
+        LocalSandbox::network_enabled(self)
+    }
+
+    fn launcher(&self) -> Vec<String> {
+        LocalSandbox::launcher(self)
+    }
+
+    fn browser_launcher(&self) -> Option<Vec<String>> {
+        Some(LocalSandbox::browser_launcher(self))
     }
 }

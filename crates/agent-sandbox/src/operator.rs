@@ -8,31 +8,40 @@ use agent_tools::FileOperator;
 use agent_tools::editor::{DirEntry, PathKind};
 use async_trait::async_trait;
 
-use crate::{LocalSandbox, Sandbox, SandboxError};
+use crate::{Sandbox, SandboxError};
 
-/// A [`FileOperator`] that reaches files only through a [`LocalSandbox`]'s confined file access:
+/// A [`FileOperator`] that reaches files only through a [`Sandbox`]'s confined file access:
 /// every path must lie in the sandbox workspace, given either as a host path (under
-/// [`LocalSandbox::workspace`]) or as a sandbox path (under the work dir); `..` escapes and
+/// [`Sandbox::workspace`]) or as a sandbox path (under the work dir); `..` escapes and
 /// symbolic links leading out of the workspace are refused (`PermissionDenied`), as the
 /// sandbox's own [`Sandbox::read_file`] and [`Sandbox::write_file`] refuse them.
 ///
 /// With [`LocalSandboxOptions::mirrored`](crate::LocalSandboxOptions::mirrored) the two kinds of
 /// path are the same, so the editor, `bash` and `python_execute` in the sandbox agree on paths.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SandboxFileOperator {
-    sandbox: Arc<LocalSandbox>,
+    sandbox: Arc<dyn Sandbox>,
+}
+
+impl std::fmt::Debug for SandboxFileOperator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxFileOperator")
+            .field("workspace", &self.sandbox.workspace())
+            .field("work_dir", &self.sandbox.work_dir())
+            .finish()
+    }
 }
 
 impl SandboxFileOperator {
     /// The operator of `sandbox`.
     #[must_use]
-    pub fn new(sandbox: Arc<LocalSandbox>) -> Self {
+    pub fn new(sandbox: Arc<dyn Sandbox>) -> Self {
         Self { sandbox }
     }
 
     /// The sandbox.
     #[must_use]
-    pub fn sandbox(&self) -> &Arc<LocalSandbox> {
+    pub fn sandbox(&self) -> &Arc<dyn Sandbox> {
         &self.sandbox
     }
 
@@ -67,7 +76,7 @@ impl SandboxFileOperator {
     /// The host path of `path`, checked by the sandbox's path confinement.
     fn host(&self, path: &Path) -> io::Result<PathBuf> {
         let relative = self.relative(path)?;
-        self.sandbox.resolve(&relative).map_err(to_io)
+        self.sandbox.host_path(&relative).map_err(to_io)
     }
 }
 

@@ -86,6 +86,25 @@ impl Shared {
         self.with(f);
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
     }
+
+    /// Appends `bytes`, keeping at most `limit` bytes buffered (the rest is dropped and the
+    /// buffer marked truncated).
+    pub(crate) fn append(&self, bytes: &[u8], limit: usize) {
+        self.update(|buffer| {
+            let room = limit.saturating_sub(buffer.data.len());
+            if bytes.len() > room {
+                buffer.truncated = true;
+            }
+            buffer
+                .data
+                .extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
+        });
+    }
+
+    /// Marks the end of the stream.
+    pub(crate) fn finish(&self) {
+        self.update(|buffer| buffer.eof = true);
+    }
 }
 
 /// Copies `pipe` into `shared` until end of file, keeping at most `limit` bytes buffered (the
@@ -95,19 +114,8 @@ pub(crate) async fn pump(mut pipe: impl AsyncRead + Unpin, shared: Arc<Shared>, 
     loop {
         match pipe.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let bytes = chunk.get(..n).unwrap_or_default();
-                shared.update(|buffer| {
-                    let room = limit.saturating_sub(buffer.data.len());
-                    if bytes.len() > room {
-                        buffer.truncated = true;
-                    }
-                    buffer
-                        .data
-                        .extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or_default());
-                });
-            }
+            Ok(n) => shared.append(chunk.get(..n).unwrap_or_default(), limit),
         }
     }
-    shared.update(|buffer| buffer.eof = true);
+    shared.finish();
 }

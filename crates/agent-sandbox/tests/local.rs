@@ -392,7 +392,7 @@ async fn the_file_operator_is_confined_to_the_workspace() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
     let sb = Arc::new(sandbox_with(LocalSandboxOptions::new(&ws).mirrored()).await);
-    let op = SandboxFileOperator::new(Arc::clone(&sb));
+    let op = SandboxFileOperator::new(sb.clone());
     op.write_file(&ws.join("a/b.txt"), b"hi").await.unwrap();
     assert_eq!(op.read_file(&ws.join("a/b.txt")).await.unwrap(), b"hi");
     assert_eq!(op.kind(&ws.join("a")).await.unwrap(), PathKind::Directory);

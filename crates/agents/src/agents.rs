@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_browser::{BrowserConfig, BrowserContextHelper, BrowserUseTool};
 use agent_llm::ChatModel;
-use agent_sandbox::{LocalSandbox, SandboxFileOperator};
+use agent_sandbox::{Sandbox, SandboxFileOperator};
 use agent_toolcall::{Policies, ToolCallAgent, ToolCallHooks};
 use agent_tools::{
     AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, Terminate,
@@ -47,7 +47,7 @@ pub struct AgentOptions {
     /// use_sandbox = true`); `None` (the default) runs them on the host. Build it with
     /// [`LocalSandboxOptions::mirrored`](agent_sandbox::LocalSandboxOptions::mirrored) over
     /// `workspace`, so that paths are the same inside the sandbox and in the prompts.
-    pub sandbox: Option<Arc<LocalSandbox>>,
+    pub sandbox: Option<Arc<dyn Sandbox>>,
     /// How Manus's `browser_use` starts or reaches Chromium (`[browser]`); the browser is
     /// launched at the first browser action, not before.
     pub browser: BrowserConfig,
@@ -89,7 +89,7 @@ impl AgentOptions {
 
     /// Runs the code and file tools in `sandbox` (see [`AgentOptions::sandbox`]).
     #[must_use]
-    pub fn with_sandbox(mut self, sandbox: Arc<LocalSandbox>) -> Self {
+    pub fn with_sandbox(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
         self.sandbox = Some(sandbox);
         self
     }
@@ -227,48 +227,57 @@ pub const SANDBOX_MANUS: &str = "SandboxManus";
 /// SandboxManus: Manus whose hands are inside `sandbox` — `sandbox_shell` (named shell
 /// sessions), `sandbox_files`, `sandbox_browser` (the `browser_use` actions on a Chromium
 /// started inside the sandbox; without `network_enabled` it reaches no network, only files
-/// and the workspace), `sandbox_vision`, `ask_human` and `terminate`. Manus's prompts with the
-/// sandbox's work dir, 20 steps, observations cut at 10,000 characters; while one of its last
-/// three messages calls `sandbox_browser`, the step's prompt carries the browser state.
+/// and the workspace; offered only by backends that can run a browser, the bubblewrap one),
+/// `sandbox_vision`, `ask_human` and `terminate`. Manus's prompts with the sandbox's work dir,
+/// 20 steps, observations cut at 10,000 characters; while one of its last three messages calls
+/// `sandbox_browser`, the step's prompt carries the browser state.
 pub fn sandbox_manus(
     llm: Arc<dyn ChatModel>,
     options: &AgentOptions,
-    sandbox: Arc<LocalSandbox>,
+    sandbox: Arc<dyn Sandbox>,
 ) -> Manus {
     use agent_sandbox::tools::{SandboxFiles, SandboxShell, SandboxVision};
     let work_dir = sandbox.work_dir().to_path_buf();
-    let mut browser_config = BrowserConfig {
-        launcher: sandbox.browser_launcher(),
-        downloads_dir: Some(work_dir.join("downloads")),
-        downloads_host_dir: Some(sandbox.workspace().join("downloads")),
-        ..options.browser.clone()
-    };
-    if !sandbox.network_enabled() {
-        // The browser shares the host's network stack (its DevTools endpoint must be reachable);
-        // a proxy that does not exist, used for every address, keeps its pages off the network.
-        browser_config.extra_args.extend([
-            "--proxy-server=http://127.0.0.1:9".to_owned(),
-            "--proxy-bypass-list=<-loopback>".to_owned(),
-        ]);
-    }
-    let browser = Arc::new(
-        BrowserUseTool::with_config(browser_config)
-            .with_name(SANDBOX_BROWSER)
-            .with_llm(Arc::clone(&llm)),
-    );
-    let shared: Arc<dyn agent_sandbox::Sandbox> = sandbox.clone();
+    let browser = sandbox.browser_launcher().map(|launcher| {
+        let mut config = BrowserConfig {
+            launcher,
+            downloads_dir: Some(work_dir.join("downloads")),
+            downloads_host_dir: Some(sandbox.workspace().join("downloads")),
+            ..options.browser.clone()
+        };
+        if !sandbox.network_enabled() {
+            // The browser shares the host's network stack (its DevTools endpoint must be
+            // reachable); a proxy that does not exist, used for every address, keeps its pages
+            // off the network.
+            config.extra_args.extend([
+                "--proxy-server=http://127.0.0.1:9".to_owned(),
+                "--proxy-bypass-list=<-loopback>".to_owned(),
+            ]);
+        }
+        Arc::new(
+            BrowserUseTool::with_config(config)
+                .with_name(SANDBOX_BROWSER)
+                .with_llm(Arc::clone(&llm)),
+        )
+    });
     let mut tools = ToolCollection::new();
     tools.add_tool(SandboxShell::new(
-        Arc::clone(&shared),
+        Arc::clone(&sandbox),
         work_dir.display().to_string(),
     ));
-    tools.add_tool(SandboxFiles::new(Arc::clone(&shared)));
-    tools.add_shared(browser.clone());
-    tools.add_tool(SandboxVision::new(shared));
+    tools.add_tool(SandboxFiles::new(Arc::clone(&sandbox)));
+    if let Some(browser) = &browser {
+        tools.add_shared(browser.clone());
+    } else {
+        tracing::warn!("this sandbox backend cannot run a browser; sandbox_browser is not offered");
+    }
+    tools.add_tool(SandboxVision::new(sandbox));
     tools.add_tool(options.ask_human());
     tools.add_tool(Terminate);
     let mut hooks = ManusHooks::new();
-    hooks.set_browser(BrowserContextHelper::new(browser));
+    if let Some(browser) = browser {
+        hooks.set_browser(BrowserContextHelper::new(browser));
+    }
     let agent = ToolCallAgent::new(llm)
         .with_name(SANDBOX_MANUS)
         .with_description(

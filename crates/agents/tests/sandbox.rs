@@ -35,7 +35,7 @@ async fn sandbox(workspace: &Path) -> Arc<LocalSandbox> {
 
 fn options(workspace: &Path, sandbox: Option<Arc<LocalSandbox>>) -> AgentOptions {
     let mut options = AgentOptions::new(workspace);
-    options.sandbox = sandbox;
+    options.sandbox = sandbox.map(|s| s as Arc<dyn agent_sandbox::Sandbox>);
     options.python_timeout = Some(std::time::Duration::from_secs(30));
     options
 }

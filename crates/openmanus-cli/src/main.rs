@@ -482,6 +482,12 @@ async fn run_agent(
             code
         }
     };
+    // The sandbox of `use_sandbox` goes with the session (a Docker container is removed).
+    if let Some(sandbox) = &options.sandbox
+        && let Err(e) = sandbox.cleanup().await
+    {
+        note(&format!("warning: cleaning up the sandbox: {e}"));
+    }
     let path = journal.path().to_path_buf();
     journal.close().await.context("writing the run journal")?;
     if !global.json {

@@ -84,51 +84,66 @@ async fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
             .context("invalid [search] settings")?,
     ));
     if config.sandbox.use_sandbox {
-        // The tools run inside bubblewrap with the workspace at its own path, so paths and
+        // The tools run in the sandbox with the workspace at its own path, so paths and
         // observations are the same as without the sandbox. No fallback: if the sandbox cannot
         // run, the run does not start.
-        let local = local_sandbox(config, &workspace, true)
+        let sandbox = sandbox(config, &workspace, true)
             .await
             .context("[sandbox] use_sandbox = true, but the sandbox cannot run")?;
         options = AgentOptions {
-            workspace: local.workspace().to_path_buf(),
+            workspace: sandbox.workspace().to_path_buf(),
             ..options
         }
-        .with_sandbox(local);
+        .with_sandbox(sandbox);
     }
     Ok(options)
 }
 
-/// The bubblewrap sandbox of `[sandbox]` over `workspace` (created if missing); `mirrored`
-/// shows the workspace at its own path inside, otherwise at `[sandbox] work_dir`.
-async fn local_sandbox(
+/// The sandbox of `[sandbox]` (bubblewrap, or a Docker container with `backend = "docker"`)
+/// over `workspace` (created if missing); `mirrored` shows the workspace at its own path
+/// inside, otherwise at `[sandbox] work_dir`.
+async fn sandbox(
     config: &Config,
     workspace: &Path,
     mirrored: bool,
-) -> Result<Arc<agent_sandbox::LocalSandbox>> {
-    let sandbox = &config.sandbox;
+) -> Result<Arc<dyn agent_sandbox::Sandbox>> {
+    let settings = &config.sandbox;
     std::fs::create_dir_all(workspace)
         .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
     let workspace = workspace
         .canonicalize()
         .with_context(|| format!("cannot resolve the workspace {}", workspace.display()))?;
-    let mut settings = agent_sandbox::LocalSandboxOptions::from_settings(
+    let local = agent_sandbox::LocalSandboxOptions::from_settings(
         &workspace,
-        &sandbox.work_dir,
-        &sandbox.memory_limit,
-        sandbox.cpu_limit,
-        sandbox.timeout,
-        sandbox.network_enabled,
+        &settings.work_dir,
+        &settings.memory_limit,
+        settings.cpu_limit,
+        settings.timeout,
+        settings.network_enabled,
     )
     .context("invalid [sandbox] settings")?;
-    if mirrored {
-        settings = settings.mirrored();
+    let local = if mirrored { local.mirrored() } else { local };
+    match settings.backend {
+        agent_config::SandboxBackend::Local => {
+            Ok(Arc::new(agent_sandbox::LocalSandbox::new(local).await?))
+        }
+        agent_config::SandboxBackend::Docker => {
+            let docker = agent_sandbox::DockerSandboxOptions {
+                image: settings.image.clone(),
+                work_dir: local.work_dir.clone(),
+                memory_limit: local.memory_limit,
+                cpu_limit: local.cpu_limit,
+                timeout: local.timeout,
+                network_enabled: settings.network_enabled,
+                ..agent_sandbox::DockerSandboxOptions::new(&workspace)
+            };
+            Ok(Arc::new(agent_sandbox::DockerSandbox::new(docker).await?))
+        }
     }
-    Ok(Arc::new(agent_sandbox::LocalSandbox::new(settings).await?))
 }
 
 /// SandboxManus's sandbox: `[sandbox]` over the workspace, shown at `[sandbox] work_dir`
-/// inside. `[daytona]` is read but not used: the sandbox is the local one.
+/// inside. `[daytona]` is read but not used: the sandbox is the one `[sandbox]` describes.
 ///
 /// # Errors
 ///
@@ -136,15 +151,15 @@ async fn local_sandbox(
 pub async fn sandbox_for_manus(
     global: &GlobalArgs,
     workspace: &Path,
-) -> Result<Arc<agent_sandbox::LocalSandbox>> {
+) -> Result<Arc<dyn agent_sandbox::Sandbox>> {
     let config = load(global)?;
     if config.daytona.is_some() {
         note(
-            "warning: [daytona] is ignored: SandboxManus runs in the local bubblewrap sandbox \
-             configured by [sandbox]",
+            "warning: [daytona] is ignored: SandboxManus runs in the sandbox configured by \
+             [sandbox]",
         );
     }
-    local_sandbox(&config, workspace, false)
+    sandbox(&config, workspace, false)
         .await
         .context("SandboxManus needs the sandbox, and it cannot run")
 }

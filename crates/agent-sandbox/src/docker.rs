@@ -1,0 +1,611 @@
+//! The Docker backend: one container per sandbox through the Docker Engine API (bollard), with
+//! OpenManus's settings — image, work dir, memory and CPU limits, network off unless enabled.
+//! The workspace is a host directory bind-mounted at the work dir, so files are read and
+//! written on the host side with the same path checks as the local backend.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{RemoveContainerOptions, StartContainerOptions};
+use futures::StreamExt;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, timeout_at};
+use tracing::{debug, warn};
+
+use crate::host::HostFiles;
+use crate::process::Shared;
+use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput};
+
+/// How a [`DockerSandbox`] is set up (`[sandbox]` with `backend = "docker"`).
+#[derive(Debug, Clone)]
+pub struct DockerSandboxOptions {
+    /// The host directory mounted read-write at `work_dir`.
+    pub workspace: PathBuf,
+    /// The image (default `python:3.12-slim`); it must be present or pullable.
+    pub image: String,
+    /// Where the workspace appears in the container (default `/workspace`).
+    pub work_dir: PathBuf,
+    /// Memory limit in bytes.
+    pub memory_limit: Option<u64>,
+    /// CPUs (e.g. 1.0).
+    pub cpu_limit: Option<f64>,
+    /// Default command timeout.
+    pub timeout: Duration,
+    /// Give the container a network (default: none at all).
+    pub network_enabled: bool,
+    /// The shell commands run with (`bash`, or `sh` for images without bash).
+    pub shell: String,
+    /// At most this many bytes of each output stream are kept.
+    pub output_limit: usize,
+    /// The engine's address (`unix:///var/run/docker.sock`, `tcp://host:2375`); `None`: the
+    /// `DOCKER_HOST` environment variable, else the local socket.
+    pub docker_host: Option<String>,
+}
+
+impl DockerSandboxOptions {
+    /// OpenManus's defaults over `workspace`.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            image: "python:3.12-slim".to_owned(),
+            work_dir: PathBuf::from("/workspace"),
+            memory_limit: Some(512 * 1024 * 1024),
+            cpu_limit: Some(1.0),
+            timeout: Duration::from_secs(300),
+            network_enabled: false,
+            shell: "bash".to_owned(),
+            output_limit: 1024 * 1024,
+            docker_host: None,
+        }
+    }
+}
+
+/// A long-lived shell in the container.
+struct DockerSession {
+    input: std::pin::Pin<Box<dyn AsyncWrite + Send>>,
+    stdout: Arc<Shared>,
+    stderr: Arc<Shared>,
+    pump: JoinHandle<()>,
+    exec_id: String,
+    /// The shell's process id inside the container (it prints it first).
+    pid: Option<u32>,
+}
+
+/// A sandbox in a Docker container. [`Sandbox::cleanup`] (or dropping it) removes the container.
+pub struct DockerSandbox {
+    docker: Docker,
+    container: String,
+    files: HostFiles,
+    options: DockerSandboxOptions,
+    sessions: Mutex<Option<BTreeMap<String, DockerSession>>>,
+}
+
+impl std::fmt::Debug for DockerSandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DockerSandbox")
+            .field("container", &self.container)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn unavailable(address: &str, error: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Unavailable(format!(
+        "no Docker engine answers at {address} ({error}); start the Docker daemon or set DOCKER_HOST, or use [sandbox] backend = \"local\" (bubblewrap)"
+    ))
+}
+
+fn engine(error: impl std::fmt::Display) -> SandboxError {
+    SandboxError::io(
+        "the Docker engine",
+        std::io::Error::other(error.to_string()),
+    )
+}
+
+/// Connects to the engine named by `docker_host` (or the defaults) and checks that it answers.
+///
+/// # Errors
+///
+/// [`SandboxError::Unavailable`] when no engine answers within five seconds.
+pub async fn connect_docker(docker_host: Option<&str>) -> Result<Docker, SandboxError> {
+    let address = docker_host
+        .map(str::to_owned)
+        .or_else(|| std::env::var("DOCKER_HOST").ok())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned());
+    let docker = if let Some(path) = address.strip_prefix("unix://") {
+        Docker::connect_with_unix(path, 120, bollard::API_DEFAULT_VERSION)
+    } else if address.starts_with("tcp://") || address.starts_with("http://") {
+        Docker::connect_with_http(&address, 120, bollard::API_DEFAULT_VERSION)
+    } else {
+        return Err(SandboxError::InvalidSetting(format!(
+            "the Docker address {address:?} is neither unix:// nor tcp://"
+        )));
+    }
+    .map_err(|e| unavailable(&address, e))?;
+    match tokio::time::timeout(Duration::from_secs(5), docker.ping()).await {
+        Ok(Ok(_)) => Ok(docker),
+        Ok(Err(e)) => Err(unavailable(&address, e)),
+        Err(_) => Err(unavailable(&address, "no answer within 5 s")),
+    }
+}
+
+impl DockerSandbox {
+    /// Connects to the engine, checks the image is there, and creates and starts the container
+    /// (`sleep infinity`, the workspace bound at the work dir, the limits, no network unless
+    /// enabled).
+    ///
+    /// # Errors
+    ///
+    /// [`SandboxError::Unavailable`] without an engine; [`SandboxError::InvalidSetting`] for a
+    /// missing image or bad paths; an engine error otherwise.
+    pub async fn new(options: DockerSandboxOptions) -> Result<Self, SandboxError> {
+        let docker = connect_docker(options.docker_host.as_deref()).await?;
+        std::fs::create_dir_all(&options.workspace)
+            .map_err(|e| SandboxError::at(&options.workspace, "creating", e))?;
+        let workspace = options
+            .workspace
+            .canonicalize()
+            .map_err(|e| SandboxError::at(&options.workspace, "resolving", e))?;
+        if !options.work_dir.is_absolute() {
+            return Err(SandboxError::InvalidSetting(format!(
+                "work_dir {} must be absolute",
+                options.work_dir.display()
+            )));
+        }
+        if docker.inspect_image(&options.image).await.is_err() {
+            return Err(SandboxError::InvalidSetting(format!(
+                "the image {:?} is not on the Docker engine; pull or build it first (docker pull {})",
+                options.image, options.image
+            )));
+        }
+        let text = |p: &Path| p.to_string_lossy().into_owned();
+        let host_config = HostConfig {
+            binds: Some(vec![format!(
+                "{}:{}",
+                text(&workspace),
+                text(&options.work_dir)
+            )]),
+            memory: options
+                .memory_limit
+                .and_then(|bytes| i64::try_from(bytes).ok()),
+            nano_cpus: options.cpu_limit.map(|cpus| {
+                // Saturating float-to-int conversion of a small positive number.
+                #[allow(clippy::cast_possible_truncation)]
+                let nanos = (cpus * 1e9).round() as i64;
+                nanos
+            }),
+            network_mode: Some(if options.network_enabled {
+                "bridge".to_owned()
+            } else {
+                "none".to_owned()
+            }),
+            init: Some(true),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            ..HostConfig::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(options.image.clone()),
+            cmd: Some(vec!["sleep".to_owned(), "infinity".to_owned()]),
+            working_dir: Some(text(&options.work_dir)),
+            env: Some(vec![
+                "PYTHONUNBUFFERED=1".to_owned(),
+                "LANG=C.UTF-8".to_owned(),
+            ]),
+            network_disabled: Some(!options.network_enabled),
+            host_config: Some(host_config),
+            ..ContainerCreateBody::default()
+        };
+        let created = docker
+            .create_container(
+                None::<bollard::query_parameters::CreateContainerOptions>,
+                body,
+            )
+            .await
+            .map_err(engine)?;
+        let container = created.id;
+        if let Err(e) = docker
+            .start_container(&container, None::<StartContainerOptions>)
+            .await
+        {
+            remove(&docker, &container).await;
+            return Err(engine(e));
+        }
+        debug!(%container, image = %options.image, "Docker sandbox started");
+        Ok(Self {
+            docker,
+            container,
+            files: HostFiles::new(workspace, options.work_dir.clone()),
+            options,
+            sessions: Mutex::new(Some(BTreeMap::new())),
+        })
+    }
+
+    /// The container's id.
+    #[must_use]
+    pub fn container_id(&self) -> &str {
+        &self.container
+    }
+
+    async fn exec(
+        &self,
+        cmd: Vec<String>,
+        stdin: bool,
+    ) -> Result<(String, StartExecResults), SandboxError> {
+        let exec = self
+            .docker
+            .create_exec(
+                &self.container,
+                CreateExecOptions {
+                    cmd: Some(cmd),
+                    attach_stdin: Some(stdin),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    working_dir: Some(self.options.work_dir.to_string_lossy().into_owned()),
+                    ..CreateExecOptions::default()
+                },
+            )
+            .await
+            .map_err(engine)?;
+        let started = self
+            .docker
+            .start_exec(&exec.id, None)
+            .await
+            .map_err(engine)?;
+        Ok((exec.id, started))
+    }
+
+    async fn exit_code(&self, exec_id: &str) -> Option<i32> {
+        let inspect = self.docker.inspect_exec(exec_id).await.ok()?;
+        if inspect.running == Some(true) {
+            return None;
+        }
+        inspect.exit_code.and_then(|c| i32::try_from(c).ok())
+    }
+}
+
+/// Copies an exec's output stream into the two buffers.
+fn pump_exec(
+    mut output: std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>,
+    >,
+    stdout: Arc<Shared>,
+    stderr: Arc<Shared>,
+    limit: usize,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(Ok(chunk)) = output.next().await {
+            match chunk {
+                LogOutput::StdErr { message } => stderr.append(&message, limit),
+                LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                    stdout.append(&message, limit);
+                }
+                LogOutput::StdIn { .. } => {}
+            }
+        }
+        stdout.finish();
+        stderr.finish();
+    })
+}
+
+async fn remove(docker: &Docker, container: &str) {
+    let options = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..RemoveContainerOptions::default()
+    };
+    if let Err(e) = docker.remove_container(container, Some(options)).await {
+        warn!(%container, error = %e, "could not remove the Docker sandbox's container");
+    }
+}
+
+fn take(shared: &Shared) -> (String, bool) {
+    shared.with(|b| {
+        let text = String::from_utf8_lossy(&b.data).into_owned();
+        b.data.clear();
+        (text, std::mem::take(&mut b.truncated))
+    })
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    async fn run(
+        &self,
+        command: &str,
+        timeout: Option<Duration>,
+    ) -> Result<ExecOutput, SandboxError> {
+        if self.sessions.lock().await.is_none() {
+            return Err(SandboxError::Closed);
+        }
+        let limit = timeout.unwrap_or(self.options.timeout);
+        let seconds = limit.as_secs().max(1).to_string();
+        // `timeout` kills the command's whole process group with SIGKILL at the limit.
+        let cmd = vec![
+            "timeout".to_owned(),
+            "-s".to_owned(),
+            "KILL".to_owned(),
+            seconds,
+            self.options.shell.clone(),
+            "-c".to_owned(),
+            command.to_owned(),
+        ];
+        let started_at = Instant::now();
+        let (exec_id, started) = self.exec(cmd, false).await?;
+        let StartExecResults::Attached { output, .. } = started else {
+            return Err(engine("the exec did not attach"));
+        };
+        let out = Shared::new();
+        let err = Shared::new();
+        let pump = pump_exec(
+            output,
+            Arc::clone(&out),
+            Arc::clone(&err),
+            self.options.output_limit,
+        );
+        // The engine ends the stream when the command ends; a grace period covers a stuck one.
+        let deadline = started_at + limit + Duration::from_secs(10);
+        if timeout_at(deadline, pump).await.is_err() {
+            warn!(command, "the Docker exec did not end after its timeout");
+        }
+        let code = self.exit_code(&exec_id).await;
+        let timed_out = code.is_none() || (code == Some(137) && started_at.elapsed() >= limit);
+        let (stdout, out_cut) = take(&out);
+        let (stderr, err_cut) = take(&err);
+        Ok(ExecOutput {
+            stdout,
+            stderr,
+            exit_code: if timed_out { None } else { code },
+            timed_out,
+            truncated: out_cut || err_cut,
+        })
+    }
+
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        self.files.read(path).await
+    }
+
+    async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError> {
+        self.files.write(path, contents).await
+    }
+
+    async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError> {
+        self.files.copy_in(host_source, path).await
+    }
+
+    async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError> {
+        self.files.copy_out(path, host_target).await
+    }
+
+    async fn start_session(&self, name: &str) -> Result<(), SandboxError> {
+        let mut sessions = self.sessions.lock().await;
+        let sessions = sessions.as_mut().ok_or(SandboxError::Closed)?;
+        if sessions.contains_key(name) {
+            return Err(SandboxError::SessionExists(name.to_owned()));
+        }
+        // The shell prints its pid first (so the session can be killed), then reads commands.
+        let shell = &self.options.shell;
+        let cmd = vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            format!("echo \"__OPENMANUS_PID_$$\"; exec {shell}"),
+        ];
+        let (exec_id, started) = self.exec(cmd, true).await?;
+        let StartExecResults::Attached { output, input } = started else {
+            return Err(engine("the session did not attach"));
+        };
+        let stdout = Shared::new();
+        let stderr = Shared::new();
+        let pump = pump_exec(
+            output,
+            Arc::clone(&stdout),
+            Arc::clone(&stderr),
+            self.options.output_limit,
+        );
+        // Read the pid line, and keep whatever followed it.
+        let mut changes = stdout.subscribe();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            let found = stdout.with(|b| {
+                let text = String::from_utf8_lossy(&b.data).into_owned();
+                let line_end = text.find('\n')?;
+                let pid = text[..line_end]
+                    .trim()
+                    .strip_prefix("__OPENMANUS_PID_")
+                    .and_then(|p| p.parse::<u32>().ok());
+                b.data.drain(..=line_end);
+                Some(pid)
+            });
+            if let Some(pid) = found {
+                break pid;
+            }
+            if timeout_at(deadline, changes.changed()).await.is_err() {
+                break None;
+            }
+        };
+        sessions.insert(
+            name.to_owned(),
+            DockerSession {
+                input,
+                stdout,
+                stderr,
+                pump,
+                exec_id,
+                pid,
+            },
+        );
+        Ok(())
+    }
+
+    async fn send_to_session(&self, name: &str, input: &str) -> Result<(), SandboxError> {
+        let mut sessions = self.sessions.lock().await;
+        let session = sessions
+            .as_mut()
+            .ok_or(SandboxError::Closed)?
+            .get_mut(name)
+            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        session
+            .input
+            .write_all(input.as_bytes())
+            .await
+            .map_err(|e| SandboxError::io(format!("writing to the session {name:?}"), e))?;
+        session
+            .input
+            .flush()
+            .await
+            .map_err(|e| SandboxError::io(format!("writing to the session {name:?}"), e))
+    }
+
+    async fn read_session(
+        &self,
+        name: &str,
+        until: Option<&str>,
+        timeout: Duration,
+    ) -> Result<SessionOutput, SandboxError> {
+        let deadline = Instant::now() + timeout;
+        let (stdout, stderr, exec_id, mut changes) = {
+            let sessions = self.sessions.lock().await;
+            let session = sessions
+                .as_ref()
+                .ok_or(SandboxError::Closed)?
+                .get(name)
+                .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+            (
+                Arc::clone(&session.stdout),
+                Arc::clone(&session.stderr),
+                session.exec_id.clone(),
+                session.stdout.subscribe(),
+            )
+        };
+        let mut matched = false;
+        if let Some(needle) = until {
+            loop {
+                let (seen, eof) =
+                    stdout.with(|b| (String::from_utf8_lossy(&b.data).contains(needle), b.eof));
+                if seen {
+                    matched = true;
+                    break;
+                }
+                if eof || timeout_at(deadline, changes.changed()).await.is_err() {
+                    break;
+                }
+            }
+        }
+        let eof = stdout.with(|b| b.eof);
+        let exit_code = if eof {
+            self.exit_code(&exec_id).await
+        } else {
+            None
+        };
+        let (out, _) = take(&stdout);
+        let (err, _) = take(&stderr);
+        Ok(SessionOutput {
+            stdout: out,
+            stderr: err,
+            matched,
+            exit_code,
+        })
+    }
+
+    async fn kill_session(&self, name: &str) -> Result<(), SandboxError> {
+        let session = self
+            .sessions
+            .lock()
+            .await
+            .as_mut()
+            .ok_or(SandboxError::Closed)?
+            .remove(name)
+            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        if let Some(pid) = session.pid {
+            // The shell's process group (what it started), then the shell itself.
+            let kill =
+                format!("kill -KILL -- -{pid} 2>/dev/null; kill -KILL {pid} 2>/dev/null; true");
+            if let Ok((_, StartExecResults::Attached { mut output, .. })) = self
+                .exec(vec!["sh".to_owned(), "-c".to_owned(), kill], false)
+                .await
+            {
+                while output.next().await.is_some() {}
+            }
+        }
+        session.pump.abort();
+        Ok(())
+    }
+
+    async fn list_sessions(&self) -> Vec<String> {
+        self.sessions
+            .lock()
+            .await
+            .as_ref()
+            .map(|s| s.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    async fn cleanup(&self) -> Result<(), SandboxError> {
+        let sessions = self.sessions.lock().await.take().unwrap_or_default();
+        for session in sessions.into_values() {
+            session.pump.abort();
+        }
+        remove(&self.docker, &self.container).await;
+        Ok(())
+    }
+
+    fn workspace(&self) -> &Path {
+        self.files.workspace()
+    }
+
+    fn work_dir(&self) -> &Path {
+        &self.options.work_dir
+    }
+
+    fn network_enabled(&self) -> bool {
+        self.options.network_enabled
+    }
+
+    /// `docker exec -i -w <work dir> <container>` (with `-H` when an address was configured):
+    /// the program runs in the container through the `docker` command, which must be on
+    /// `PATH`. Killing the prefix's process group ends the client; a process it started in the
+    /// container lives on until the container is removed.
+    fn launcher(&self) -> Vec<String> {
+        let mut argv = vec!["docker".to_owned()];
+        if let Some(host) = &self.options.docker_host {
+            argv.extend(["-H".to_owned(), host.clone()]);
+        }
+        argv.extend([
+            "exec".to_owned(),
+            "-i".to_owned(),
+            "-w".to_owned(),
+            self.options.work_dir.to_string_lossy().into_owned(),
+            self.container.clone(),
+        ]);
+        argv
+    }
+}
+
+impl Drop for DockerSandbox {
+    fn drop(&mut self) {
+        let cleaned = self
+            .sessions
+            .try_lock()
+            .map(|s| s.is_none())
+            .unwrap_or(false);
+        if cleaned {
+            return;
+        }
+        // Remove the container in the background when a runtime is there to do it.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let docker = self.docker.clone();
+            let container = self.container.clone();
+            handle.spawn(async move { remove(&docker, &container).await });
+        } else {
+            warn!(container = %self.container, "dropped outside a runtime; the container is left");
+        }
+    }
+}
