@@ -143,8 +143,9 @@ fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
             .output()
             .context("busybox --list")?;
         for applet in String::from_utf8_lossy(&list.stdout).lines() {
-            if applet != "busybox" {
-                std::os::unix::fs::symlink("busybox", root.join("bin").join(applet))
+            let link = root.join("bin").join(applet);
+            if applet != "busybox" && !link.exists() {
+                std::os::unix::fs::symlink("busybox", &link)
                     .with_context(|| format!("link {applet}"))?;
             }
         }
@@ -236,32 +237,49 @@ const FAKELLM_VERSION: &str = "0.3.5";
 /// Returns the `fakellm` executable the tests use: `$FAKELLM_BIN` if set, else one installed
 /// (once) into a virtualenv under `target/xtask-tools/`.
 fn ensure_fakellm() -> Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("FAKELLM_BIN") {
-        return Ok(PathBuf::from(bin));
+    ensure_venv(
+        "FAKELLM_BIN",
+        &format!("fakellm-{FAKELLM_VERSION}"),
+        &format!("fakellm=={FAKELLM_VERSION}"),
+        "fakellm",
+    )
+}
+
+/// A program from PyPI in a virtualenv created (once) under `target/xtask-tools/<dir>`: `$env`
+/// if set, else the virtualenv's `bin/<program>` after `pip install <requirement>`. A marker
+/// file records a finished install, so an interrupted one is done again.
+fn ensure_venv(env: &str, dir: &str, requirement: &str, program: &str) -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(env) {
+        return Ok(PathBuf::from(path));
     }
     let venv = workspace_root()
         .join("target")
         .join("xtask-tools")
-        .join(format!("fakellm-{FAKELLM_VERSION}"));
-    let bin = venv.join("bin").join("fakellm");
-    if bin.exists() {
+        .join(dir);
+    let bin = venv.join("bin").join(program);
+    let marker = venv.join(".installed");
+    if bin.exists() && marker.exists() {
         return Ok(bin);
     }
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut create = Command::new(&python);
+    let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let mut create = Command::new(&base);
     create.args(["-m", "venv"]).arg(&venv);
-    run("create a virtualenv for fakellm", create)?;
+    run(&format!("create a virtualenv for {requirement}"), create)?;
     let mut install = Command::new(venv.join("bin").join("pip"));
     install.args([
         "install",
         "--quiet",
         "--disable-pip-version-check",
-        &format!("fakellm=={FAKELLM_VERSION}"),
+        requirement,
     ]);
-    run("install fakellm", install)?;
+    run(&format!("install {requirement} (PyPI)"), install)?;
     if !bin.exists() {
-        bail!("fakellm was installed but {} is missing", bin.display());
+        bail!(
+            "{requirement} was installed but {} is missing",
+            bin.display()
+        );
     }
+    std::fs::write(&marker, requirement).with_context(|| format!("write {}", marker.display()))?;
     Ok(bin)
 }
 
@@ -344,39 +362,12 @@ fn ensure_npm_peer(env_var: &str, package: &str, version: &str, bin: &str) -> Re
 /// SDK client) the MCP tests use: `$MCP_PYTHON` if set, else a virtualenv created (once) under
 /// `target/xtask-tools/`.
 fn ensure_mcp_python() -> Result<PathBuf> {
-    if let Some(python) = std::env::var_os("MCP_PYTHON") {
-        return Ok(PathBuf::from(python));
-    }
-    let venv = workspace_root()
-        .join("target")
-        .join("xtask-tools")
-        .join(format!("mcp-python-{MCP_PYTHON_VERSION}"));
-    let python = venv.join("bin").join("python");
-    let marker = venv.join(".installed");
-    if python.exists() && marker.exists() {
-        return Ok(python);
-    }
-    let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut create = Command::new(&base);
-    create.args(["-m", "venv"]).arg(&venv);
-    run("create a virtualenv for the Python MCP SDK", create)?;
-    let mut install = Command::new(venv.join("bin").join("pip"));
-    install.args([
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
+    ensure_venv(
+        "MCP_PYTHON",
+        &format!("mcp-python-{MCP_PYTHON_VERSION}"),
         &format!("mcp=={MCP_PYTHON_VERSION}"),
-    ]);
-    run("install the Python MCP SDK (PyPI)", install)?;
-    if !python.exists() {
-        bail!(
-            "the mcp SDK was installed but {} is missing",
-            python.display()
-        );
-    }
-    std::fs::write(&marker, MCP_PYTHON_VERSION)
-        .with_context(|| format!("write {}", marker.display()))?;
-    Ok(python)
+        "python",
+    )
 }
 
 /// The pandas version the DataAnalysis tests' Python snippets import.
@@ -385,36 +376,12 @@ const PANDAS_VERSION: &str = "2.2.3";
 /// Returns a Python interpreter with pandas for the DataAnalysis tests: `$ANALYSIS_PYTHON` if
 /// set, else a virtualenv created (once) under `target/xtask-tools/`.
 fn ensure_analysis_python() -> Result<PathBuf> {
-    if let Some(python) = std::env::var_os("ANALYSIS_PYTHON") {
-        return Ok(PathBuf::from(python));
-    }
-    let venv = workspace_root()
-        .join("target")
-        .join("xtask-tools")
-        .join(format!("analysis-python-pandas-{PANDAS_VERSION}"));
-    let python = venv.join("bin").join("python");
-    let marker = venv.join(".installed");
-    if python.exists() && marker.exists() {
-        return Ok(python);
-    }
-    let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut create = Command::new(&base);
-    create.args(["-m", "venv"]).arg(&venv);
-    run("create a virtualenv for the DataAnalysis tests", create)?;
-    let mut install = Command::new(venv.join("bin").join("pip"));
-    install.args([
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
+    ensure_venv(
+        "ANALYSIS_PYTHON",
+        &format!("analysis-python-pandas-{PANDAS_VERSION}"),
         &format!("pandas=={PANDAS_VERSION}"),
-    ]);
-    run("install pandas (PyPI)", install)?;
-    if !python.exists() {
-        bail!("pandas was installed but {} is missing", python.display());
-    }
-    std::fs::write(&marker, PANDAS_VERSION)
-        .with_context(|| format!("write {}", marker.display()))?;
-    Ok(python)
+        "python",
+    )
 }
 
 /// Copies `binary` and the shared libraries `ldd` lists for it into `root`, at their paths.

@@ -307,14 +307,24 @@ impl LlmClient {
     /// per-model parameter rules applied), as it goes on the wire; the key is not part of it.
     #[must_use]
     pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let (messages, tools) = self.wire_parts(request);
+        self.body(
+            messages,
+            tools,
+            request.tool_choice.map(|c| c.as_str()),
+            request.temperature,
+        )
+    }
+
+    /// The request's messages formatted for this model, and its tools, as JSON.
+    fn wire_parts(&self, request: &ChatRequest) -> (Vec<Value>, Vec<Value>) {
         let messages = format_messages(request.all_messages(), self.profile.vision);
-        let tools: Vec<Value> = request
+        let tools = request
             .tools
             .iter()
             .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
             .collect();
-        let choice = request.tool_choice.map(|c| c.as_str());
-        self.body(messages, tools, choice, request.temperature)
+        (messages, tools)
     }
 
     /// The request body: per-model parameter rules applied from the profile.
@@ -516,12 +526,7 @@ fn endpoint(settings: &LlmSettings) -> Result<String, LlmError> {
 #[async_trait]
 impl ChatModel for LlmClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let messages = format_messages(request.all_messages(), self.profile.vision);
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-            .collect();
+        let (messages, tools) = self.wire_parts(&request);
         let choice = request.tool_choice.map(|c| c.as_str());
         self.send(messages, tools, choice, request.temperature)
             .await

@@ -308,14 +308,6 @@ async fn remove(docker: &Docker, container: &str) {
     }
 }
 
-fn take(shared: &Shared) -> (String, bool) {
-    shared.with(|b| {
-        let text = String::from_utf8_lossy(&b.data).into_owned();
-        b.data.clear();
-        (text, std::mem::take(&mut b.truncated))
-    })
-}
-
 #[async_trait]
 impl Sandbox for DockerSandbox {
     async fn run(
@@ -358,8 +350,8 @@ impl Sandbox for DockerSandbox {
         }
         let code = self.exit_code(&exec_id).await;
         let timed_out = code.is_none() || (code == Some(137) && started_at.elapsed() >= limit);
-        let (stdout, out_cut) = take(&out);
-        let (stderr, err_cut) = take(&err);
+        let (stdout, out_cut) = out.take();
+        let (stderr, err_cut) = err.take();
         Ok(ExecOutput {
             stdout,
             stderr,
@@ -471,7 +463,7 @@ impl Sandbox for DockerSandbox {
         timeout: Duration,
     ) -> Result<SessionOutput, SandboxError> {
         let deadline = Instant::now() + timeout;
-        let (stdout, stderr, exec_id, mut changes) = {
+        let (stdout, stderr, exec_id) = {
             let sessions = self.sessions.lock().await;
             let session = sessions
                 .as_ref()
@@ -482,31 +474,20 @@ impl Sandbox for DockerSandbox {
                 Arc::clone(&session.stdout),
                 Arc::clone(&session.stderr),
                 session.exec_id.clone(),
-                session.stdout.subscribe(),
             )
         };
-        let mut matched = false;
-        if let Some(needle) = until {
-            loop {
-                let (seen, eof) =
-                    stdout.with(|b| (String::from_utf8_lossy(&b.data).contains(needle), b.eof));
-                if seen {
-                    matched = true;
-                    break;
-                }
-                if eof || timeout_at(deadline, changes.changed()).await.is_err() {
-                    break;
-                }
-            }
-        }
+        let matched = match until {
+            Some(needle) => stdout.wait_for(needle, deadline).await,
+            None => false,
+        };
         let eof = stdout.with(|b| b.eof);
         let exit_code = if eof {
             self.exit_code(&exec_id).await
         } else {
             None
         };
-        let (out, _) = take(&stdout);
-        let (err, _) = take(&stderr);
+        let (out, _) = stdout.take();
+        let (err, _) = stderr.take();
         Ok(SessionOutput {
             stdout: out,
             stderr: err,

@@ -542,14 +542,6 @@ impl Session {
     }
 }
 
-fn take(shared: &Shared) -> (String, bool) {
-    shared.with(|b| {
-        let text = String::from_utf8_lossy(&b.data).into_owned();
-        b.data.clear();
-        (text, std::mem::take(&mut b.truncated))
-    })
-}
-
 #[async_trait]
 impl Sandbox for LocalSandbox {
     async fn run(
@@ -591,8 +583,8 @@ impl Sandbox for LocalSandbox {
                 warn!("a sandbox pipe stayed open after the sandbox ended");
             }
         }
-        let (stdout, out_cut) = take(&out);
-        let (stderr, err_cut) = take(&err);
+        let (stdout, out_cut) = out.take();
+        let (stderr, err_cut) = err.take();
         Ok(ExecOutput {
             stdout,
             stderr,
@@ -673,33 +665,19 @@ impl Sandbox for LocalSandbox {
         timeout: Duration,
     ) -> Result<SessionOutput, SandboxError> {
         let deadline = Instant::now() + timeout;
-        let (stdout, stderr, mut changes) = {
+        let (stdout, stderr) = {
             let mut sessions = self.sessions.lock().await;
             let session = sessions
                 .as_mut()
                 .ok_or(SandboxError::Closed)?
                 .get_mut(name)
                 .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
-            (
-                Arc::clone(&session.stdout),
-                Arc::clone(&session.stderr),
-                session.stdout.subscribe(),
-            )
+            (Arc::clone(&session.stdout), Arc::clone(&session.stderr))
         };
-        let mut matched = false;
-        if let Some(needle) = until {
-            loop {
-                let (seen, eof) =
-                    stdout.with(|b| (String::from_utf8_lossy(&b.data).contains(needle), b.eof));
-                if seen {
-                    matched = true;
-                    break;
-                }
-                if eof || timeout_at(deadline, changes.changed()).await.is_err() {
-                    break;
-                }
-            }
-        }
+        let matched = match until {
+            Some(needle) => stdout.wait_for(needle, deadline).await,
+            None => false,
+        };
         let exit_code = {
             let mut sessions = self.sessions.lock().await;
             sessions
@@ -707,8 +685,8 @@ impl Sandbox for LocalSandbox {
                 .and_then(|s| s.get_mut(name))
                 .and_then(Session::exit_code)
         };
-        let (out, _) = take(&stdout);
-        let (err, _) = take(&stderr);
+        let (out, _) = stdout.take();
+        let (err, _) = stderr.take();
         Ok(SessionOutput {
             stdout: out,
             stderr: err,

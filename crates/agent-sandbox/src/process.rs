@@ -105,6 +105,35 @@ impl Shared {
     pub(crate) fn finish(&self) {
         self.update(|buffer| buffer.eof = true);
     }
+
+    /// Takes the buffered text (lossy UTF-8) and whether some was dropped, emptying the buffer.
+    pub(crate) fn take(&self) -> (String, bool) {
+        self.with(|b| {
+            let text = String::from_utf8_lossy(&b.data).into_owned();
+            b.data.clear();
+            (text, std::mem::take(&mut b.truncated))
+        })
+    }
+
+    /// Waits until `needle` is in the buffer (true), or the stream ended or `deadline` passed
+    /// (false).
+    pub(crate) async fn wait_for(&self, needle: &str, deadline: tokio::time::Instant) -> bool {
+        let mut changes = self.subscribe();
+        loop {
+            let (seen, eof) =
+                self.with(|b| (String::from_utf8_lossy(&b.data).contains(needle), b.eof));
+            if seen {
+                return true;
+            }
+            if eof
+                || tokio::time::timeout_at(deadline, changes.changed())
+                    .await
+                    .is_err()
+            {
+                return false;
+            }
+        }
+    }
 }
 
 /// Copies `pipe` into `shared` until end of file, keeping at most `limit` bytes buffered (the

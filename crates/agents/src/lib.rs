@@ -42,4 +42,4 @@ pub use flow::{
     PlanningFlow,
 };
 pub use manus::{Manus, ManusHooks, disconnect_mcp, manus_lazy_mcp, manus_with_mcp};
-pub use workspace::{DEFAULT_WORKSPACE, Snapshot, WorkspaceChanges};
+pub use workspace::{DEFAULT_WORKSPACE, SNAPSHOT_LIMIT, Snapshot, WorkspaceChanges};

@@ -17,7 +17,12 @@ const IGNORED: &[&str] = &[".openmanus"];
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     files: BTreeMap<PathBuf, (u64, Option<SystemTime>)>,
+    /// The listing stopped at [`SNAPSHOT_LIMIT`] files.
+    partial: bool,
 }
+
+/// A snapshot lists at most this many files.
+pub const SNAPSHOT_LIMIT: usize = 10_000;
 
 /// What changed in the workspace between two snapshots (paths relative to the workspace).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -28,6 +33,9 @@ pub struct WorkspaceChanges {
     pub modified: Vec<PathBuf>,
     /// Files that are gone.
     pub deleted: Vec<PathBuf>,
+    /// A snapshot stopped at [`SNAPSHOT_LIMIT`] files, so changes beyond it are not listed
+    /// (and deletions are not reported, since unlisted files would look deleted).
+    pub partial: bool,
 }
 
 impl WorkspaceChanges {
@@ -39,8 +47,9 @@ impl WorkspaceChanges {
 }
 
 impl Snapshot {
-    /// Lists `root` (up to 10,000 files, hidden bookkeeping directories skipped). A missing or
-    /// unreadable directory gives an empty snapshot.
+    /// Lists `root` (up to [`SNAPSHOT_LIMIT`] files, hidden bookkeeping directories skipped;
+    /// [`Snapshot::is_partial`] tells whether the limit was hit). A missing or unreadable
+    /// directory gives an empty snapshot.
     #[must_use]
     pub fn take(root: &Path) -> Self {
         let mut files = BTreeMap::new();
@@ -50,8 +59,11 @@ impl Snapshot {
                 continue;
             };
             for entry in entries.flatten() {
-                if files.len() >= 10_000 {
-                    return Self { files };
+                if files.len() >= SNAPSHOT_LIMIT {
+                    return Self {
+                        files,
+                        partial: true,
+                    };
                 }
                 let path = entry.path();
                 let Ok(kind) = entry.file_type() else {
@@ -70,7 +82,16 @@ impl Snapshot {
                 }
             }
         }
-        Self { files }
+        Self {
+            files,
+            partial: false,
+        }
+    }
+
+    /// Whether the listing stopped at [`SNAPSHOT_LIMIT`] files.
+    #[must_use]
+    pub fn is_partial(&self) -> bool {
+        self.partial
     }
 
     /// What changed from `self` (before) to `after`.
@@ -84,12 +105,15 @@ impl Snapshot {
                 Some(_) => {}
             }
         }
-        changes.deleted = self
-            .files
-            .keys()
-            .filter(|p| !after.files.contains_key(*p))
-            .cloned()
-            .collect();
+        changes.partial = self.partial || after.partial;
+        if !changes.partial {
+            changes.deleted = self
+                .files
+                .keys()
+                .filter(|p| !after.files.contains_key(*p))
+                .cloned()
+                .collect();
+        }
         changes
     }
 }
@@ -123,5 +147,25 @@ mod tests {
                 .changes(&Snapshot::default())
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_workspace_over_the_limit_gives_partial_changes_without_false_deletions() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for i in 0..SNAPSHOT_LIMIT + 5 {
+            std::fs::write(root.join(format!("f{i}")), "").unwrap();
+        }
+        let before = Snapshot::take(root);
+        assert!(before.is_partial());
+        let after = Snapshot::take(root);
+        let changes = before.changes(&after);
+        assert!(changes.partial);
+        assert!(changes.deleted.is_empty());
+        let small = tempfile::tempdir().unwrap();
+        std::fs::write(small.path().join("a"), "").unwrap();
+        let snapshot = Snapshot::take(small.path());
+        assert!(!snapshot.is_partial());
+        assert!(!snapshot.changes(&snapshot).partial);
     }
 }

@@ -93,6 +93,9 @@ enum AgentKind {
     Browser,
     /// SandboxManus: shell, files, browser and image viewer inside a bubblewrap sandbox.
     Sandbox,
+    /// The MCP agent on this program's own MCP server over stdio (`openmanus mcp` connects to
+    /// other servers).
+    Mcp,
 }
 
 impl AgentKind {
@@ -103,6 +106,7 @@ impl AgentKind {
             Self::Swe => agents::SWE,
             Self::Browser => agent_browser::BROWSER_AGENT,
             Self::Sandbox => agents::SANDBOX_MANUS,
+            Self::Mcp => agent_mcp::MCP_AGENT_NAME,
         }
     }
 }
@@ -311,6 +315,17 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             host,
             port,
         }) => serve_mcp(transport, &host, port).await,
+        None if cli.agent == AgentKind::Mcp => {
+            let server = mcp_server_config(McpConnection::Stdio, None, None, Vec::new())?;
+            run_mcp(
+                &cli.global,
+                &interrupts,
+                &server,
+                cli.prompt,
+                cli.interactive,
+            )
+            .await
+        }
         None => {
             let resolved = settings::resolve(&cli.global, cli.agent).await?;
             run_agent(
@@ -399,6 +414,15 @@ async fn run_agent(
     let model = journal
         .model(llm, Some(&bus))
         .context("invalid model settings")?;
+    let run = Run {
+        global,
+        interrupts,
+        workspace: &options.workspace,
+        journal: &journal,
+        interactive,
+        bus,
+        prompt,
+    };
     let code = match kind {
         AgentKind::Manus => {
             // Manus connects the MCP servers of mcp.json at once (OpenManus's Manus.create); a
@@ -410,17 +434,7 @@ async fn run_agent(
                     warning.server
                 ));
             }
-            let mut agent = prepare(agent, bus, interactive);
-            let code = session(
-                global,
-                interrupts,
-                &mut agent,
-                &options.workspace,
-                &journal,
-                prompt,
-                interactive,
-            )
-            .await;
+            let (mut agent, code) = run.drive(agent).await;
             // The end of the session (not of each run): the servers are disconnected here.
             agents::disconnect_mcp(&mut agent).await;
             agent.cleanup_tools().await;
@@ -431,53 +445,26 @@ async fn run_agent(
             if let Some(search) = &options.web_search {
                 tool = tool.with_web_search(Arc::clone(search));
             }
-            let agent = agent_browser::browser_agent(model, tool);
-            let mut agent = prepare(options.apply(agent), bus, interactive);
-            let code = session(
-                global,
-                interrupts,
-                &mut agent,
-                &options.workspace,
-                &journal,
-                prompt,
-                interactive,
-            )
-            .await;
+            let agent = options.apply(agent_browser::browser_agent(model, tool));
+            let (mut agent, code) = run.drive(agent).await;
             agent.cleanup_tools().await;
             code
         }
         AgentKind::Sandbox => {
             let sandbox = settings::sandbox_for_manus(global, &options.workspace).await?;
             let agent = agents::sandbox_manus(model, &options, Arc::clone(&sandbox));
-            let mut agent = prepare(agent, bus, interactive);
-            let code = session(
-                global,
-                interrupts,
-                &mut agent,
-                &options.workspace,
-                &journal,
-                prompt,
-                interactive,
-            )
-            .await;
+            let (mut agent, code) = run.drive(agent).await;
             agent.cleanup_tools().await;
             if let Err(e) = agent_sandbox::Sandbox::cleanup(sandbox.as_ref()).await {
                 note(&format!("warning: cleaning up the sandbox: {e}"));
             }
             code
         }
+        AgentKind::Mcp => {
+            anyhow::bail!("the MCP agent runs through `openmanus mcp`");
+        }
         AgentKind::Swe => {
-            let mut agent = prepare(agents::swe(model, &options), bus, interactive);
-            let code = session(
-                global,
-                interrupts,
-                &mut agent,
-                &options.workspace,
-                &journal,
-                prompt,
-                interactive,
-            )
-            .await;
+            let (mut agent, code) = run.drive(agents::swe(model, &options)).await;
             agent.cleanup_tools().await;
             code
         }
@@ -494,6 +481,39 @@ async fn run_agent(
         note(&format!("journal: {}", path.display()));
     }
     code
+}
+
+/// What a session of one agent needs besides the agent.
+struct Run<'a> {
+    global: &'a GlobalArgs,
+    interrupts: &'a Interrupts,
+    workspace: &'a Path,
+    journal: &'a Journal,
+    interactive: bool,
+    bus: agent_core::EventBus,
+    prompt: Option<String>,
+}
+
+impl Run<'_> {
+    /// Puts `agent` on the bus and runs the session (one task, or several with `-i`); gives the
+    /// agent back for its clean-up.
+    async fn drive<H: ToolCallHooks>(
+        self,
+        agent: ToolCallAgent<H>,
+    ) -> (ToolCallAgent<H>, Result<u8>) {
+        let mut agent = prepare(agent, self.bus, self.interactive);
+        let code = session(
+            self.global,
+            self.interrupts,
+            &mut agent,
+            self.workspace,
+            self.journal,
+            self.prompt,
+            self.interactive,
+        )
+        .await;
+        (agent, code)
+    }
 }
 
 /// Puts the agent on `bus` and, for an interactive session, keeps its tools between runs.
@@ -678,6 +698,12 @@ fn report(
                     note(&format!("  {mark} {}", path.display()));
                 }
             }
+        }
+        if changes.partial {
+            note(&format!(
+                "(the workspace holds more than {} files: only part of it was compared, and deletions are not listed)",
+                agents::SNAPSHOT_LIMIT
+            ));
         }
         if totals.prompt_tokens + totals.completion_tokens > 0 {
             note(&format!(

@@ -1026,3 +1026,35 @@ async fn the_sandbox_agent_works_inside_the_sandbox_and_ignores_daytona() {
     assert!(read.contains("made-inside"), "{read}");
     server.verify().unwrap();
 }
+
+#[tokio::test]
+async fn agent_mcp_is_the_mcp_agent_on_our_own_server() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "mcp_server_bash",
+                json!({"command": "echo via-agent-mcp"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Answered over MCP.".into()),
+            [call(
+                "c2",
+                "mcp_server_terminate",
+                json!({"status": "success"}),
+            )],
+        ));
+    let output = setup
+        .run(&["--agent", "mcp", "--prompt", "Use the server's bash."])
+        .await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "Answered over MCP.");
+    let observed = server.requests()[1].body["messages"].to_string();
+    assert!(observed.contains("via-agent-mcp"), "{observed}");
+    server.verify().unwrap();
+}
