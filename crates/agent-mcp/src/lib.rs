@@ -40,6 +40,7 @@ mod error;
 mod naming;
 mod server;
 mod sse;
+mod sse_server;
 
 pub use agent::{
     MCP_AGENT_MAX_STEPS, MCP_AGENT_NAME, MCP_NEXT_STEP_PROMPT, MCP_SYSTEM_PROMPT,
@@ -52,3 +53,4 @@ pub use content::NO_OUTPUT;
 pub use error::McpError;
 pub use naming::{MAX_TOOL_NAME_LEN, mcp_tool_name, sanitize_tool_name, unique_name};
 pub use server::{HTTP_PATH, McpToolServer, SERVER_NAME};
+pub use sse_server::{MESSAGES_PATH, SSE_PATH};

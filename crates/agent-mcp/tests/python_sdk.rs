@@ -301,10 +301,10 @@ async fn the_python_sdk_client_drives_our_server_over_stdio() {
     }
 }
 
-#[tokio::test]
-async fn the_python_sdk_client_drives_our_server_over_streamable_http() {
+/// Starts `openmanus-mcp-server --transport <transport>` on a free port; returns it and its URL.
+async fn listening_server(transport: &str) -> (tokio::process::Child, String) {
     let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_openmanus-mcp-server"))
-        .args(["--transport", "http", "--port", "0"])
+        .args(["--transport", transport, "--port", "0"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -327,11 +327,38 @@ async fn the_python_sdk_client_drives_our_server_over_streamable_http() {
     .await
     .expect("openmanus-mcp-server did not start listening");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (server, url)
+}
 
+#[tokio::test]
+async fn the_python_sdk_client_drives_our_server_over_streamable_http() {
+    let (mut server, url) = listening_server("http").await;
     let work = tempfile::tempdir().unwrap();
     let out = python_client(&["http", &url], work.path()).await;
     let pid = check_python_view(&out, work.path());
     assert_eq!(Some(pid as u32), server.id());
+    server.kill().await.unwrap();
+    assert!(!alive(pid));
+}
+
+#[tokio::test]
+async fn the_python_sdk_client_drives_our_server_over_legacy_sse() {
+    let (mut server, url) = listening_server("sse").await;
+    assert!(url.ends_with("/sse"), "{url}");
+    let work = tempfile::tempdir().unwrap();
+    let out = python_client(&["sse", &url], work.path()).await;
+    let pid = check_python_view(&out, work.path());
+    assert_eq!(Some(pid as u32), server.id());
+    // Our own client speaks the same transport to the same server.
+    let clients = connect(sse("om", &url)).await;
+    let echo = tool(&clients, "mcp_om_bash")
+        .execute(
+            json!({"command": "echo over-our-sse"}),
+            &agent_tools::ToolContext::default(),
+        )
+        .await
+        .unwrap();
+    assert!(echo.to_string().contains("over-our-sse"), "{echo}");
     server.kill().await.unwrap();
     assert!(!alive(pid));
 }

@@ -177,6 +177,8 @@ enum McpServe {
     Stdio,
     /// Streamable HTTP at /mcp.
     Http,
+    /// The legacy HTTP+SSE transport: the stream at /sse, messages POSTed to /messages.
+    Sse,
 }
 
 #[derive(Debug, Subcommand)]
@@ -822,16 +824,20 @@ async fn serve_mcp(transport: McpServe, host: &str, port: u16) -> Result<u8> {
             .serve_stdio()
             .await
             .context("the MCP server failed")?,
-        McpServe::Http => {
+        McpServe::Http | McpServe::Sse => {
             let listener = tokio::net::TcpListener::bind((host, port))
                 .await
                 .with_context(|| format!("cannot listen on {host}:{port}"))?;
             let address = listener
                 .local_addr()
                 .context("cannot read the listening address")?;
-            note(&format!(
-                "MCP server `openmanus` listening on http://{address}{}",
+            let path = if transport == McpServe::Sse {
+                agent_mcp::SSE_PATH
+            } else {
                 agent_mcp::HTTP_PATH
+            };
+            note(&format!(
+                "MCP server `openmanus` listening on http://{address}{path}"
             ));
             let shutdown = tokio_util::sync::CancellationToken::new();
             let stop = shutdown.clone();
@@ -839,10 +845,12 @@ async fn serve_mcp(transport: McpServe, host: &str, port: u16) -> Result<u8> {
                 let _ = tokio::signal::ctrl_c().await;
                 stop.cancel();
             });
-            server
-                .serve_http(listener, shutdown)
-                .await
-                .context("the MCP server failed")?;
+            let served = if transport == McpServe::Sse {
+                server.serve_sse(listener, shutdown).await
+            } else {
+                server.serve_http(listener, shutdown).await
+            };
+            served.context("the MCP server failed")?;
         }
     }
     Ok(EXIT_OK)

@@ -1058,3 +1058,58 @@ async fn agent_mcp_is_the_mcp_agent_on_our_own_server() {
     assert!(observed.contains("via-agent-mcp"), "{observed}");
     server.verify().unwrap();
 }
+
+#[tokio::test]
+async fn mcp_server_over_sse_serves_openmanus_mcp_over_sse() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut server_process = Command::new(BIN)
+        .args(["mcp-server", "--transport", "sse", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server_process.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("the server exited");
+            if let Some((_, url)) = line.split_once("listening on ") {
+                break url.trim().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("the SSE server did not start");
+    assert!(url.ends_with("/sse"), "{url}");
+
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "mcp_server_bash",
+                json!({"command": "echo over-sse"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Answered over SSE.".into()),
+            [call(
+                "c2",
+                "mcp_server_terminate",
+                json!({"status": "success"}),
+            )],
+        ));
+    let output = setup
+        .run(&["mcp", "-c", "sse", "--server-url", &url, "-p", "Use bash."])
+        .await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(text(&output.stdout).trim(), "Answered over SSE.");
+    let observed = server.requests()[1].body["messages"].to_string();
+    assert!(observed.contains("over-sse"), "{observed}");
+    server.verify().unwrap();
+    server_process.kill().await.unwrap();
+}

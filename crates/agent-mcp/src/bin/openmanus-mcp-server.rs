@@ -6,11 +6,11 @@
 
 use std::process::ExitCode;
 
-use agent_mcp::{HTTP_PATH, McpToolServer};
+use agent_mcp::{HTTP_PATH, McpToolServer, SSE_PATH};
 use tokio_util::sync::CancellationToken;
 
 const USAGE: &str =
-    "usage: openmanus-mcp-server [--transport stdio|http] [--host HOST] [--port PORT]";
+    "usage: openmanus-mcp-server [--transport stdio|http|sse] [--host HOST] [--port PORT]";
 
 #[allow(clippy::print_stderr)]
 fn fail(message: &str) -> ExitCode {
@@ -44,13 +44,15 @@ async fn main() -> ExitCode {
     let server = McpToolServer::openmanus();
     let result = match transport.as_str() {
         "stdio" => server.serve_stdio().await,
-        "http" | "streamable-http" | "streamable_http" => {
+        "http" | "streamable-http" | "streamable_http" | "sse" => {
+            let sse = transport == "sse";
             let listener = match tokio::net::TcpListener::bind(format!("{host}:{port}")).await {
                 Ok(listener) => listener,
                 Err(e) => return fail(&format!("cannot listen on {host}:{port}: {e}")),
             };
+            let path = if sse { SSE_PATH } else { HTTP_PATH };
             match listener.local_addr() {
-                Ok(addr) => eprintln!("listening on http://{addr}{HTTP_PATH}"),
+                Ok(addr) => eprintln!("listening on http://{addr}{path}"),
                 Err(e) => return fail(&e.to_string()),
             }
             let shutdown = CancellationToken::new();
@@ -59,7 +61,11 @@ async fn main() -> ExitCode {
                 let _ = tokio::signal::ctrl_c().await;
                 on_signal.cancel();
             });
-            server.serve_http(listener, shutdown).await
+            if sse {
+                server.serve_sse(listener, shutdown).await
+            } else {
+                server.serve_http(listener, shutdown).await
+            }
         }
         other => return fail(&format!("unsupported transport `{other}`")),
     };
