@@ -516,8 +516,17 @@ async fn connect(
             let custom = header_map(&id, headers)?
                 .into_iter()
                 .filter_map(|(n, v)| Some((n?, v)));
-            let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+            // rmcp's default resumes a broken response stream forever, with ever longer waits,
+            // so a call in flight to a server that died would hang until its timeout. A few
+            // quick resumptions ride out a hiccup; then the call fails, the connection counts
+            // as lost, and this client's own reconnection takes over.
+            let mut retry = rmcp::transport::common::client_side_sse::ExponentialBackoff::default();
+            retry.max_times = Some(3);
+            retry.base_duration = Duration::from_millis(200);
+            retry.max_delay = Some(Duration::from_secs(2));
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(custom.collect());
+            config.retry_config = Arc::new(retry);
             let transport = StreamableHttpClientTransport::<reqwest::Client>::from_config(config);
             let serving = handler.serve(watched(transport, closed.clone()));
             let service = match tokio::time::timeout(options.connect_timeout, serving).await {

@@ -362,3 +362,59 @@ async fn the_python_sdk_client_drives_our_server_over_legacy_sse() {
     server.kill().await.unwrap();
     assert!(!alive(pid));
 }
+
+/// Cancelling a call sends `notifications/cancelled`: the Python server's handler is stopped
+/// (it records that in a file), over both HTTP transports.
+async fn a_cancelled_call_is_cancelled_on_the_server(transport: &str) {
+    let server = FastMcp::start(transport).await;
+    let config = if transport == "sse" {
+        sse("py", &server.sse_url())
+    } else {
+        streamable_http("py", &server.http_url())
+    };
+    let clients = connect(config).await;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("marker");
+    let ctx = agent_tools::ToolContext::default();
+    let token = ctx.cancellation.clone();
+    let watch = marker.clone();
+    tokio::spawn(async move {
+        while std::fs::read_to_string(&watch).unwrap_or_default() != "started" {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        token.cancel();
+    });
+    let result = tokio::time::timeout(
+        LIMIT,
+        tool(&clients, "mcp_py_wait_for_cancel")
+            .execute(json!({"marker": marker.to_str().unwrap()}), &ctx),
+    )
+    .await
+    .expect("the cancelled call returned")
+    .unwrap();
+    assert_eq!(
+        result.error.as_deref(),
+        Some("Error executing tool: the call was cancelled")
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if std::fs::read_to_string(&marker).unwrap_or_default() == "cancelled" {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server never saw notifications/cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_call_sends_notifications_cancelled_over_streamable_http() {
+    a_cancelled_call_is_cancelled_on_the_server("streamable-http").await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_sends_notifications_cancelled_over_sse() {
+    a_cancelled_call_is_cancelled_on_the_server("sse").await;
+}

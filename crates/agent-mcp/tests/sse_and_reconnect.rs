@@ -330,3 +330,77 @@ async fn a_restarted_sse_server_is_reconnected() {
     clients.disconnect_all().await;
     drop(restarted);
 }
+
+/// `openmanus-mcp-server --transport http` on `port` (0: any); returns it and its URL.
+async fn our_http_server(port: u16) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_openmanus-mcp-server"))
+        .args(["--transport", "http", "--port", &port.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(LIMIT, async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("the server exited");
+            if let Some(url) = line.strip_prefix("listening on ") {
+                break url.to_owned();
+            }
+        }
+    })
+    .await
+    .expect("the server did not start listening");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (server, url)
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_that_dies_mid_call_gives_an_error_and_is_reconnected() {
+    let (mut server, url) = our_http_server(0).await;
+    let port: u16 = url
+        .trim_end_matches(agent_mcp::HTTP_PATH)
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut clients = connect_one(streamable_http("om", &url), quick_reconnect(100)).await;
+    let bash = tool(&clients, "mcp_om_bash");
+
+    // A call in flight when the server dies ends with an error result, not a hang.
+    let in_flight = {
+        let bash = Arc::clone(&bash);
+        tokio::spawn(async move { bash.execute(json!({"command": "sleep 30"}), &ctx()).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.kill().await.unwrap();
+    let r = tokio::time::timeout(LIMIT, in_flight)
+        .await
+        .expect("a call to a dead streamable HTTP server hung")
+        .unwrap()
+        .unwrap();
+    assert!(r.error.is_some(), "{r:?}");
+
+    // The server comes back on the same port; the client reconnects and the tool works again.
+    let (restarted, _) = our_http_server(port).await;
+    let r = tokio::time::timeout(LIMIT, async {
+        loop {
+            let r = bash
+                .execute(json!({"command": "echo back-over-http"}), &ctx())
+                .await
+                .unwrap();
+            if r.error.is_none() {
+                break r;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the restarted server was never reached");
+    assert!(r.to_string().contains("back-over-http"), "{r:?}");
+    clients.disconnect_all().await;
+    drop(restarted);
+}
