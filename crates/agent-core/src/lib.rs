@@ -49,7 +49,10 @@ pub use agent::{
 };
 pub use error::{AgentError, BoxError, TOOL_CALL_REQUIRED};
 pub use event::{AgentEvent, EventBus};
-pub use memory::{DEFAULT_MAX_MESSAGES, Memory, PairingError, check_tool_pairing, turns};
+pub use memory::{
+    DEFAULT_MAX_MESSAGES, Memory, PairingError, PairingItem, PairingViolation, check_pairing,
+    check_tool_pairing, turns,
+};
 pub use schema::{
     AgentState, Function, FunctionDefinition, Message, Role, ToolCall, ToolChoice, ToolDefinition,
 };

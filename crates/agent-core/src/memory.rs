@@ -41,6 +41,89 @@ pub enum PairingError {
     },
 }
 
+/// What tool-call pairing needs to know of one message, in whatever form the conversation is
+/// kept ([`Message`]s here, raw JSON in a test server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairingItem<'a> {
+    /// A `tool` message answering this call id (`None` when it has none).
+    ToolResult(Option<&'a str>),
+    /// An assistant message with these tool-call ids.
+    Calls(Vec<&'a str>),
+    /// Any other message.
+    Other,
+}
+
+/// A pairing violation of [`check_pairing`]: the error, and for a missing result every id the
+/// assistant message still waited for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairingViolation {
+    /// The first violation.
+    pub error: PairingError,
+    /// For [`PairingError::MissingToolResult`]: all the unanswered ids, in call order.
+    pub unanswered: Vec<String>,
+}
+
+/// [`check_tool_pairing`] over any conversation described as [`PairingItem`]s.
+///
+/// # Errors
+///
+/// The first pairing violation found, scanning from the start.
+pub fn check_pairing<'a>(
+    items: impl IntoIterator<Item = PairingItem<'a>>,
+    allow_open_tail: bool,
+) -> Result<(), PairingViolation> {
+    let missing = |index: usize, pending: Vec<&str>| PairingViolation {
+        error: PairingError::MissingToolResult {
+            index,
+            tool_call_id: pending.first().copied().unwrap_or_default().to_owned(),
+        },
+        unanswered: pending.into_iter().map(str::to_owned).collect(),
+    };
+    // (index of the assistant message, ids it still waits for)
+    let mut open: Option<(usize, Vec<&str>)> = None;
+    for (index, item) in items.into_iter().enumerate() {
+        match item {
+            PairingItem::ToolResult(id) => {
+                let answered = id.is_some_and(|id| {
+                    open.as_mut()
+                        .and_then(|(_, pending)| {
+                            pending
+                                .iter()
+                                .position(|p| *p == id)
+                                .map(|at| pending.remove(at))
+                        })
+                        .is_some()
+                });
+                if !answered {
+                    return Err(PairingViolation {
+                        error: PairingError::OrphanToolResult {
+                            index,
+                            tool_call_id: id.unwrap_or_default().to_owned(),
+                        },
+                        unanswered: Vec::new(),
+                    });
+                }
+            }
+            other => {
+                if let Some((at, pending)) = open.take()
+                    && !pending.is_empty()
+                {
+                    return Err(missing(at, pending));
+                }
+                if let PairingItem::Calls(ids) = other
+                    && !ids.is_empty()
+                {
+                    open = Some((index, ids));
+                }
+            }
+        }
+    }
+    match open {
+        Some((at, pending)) if !allow_open_tail && !pending.is_empty() => Err(missing(at, pending)),
+        _ => Ok(()),
+    }
+}
+
 /// Checks that every `tool` message directly follows (possibly after other `tool` messages) the
 /// assistant message whose call it answers, and that every call is answered before the next
 /// non-`tool` message. With `allow_open_tail`, calls of the last assistant message may still be
@@ -50,52 +133,16 @@ pub enum PairingError {
 ///
 /// The first pairing violation found, scanning from the start.
 pub fn check_tool_pairing(messages: &[Message], allow_open_tail: bool) -> Result<(), PairingError> {
-    // (index of the assistant message, ids it still waits for)
-    let mut open: Option<(usize, Vec<String>)> = None;
-    for (index, message) in messages.iter().enumerate() {
+    let items = messages.iter().map(|message| {
         if message.role == Role::Tool {
-            let id = message.tool_call_id.clone().unwrap_or_default();
-            let answered = open
-                .as_mut()
-                .and_then(|(_, pending)| {
-                    pending
-                        .iter()
-                        .position(|p| *p == id)
-                        .map(|at| pending.remove(at))
-                })
-                .is_some();
-            if !answered {
-                return Err(PairingError::OrphanToolResult {
-                    index,
-                    tool_call_id: id,
-                });
-            }
-            continue;
+            PairingItem::ToolResult(Some(message.tool_call_id.as_deref().unwrap_or_default()))
+        } else if message.has_tool_calls() {
+            PairingItem::Calls(message.calls().iter().map(|c| c.id.as_str()).collect())
+        } else {
+            PairingItem::Other
         }
-        if let Some((at, pending)) = open.take()
-            && let Some(id) = pending.into_iter().next()
-        {
-            return Err(PairingError::MissingToolResult {
-                index: at,
-                tool_call_id: id,
-            });
-        }
-        if message.has_tool_calls() {
-            open = Some((
-                index,
-                message.calls().iter().map(|c| c.id.clone()).collect(),
-            ));
-        }
-    }
-    match open {
-        Some((at, pending)) if !allow_open_tail && !pending.is_empty() => {
-            Err(PairingError::MissingToolResult {
-                index: at,
-                tool_call_id: pending.into_iter().next().unwrap_or_default(),
-            })
-        }
-        _ => Ok(()),
-    }
+    });
+    check_pairing(items, allow_open_tail).map_err(|violation| violation.error)
 }
 
 /// Splits a conversation into turns: each non-`tool` message starts a turn, and `tool` messages

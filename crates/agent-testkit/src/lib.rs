@@ -36,6 +36,7 @@
 
 pub mod mock_openai;
 mod model;
+mod server;
 mod tools;
 pub mod web_fixtures;
 

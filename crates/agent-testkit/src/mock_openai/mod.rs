@@ -32,10 +32,11 @@ mod script;
 mod validate;
 mod wire;
 
+use crate::server::{LocalServer, Shutdown};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -46,13 +47,10 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
-use axum::serve::ListenerExt;
 use bytes::Bytes;
 use serde_json::Value;
 use thiserror::Error;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub use reply::{Completion, Fault, MockReply};
 pub use script::{ScriptEntry, ScriptError, parse_script};
@@ -218,7 +216,7 @@ impl Default for Inner {
 struct Shared {
     inner: Mutex<Inner>,
     received: watch::Sender<usize>,
-    shutdown: watch::Sender<bool>,
+    shutdown: Shutdown,
 }
 
 impl Shared {
@@ -253,9 +251,7 @@ impl Shared {
 
     /// Resolves when the server is shutting down.
     async fn stopping(&self) {
-        let mut rx = self.shutdown.subscribe();
-        // The sender lives in `self`, so this only ends on shutdown.
-        let _ = rx.wait_for(|stop| *stop).await;
+        self.shutdown.stopping().await;
     }
 }
 
@@ -263,14 +259,7 @@ impl Shared {
 #[derive(Debug)]
 pub struct MockOpenAi {
     shared: Arc<Shared>,
-    addr: SocketAddr,
-    task: Option<JoinHandle<()>>,
-}
-
-impl Drop for MockOpenAi {
-    fn drop(&mut self) {
-        self.shared.shutdown.send_replace(true);
-    }
+    server: LocalServer,
 }
 
 impl MockOpenAi {
@@ -289,66 +278,42 @@ impl MockOpenAi {
     ///
     /// The listening socket could not be bound.
     pub async fn start_on_port(port: u16) -> io::Result<Self> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
-        let addr = listener.local_addr()?;
+        let shutdown = Shutdown::default();
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner::default()),
             received: watch::Sender::new(0),
-            shutdown: watch::Sender::new(false),
+            shutdown: shutdown.clone(),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
-        let stop = shared.clone();
-        let task = tokio::spawn(async move {
-            // Streamed replies are many small writes: without TCP_NODELAY, Nagle's algorithm and
-            // the client's delayed ACK stall every reply by ~40 ms.
-            let listener = listener.tap_io(|tcp| {
-                if let Err(error) = tcp.set_nodelay(true) {
-                    tracing::warn!(%error, "could not set TCP_NODELAY");
-                }
-            });
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.stopping().await })
-                .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "mock OpenAI server stopped");
-            }
-        });
-        tracing::debug!(%addr, "mock OpenAI server listening");
-        Ok(Self {
-            shared,
-            addr,
-            task: Some(task),
-        })
+        let listener = LocalServer::bind(port).await?;
+        let server = LocalServer::start(listener, app, shutdown, true, "mock OpenAI")?;
+        Ok(Self { shared, server })
     }
 
     /// Stops the server and waits until it has stopped: the port is closed, hanging and delayed
     /// replies are released (with a 503) and open connections are closed. Dropping the server
     /// does the same without waiting.
-    pub async fn shutdown(mut self) {
-        self.shared.shutdown.send_replace(true);
-        if let Some(task) = self.task.take() {
-            // A panic inside the server task is not ours to re-raise here.
-            let _ = task.await;
-        }
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
     }
 
     /// The socket address served.
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// The OpenAI base URL, `http://127.0.0.1:PORT/v1`.
     #[must_use]
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.server.addr())
     }
 
     /// The Azure endpoint, `http://127.0.0.1:PORT` (deployments live under
     /// `/openai/deployments/{deployment}/chat/completions`).
     #[must_use]
     pub fn azure_endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr())
     }
 
     /// Requires `key`: `Authorization: Bearer <key>` on the OpenAI routes, `api-key: <key>` on

@@ -1,6 +1,7 @@
 //! Strict validation of chat-completion request bodies, on the raw JSON, the way strict
 //! providers reject requests.
 
+use agent_core::{PairingError, PairingItem};
 use std::collections::HashSet;
 use std::fmt;
 
@@ -817,64 +818,64 @@ fn check_part(param: &str, role: &str, part: &Value) -> Check {
 }
 
 /// Every `tool` message answers an open call of the assistant message before it (only other
-/// `tool` messages between), and every call is answered before the next non-tool message.
+/// `tool` messages between), and every call is answered before the next non-tool message: the
+/// agent's own [`agent_core::check_pairing`], with OpenAI's error texts.
 fn check_pairing(messages: &[Value]) -> Check {
-    // (index of the assistant message, ids it still waits for)
-    let mut open: Option<(usize, Vec<&str>)> = None;
-    for (index, message) in messages.iter().enumerate() {
-        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
-        if role == "tool" {
-            let param = format!("messages.[{index}].tool_call_id");
-            let Some(id) = message.get("tool_call_id").and_then(Value::as_str) else {
-                return fail(
-                    ViolationRule::OrphanToolResult,
-                    param,
-                    format!(
-                        "Invalid 'messages.[{index}]': a 'tool' message needs a string 'tool_call_id'."
-                    ),
-                );
-            };
-            let answered = open
-                .as_mut()
-                .and_then(|(_, pending)| {
-                    pending
+    let items = messages.iter().map(
+        |message| match message.get("role").and_then(Value::as_str) {
+            Some("tool") => {
+                PairingItem::ToolResult(message.get("tool_call_id").and_then(Value::as_str))
+            }
+            Some("assistant") => match message.get("tool_calls") {
+                Some(Value::Array(calls)) => PairingItem::Calls(
+                    calls
                         .iter()
-                        .position(|p| *p == id)
-                        .map(|at| pending.remove(at))
-                })
-                .is_some();
-            if !answered {
-                return fail(
+                        .filter_map(|c| c.get("id").and_then(Value::as_str))
+                        .collect(),
+                ),
+                _ => PairingItem::Other,
+            },
+            _ => PairingItem::Other,
+        },
+    );
+    let Err(violation) = agent_core::check_pairing(items, false) else {
+        return Ok(());
+    };
+    match violation.error {
+        PairingError::OrphanToolResult {
+            index,
+            tool_call_id,
+        } => {
+            let param = format!("messages.[{index}].tool_call_id");
+            let has_id = messages
+                .get(index)
+                .and_then(|m| m.get("tool_call_id"))
+                .is_some_and(Value::is_string);
+            if has_id {
+                fail(
                     ViolationRule::OrphanToolResult,
                     param,
                     format!(
                         "Invalid parameter: messages with role 'tool' must be a response to a \
                          preceding message with 'tool_calls'; 'messages.[{index}]' answers \
-                         '{id}', which the assistant message before it did not call (or which \
-                         was already answered)."
+                         '{tool_call_id}', which the assistant message before it did not call (or \
+                         which was already answered)."
                     ),
-                );
+                )
+            } else {
+                fail(
+                    ViolationRule::OrphanToolResult,
+                    param,
+                    format!(
+                        "Invalid 'messages.[{index}]': a 'tool' message needs a string 'tool_call_id'."
+                    ),
+                )
             }
-            continue;
         }
-        if let Some((at, pending)) = open.take()
-            && !pending.is_empty()
-        {
-            return missing(at, &pending);
+        PairingError::MissingToolResult { index, .. } => {
+            let pending: Vec<&str> = violation.unanswered.iter().map(String::as_str).collect();
+            missing(index, &pending)
         }
-        if role == "assistant"
-            && let Some(Value::Array(calls)) = message.get("tool_calls")
-        {
-            let ids = calls
-                .iter()
-                .filter_map(|c| c.get("id").and_then(Value::as_str))
-                .collect();
-            open = Some((index, ids));
-        }
-    }
-    match open {
-        Some((at, pending)) if !pending.is_empty() => missing(at, &pending),
-        _ => Ok(()),
     }
 }
 

@@ -43,10 +43,11 @@
 mod engines;
 mod pages;
 
+use crate::server::{LocalServer, Shutdown};
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -56,9 +57,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub use pages::{CHINESE_TEXT, CYRILLIC_TEXT, HUGE_PAGE_BYTES, paths};
 
@@ -218,7 +217,7 @@ struct Shared {
     slow_in_flight: AtomicUsize,
     slow_in_flight_max: AtomicUsize,
     received: watch::Sender<usize>,
-    shutdown: watch::Sender<bool>,
+    shutdown: Shutdown,
     base_url: String,
 }
 
@@ -229,9 +228,7 @@ impl Shared {
 
     /// Resolves when the server is shutting down.
     async fn stopping(&self) {
-        let mut rx = self.shutdown.subscribe();
-        // The sender lives in `self`, so this only ends on shutdown.
-        let _ = rx.wait_for(|stop| *stop).await;
+        self.shutdown.stopping().await;
     }
 
     /// Sleeps `delay`, or less when the server shuts down; `false` then.
@@ -247,14 +244,7 @@ impl Shared {
 #[derive(Debug)]
 pub struct WebFixtures {
     shared: Arc<Shared>,
-    addr: SocketAddr,
-    task: Option<JoinHandle<()>>,
-}
-
-impl Drop for WebFixtures {
-    fn drop(&mut self) {
-        self.shared.shutdown.send_replace(true);
-    }
+    server: LocalServer,
 }
 
 /// The default delay of [`paths::SLOW`].
@@ -267,8 +257,10 @@ impl WebFixtures {
     ///
     /// The listening socket could not be bound.
     pub async fn start() -> io::Result<Self> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        // The port is bound first: the shared state names the base URL.
+        let listener = LocalServer::bind(0).await?;
         let addr = listener.local_addr()?;
+        let shutdown = Shutdown::default();
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
                 engines: HashMap::new(),
@@ -280,39 +272,23 @@ impl WebFixtures {
             slow_in_flight: AtomicUsize::new(0),
             slow_in_flight_max: AtomicUsize::new(0),
             received: watch::Sender::new(0),
-            shutdown: watch::Sender::new(false),
+            shutdown: shutdown.clone(),
             base_url: format!("http://{addr}"),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
-        let stop = shared.clone();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.stopping().await })
-                .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "web fixture server stopped");
-            }
-        });
-        tracing::debug!(%addr, "web fixture server listening");
-        Ok(Self {
-            shared,
-            addr,
-            task: Some(task),
-        })
+        let server = LocalServer::start(listener, app, shutdown, false, "web fixtures")?;
+        Ok(Self { shared, server })
     }
 
     /// Stops the server and waits until it has stopped (slow pages are released).
-    pub async fn shutdown(mut self) {
-        self.shared.shutdown.send_replace(true);
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
     }
 
     /// The socket address served.
     #[must_use]
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// `http://127.0.0.1:PORT`.
