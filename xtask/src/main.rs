@@ -163,7 +163,14 @@ fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
             .args(["import", "-", DOCKER_TEST_IMAGE])
             .stdin(archive);
         run("import the busybox test image into Docker", import)?;
-        let _ = tar.wait();
+        let archived = tar.wait().context("wait for tar")?;
+        if !archived.success() {
+            // A partial image would be reused by every later run: remove it.
+            let _ = Command::new("docker")
+                .args(["rmi", DOCKER_TEST_IMAGE])
+                .status();
+            bail!("tar failed ({archived}) while building the Docker test image");
+        }
     }
     say(&format!(
         "Docker sandbox tests: engine {version}, image {DOCKER_TEST_IMAGE}"

@@ -71,7 +71,12 @@ impl BrowserContextHelper {
     /// by a short text, so only the latest image is kept.
     pub async fn format_next_step_prompt(&self, core: &mut ToolCallCore) -> String {
         let state = self.browser_state().await;
-        let prompt = fill_prompt(state.as_ref());
+        let mut prompt = fill_prompt(state.as_ref());
+        let name = agent_tools::Tool::name(self.tool.as_ref());
+        if name != crate::BROWSER_USE {
+            // SandboxManus's browser has another name; the prompt must name the real tool.
+            prompt = prompt.replace("`browser_use`", &format!("`{name}`"));
+        }
         if let Some(image) = state.and_then(|s| s.screenshot)
             && core.llm.supports_images()
         {

@@ -313,11 +313,20 @@ impl BrowserUseTool {
         let Some(browser) = guard.as_mut() else {
             return Ok(failed(&BrowserError::Closed));
         };
-        let timeout = match (action, args.seconds) {
-            (BrowserAction::Wait, Some(seconds)) => {
-                self.config.action_timeout + Duration::from_secs(seconds)
+        // Waiting, searching and asking the model are not page work: they get their own time
+        // on top of the action timeout, and running over it does not mean the page hangs.
+        let page_work = !matches!(
+            action,
+            BrowserAction::Wait | BrowserAction::WebSearch | BrowserAction::ExtractContent
+        );
+        let timeout = match action {
+            BrowserAction::Wait => {
+                self.config.action_timeout
+                    + Duration::from_secs(args.seconds.unwrap_or(3).min(MAX_WAIT_SECS))
             }
-            (BrowserAction::Wait, None) => self.config.action_timeout + Duration::from_secs(3),
+            BrowserAction::WebSearch | BrowserAction::ExtractContent => {
+                self.config.action_timeout + NON_PAGE_BUDGET
+            }
             _ => self.config.action_timeout,
         };
         let extras = Extras {
@@ -329,6 +338,7 @@ impl BrowserUseTool {
         Ok(match tokio::time::timeout(timeout, work).await {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => failed(&e),
+            Err(_) if !page_work => failed(&BrowserError::Timeout(timeout)),
             Err(_) => {
                 // A page that did not answer in time (a navigation that never finishes, a
                 // script that never returns) would hold every later command sent to it, so
@@ -410,6 +420,13 @@ struct Extras<'a> {
     llm: Option<&'a dyn ChatModel>,
     max_content_length: usize,
 }
+
+/// The longest `wait` honoured, in seconds.
+const MAX_WAIT_SECS: u64 = 600;
+
+/// The time `web_search` and `extract_content` get beyond the action timeout (a search engine
+/// or the model may be slow).
+const NON_PAGE_BUDGET: Duration = Duration::from_secs(300);
 
 /// How long a click waits for a download to begin before it counts as a plain click.
 const DOWNLOAD_GRACE: Duration = Duration::from_millis(400);
@@ -642,7 +659,7 @@ async fn perform(
             Ok(ToolResult::success(response.to_string()))
         }
         BrowserAction::Wait => {
-            let seconds = args.seconds.unwrap_or(3);
+            let seconds = args.seconds.unwrap_or(3).min(MAX_WAIT_SECS);
             tokio::time::sleep(Duration::from_secs(seconds)).await;
             Ok(ToolResult::success(format!("Waited for {seconds} seconds")))
         }

@@ -95,7 +95,11 @@ impl McpToolServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        axum::Router::new().nest_service(HTTP_PATH, service)
+        axum::Router::new()
+            .nest_service(HTTP_PATH, service)
+            .layer(axum::middleware::from_fn(
+                crate::sse_server::loopback_origin_only,
+            ))
     }
 
     /// Serves streamable HTTP on `listener` until `shutdown` fires.

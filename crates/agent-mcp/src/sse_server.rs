@@ -79,15 +79,53 @@ impl Transport<RoleServer> for SessionTransport {
     }
 }
 
-/// A session id: unique in this process, not guessable from the outside by counting alone.
+/// A session id: 128 random bits (from the standard library's randomly keyed hasher) and a
+/// counter, so ids never repeat in this process and cannot be guessed from the outside.
 fn session_id() -> String {
+    use std::hash::BuildHasher;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("{:x}{:04x}{n:x}", nanos, std::process::id() & 0xffff)
+    let a = std::collections::hash_map::RandomState::new().hash_one(n);
+    let b = std::collections::hash_map::RandomState::new().hash_one(a);
+    format!("{a:016x}{b:016x}{n:x}")
+}
+
+/// Refuses requests that a web page sent from another site (an `Origin` header that is not
+/// loopback): with DNS rebinding, a page could otherwise reach a server on 127.0.0.1 and call
+/// its `bash`. Clients that are not browsers send no `Origin`.
+pub(crate) async fn loopback_origin_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let origin = request
+        .headers()
+        .get(axum::http::header::ORIGIN)
+        .map(|o| o.to_str().unwrap_or_default().to_owned());
+    if let Some(origin) = origin {
+        let host = origin
+            .split("://")
+            .nth(1)
+            .unwrap_or_default()
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let hostname = if host.starts_with('[') {
+            host.split(']')
+                .next()
+                .map(|h| format!("{h}]"))
+                .unwrap_or_default()
+        } else {
+            host.split(':').next().unwrap_or_default().to_owned()
+        };
+        if !matches!(hostname.as_str(), "localhost" | "127.0.0.1" | "[::1]") {
+            return (
+                StatusCode::FORBIDDEN,
+                "requests from web pages of other origins are refused",
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
 }
 
 /// Removes a session from the table when its SSE stream is dropped.
@@ -221,6 +259,7 @@ impl McpToolServer {
             .route(SSE_PATH, get(open))
             .route(MESSAGES_PATH, post(receive))
             .with_state(state)
+            .layer(axum::middleware::from_fn(loopback_origin_only))
     }
 
     /// Serves the legacy SSE transport on `listener` until `shutdown` fires.

@@ -418,3 +418,33 @@ async fn a_cancelled_call_sends_notifications_cancelled_over_streamable_http() {
 async fn a_cancelled_call_sends_notifications_cancelled_over_sse() {
     a_cancelled_call_is_cancelled_on_the_server("sse").await;
 }
+
+#[tokio::test]
+async fn web_pages_of_other_origins_are_refused_on_both_http_transports() {
+    for transport in ["sse", "http"] {
+        let (mut server, url) = listening_server(transport).await;
+        let client = reqwest::Client::new();
+        let request = |origin: Option<&str>| {
+            let mut request = if transport == "sse" {
+                client.get(&url)
+            } else {
+                client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            };
+            if let Some(origin) = origin {
+                request = request.header("origin", origin);
+            }
+            request.send()
+        };
+        let refused = request(Some("http://evil.example")).await.unwrap();
+        assert_eq!(refused.status(), 403, "{transport}");
+        let local = request(Some("http://localhost:1234")).await.unwrap();
+        assert_ne!(local.status(), 403, "{transport}");
+        let no_origin = request(None).await.unwrap();
+        assert_ne!(no_origin.status(), 403, "{transport}");
+        server.kill().await.unwrap();
+    }
+}

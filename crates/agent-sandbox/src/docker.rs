@@ -193,8 +193,18 @@ impl DockerSandbox {
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
             ..HostConfig::default()
         };
+        // The workspace owner's ids: files the sandbox writes there belong to whoever owns the
+        // workspace, and a container root without capabilities could not write a workspace
+        // owned by an ordinary user.
+        let owner = std::fs::metadata(&workspace)
+            .map_err(|e| SandboxError::at(&workspace, "reading", e))?;
+        let user = {
+            use std::os::unix::fs::MetadataExt;
+            format!("{}:{}", owner.uid(), owner.gid())
+        };
         let body = ContainerCreateBody {
             image: Some(options.image.clone()),
+            user: Some(user),
             cmd: Some(vec!["sleep".to_owned(), "infinity".to_owned()]),
             working_dir: Some(text(&options.work_dir)),
             env: Some(vec![
@@ -213,6 +223,7 @@ impl DockerSandbox {
             .await
             .map_err(engine)?;
         let container = created.id;
+        live().insert((options.docker_host.clone(), container.clone()));
         if let Err(e) = docker
             .start_container(&container, None::<StartContainerOptions>)
             .await
@@ -303,9 +314,54 @@ async fn remove(docker: &Docker, container: &str) {
         v: true,
         ..RemoveContainerOptions::default()
     };
-    if let Err(e) = docker.remove_container(container, Some(options)).await {
-        warn!(%container, error = %e, "could not remove the Docker sandbox's container");
+    let removal = docker.remove_container(container, Some(options));
+    match tokio::time::timeout(Duration::from_secs(20), removal).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            warn!(%container, error = %e, "could not remove the Docker sandbox's container");
+        }
+        Err(_) => warn!(%container, "removing the Docker sandbox's container timed out"),
     }
+    live().retain(|(_, id)| id != container);
+}
+
+/// A container this process created: the engine address it was created on, and its id.
+type LiveContainer = (Option<String>, String);
+
+/// The containers this process created and has not removed yet.
+fn live() -> std::sync::MutexGuard<'static, std::collections::HashSet<LiveContainer>> {
+    static LIVE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<LiveContainer>>> =
+        std::sync::OnceLock::new();
+    LIVE.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Removes, before returning, every Docker sandbox container this process created and has
+/// not removed yet: for a process about to exit without unwinding (a second Ctrl-C), where
+/// [`Sandbox::cleanup`] and `Drop` no longer get to run. Works from inside or outside a tokio
+/// runtime (it uses a thread of its own); bounded to about twenty seconds.
+pub fn remove_live_containers_now() {
+    let containers: Vec<LiveContainer> = live().iter().cloned().collect();
+    if containers.is_empty() {
+        return;
+    }
+    let worker = std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async move {
+            for (host, container) in containers {
+                if let Ok(docker) = connect_docker(host.as_deref()).await {
+                    remove(&docker, &container).await;
+                }
+            }
+        });
+    });
+    let _ = worker.join();
 }
 
 #[async_trait]
@@ -319,7 +375,13 @@ impl Sandbox for DockerSandbox {
             return Err(SandboxError::Closed);
         }
         let limit = timeout.unwrap_or(self.options.timeout);
-        let seconds = limit.as_secs().max(1).to_string();
+        // Whole seconds, rounded up, so the command gets at least its limit.
+        let seconds = limit
+            .as_secs()
+            .saturating_add(u64::from(limit.subsec_nanos() > 0))
+            .max(1);
+        let limit = Duration::from_secs(seconds);
+        let seconds = seconds.to_string();
         // `timeout` kills the command's whole process group with SIGKILL at the limit.
         let cmd = vec![
             "timeout".to_owned(),
@@ -348,14 +410,18 @@ impl Sandbox for DockerSandbox {
         if timeout_at(deadline, pump).await.is_err() {
             warn!(command, "the Docker exec did not end after its timeout");
         }
-        let code = self.exit_code(&exec_id).await;
-        let timed_out = code.is_none() || (code == Some(137) && started_at.elapsed() >= limit);
+        let Some(code) = self.exit_code(&exec_id).await else {
+            return Err(engine(format!(
+                "the engine does not report how `{command}` ended"
+            )));
+        };
+        let timed_out = code == 137 && started_at.elapsed() >= limit;
         let (stdout, out_cut) = out.take();
         let (stderr, err_cut) = err.take();
         Ok(ExecOutput {
             stdout,
             stderr,
-            exit_code: if timed_out { None } else { code },
+            exit_code: if timed_out { None } else { Some(code) },
             timed_out,
             truncated: out_cut || err_cut,
         })
@@ -394,8 +460,8 @@ impl Sandbox for DockerSandbox {
         let StartExecResults::Attached { output, input } = started else {
             return Err(engine("the session did not attach"));
         };
-        let stdout = Shared::new();
-        let stderr = Shared::new();
+        let stdout = Shared::tail();
+        let stderr = Shared::tail();
         let pump = pump_exec(
             output,
             Arc::clone(&stdout),
@@ -407,13 +473,12 @@ impl Sandbox for DockerSandbox {
         let deadline = Instant::now() + Duration::from_secs(10);
         let pid = loop {
             let found = stdout.with(|b| {
-                let text = String::from_utf8_lossy(&b.data).into_owned();
-                let line_end = text.find('\n')?;
-                let pid = text[..line_end]
+                let line_end = b.data.iter().position(|&byte| byte == b'\n')?;
+                let line: Vec<u8> = b.data.drain(..=line_end).collect();
+                let pid = String::from_utf8_lossy(&line)
                     .trim()
                     .strip_prefix("__OPENMANUS_PID_")
                     .and_then(|p| p.parse::<u32>().ok());
-                b.data.drain(..=line_end);
                 Some(pid)
             });
             if let Some(pid) = found {
@@ -444,16 +509,20 @@ impl Sandbox for DockerSandbox {
             .ok_or(SandboxError::Closed)?
             .get_mut(name)
             .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
-        session
-            .input
-            .write_all(input.as_bytes())
-            .await
-            .map_err(|e| SandboxError::io(format!("writing to the session {name:?}"), e))?;
-        session
-            .input
-            .flush()
-            .await
-            .map_err(|e| SandboxError::io(format!("writing to the session {name:?}"), e))
+        // A shell that does not read its input must not hold every session up.
+        let write = async {
+            session.input.write_all(input.as_bytes()).await?;
+            session.input.flush().await
+        };
+        match tokio::time::timeout(Duration::from_secs(10), write).await {
+            Ok(result) => {
+                result.map_err(|e| SandboxError::io(format!("writing to the session {name:?}"), e))
+            }
+            Err(_) => Err(SandboxError::io(
+                format!("writing to the session {name:?}"),
+                std::io::Error::other("the shell has not read its input for 10 s"),
+            )),
+        }
     }
 
     async fn read_session(
@@ -513,7 +582,13 @@ impl Sandbox for DockerSandbox {
                 .exec(vec!["sh".to_owned(), "-c".to_owned(), kill], false)
                 .await
             {
-                while output.next().await.is_some() {}
+                let drained = async { while output.next().await.is_some() {} };
+                if tokio::time::timeout(Duration::from_secs(10), drained)
+                    .await
+                    .is_err()
+                {
+                    warn!(session = name, "killing the session's shell did not finish");
+                }
             }
         }
         session.pump.abort();

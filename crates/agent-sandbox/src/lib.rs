@@ -49,7 +49,7 @@ mod path;
 mod process;
 pub mod tools;
 
-pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker};
+pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker, remove_live_containers_now};
 pub use error::SandboxError;
 pub use limits::parse_memory_limit;
 pub use local::{LocalSandbox, LocalSandboxOptions, Probe, SANDBOX_PATH};

@@ -468,7 +468,8 @@ fn text(path: &Path) -> Result<String, SandboxError> {
 type Spawned = (Child, Group, Arc<Shared>, Arc<Shared>, Vec<JoinHandle<()>>);
 
 /// Spawns `command`, returning the child, its group and the pumps of stdout and stderr.
-fn spawn(mut command: Command, limit: usize) -> Result<Spawned, SandboxError> {
+/// Sessions (`keep_tail`) keep the newest output over the limit, commands the first.
+fn spawn(mut command: Command, limit: usize, keep_tail: bool) -> Result<Spawned, SandboxError> {
     let mut child = command
         .spawn()
         .map_err(|e| SandboxError::io("starting bwrap", e))?;
@@ -488,8 +489,11 @@ fn spawn(mut command: Command, limit: usize) -> Result<Spawned, SandboxError> {
             std::io::Error::other("its pipes are missing"),
         ));
     };
-    let out = Shared::new();
-    let err = Shared::new();
+    let (out, err) = if keep_tail {
+        (Shared::tail(), Shared::tail())
+    } else {
+        (Shared::new(), Shared::new())
+    };
     let tasks = vec![
         tokio::spawn(pump(stdout, Arc::clone(&out), limit)),
         tokio::spawn(pump(stderr, Arc::clone(&err), limit)),
@@ -557,7 +561,8 @@ impl Sandbox for LocalSandbox {
         let bwrap = self.command(&["bash", "-c", command]);
         let mut bwrap = bwrap;
         bwrap.stdin(Stdio::null());
-        let (mut child, mut group, out, err, tasks) = spawn(bwrap, self.options.output_limit)?;
+        let (mut child, mut group, out, err, tasks) =
+            spawn(bwrap, self.options.output_limit, false)?;
         debug!(command, "sandboxed command started");
         let status = match timeout_at(deadline, child.wait()).await {
             Ok(status) => Some(status.map_err(|e| SandboxError::io("waiting for bwrap", e))?),
@@ -618,7 +623,8 @@ impl Sandbox for LocalSandbox {
         }
         let mut command = self.command(&["bash", "--noprofile", "--norc"]);
         command.stdin(Stdio::piped());
-        let (mut child, group, stdout, stderr, tasks) = spawn(command, self.options.output_limit)?;
+        let (mut child, group, stdout, stderr, tasks) =
+            spawn(command, self.options.output_limit, true)?;
         let stdin = child.stdin.take();
         sessions.insert(
             name.to_owned(),

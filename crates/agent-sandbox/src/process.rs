@@ -64,14 +64,31 @@ pub(crate) struct Buffer {
 pub(crate) struct Shared {
     buffer: Mutex<Buffer>,
     changed: watch::Sender<u64>,
+    /// Over the limit, drop the oldest bytes (a session: the end, with its completion marker,
+    /// must survive) rather than the newest (a command's output: its start is kept).
+    keep_tail: bool,
 }
 
 impl Shared {
+    /// A buffer that keeps the first bytes when over its limit.
     pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self::plain())
+    }
+
+    /// A buffer that keeps the newest bytes when over its limit (for sessions).
+    pub(crate) fn tail() -> Arc<Self> {
         Arc::new(Self {
+            keep_tail: true,
+            ..Self::plain()
+        })
+    }
+
+    fn plain() -> Self {
+        Self {
             buffer: Mutex::new(Buffer::default()),
             changed: watch::Sender::new(0),
-        })
+            keep_tail: false,
+        }
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
@@ -90,7 +107,17 @@ impl Shared {
     /// Appends `bytes`, keeping at most `limit` bytes buffered (the rest is dropped and the
     /// buffer marked truncated).
     pub(crate) fn append(&self, bytes: &[u8], limit: usize) {
+        let keep_tail = self.keep_tail;
         self.update(|buffer| {
+            if keep_tail {
+                buffer.data.extend_from_slice(bytes);
+                let excess = buffer.data.len().saturating_sub(limit);
+                if excess > 0 {
+                    buffer.data.drain(..excess);
+                    buffer.truncated = true;
+                }
+                return;
+            }
             let room = limit.saturating_sub(buffer.data.len());
             if bytes.len() > room {
                 buffer.truncated = true;

@@ -161,3 +161,38 @@ async fn sandbox_shell_runs_on_the_docker_backend() {
     shell.cleanup().await.unwrap();
     sandbox.cleanup().await.unwrap();
 }
+
+#[tokio::test]
+#[ignore = "needs a Docker engine; cargo xtask ci runs it when one answers"]
+async fn the_container_runs_as_the_workspace_owner() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    // Give the workspace to an ordinary user when we can (CI runs as root).
+    let owner = if std::fs::metadata("/").unwrap().uid() == 0 && nix_chown(dir.path(), 1000, 1000) {
+        1000
+    } else {
+        std::fs::metadata(dir.path()).unwrap().uid()
+    };
+    let sandbox = sandbox(dir.path(), false).await;
+    let out = sandbox
+        .run("id -u; echo made > mine.txt && echo written", None)
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, format!("{owner}\nwritten\n"), "{out:?}");
+    assert_eq!(
+        std::fs::metadata(dir.path().join("mine.txt"))
+            .unwrap()
+            .uid(),
+        owner
+    );
+    sandbox.cleanup().await.unwrap();
+}
+
+/// `chown` through the command (the tests have no libc binding); false when it fails.
+fn nix_chown(path: &std::path::Path, uid: u32, gid: u32) -> bool {
+    std::process::Command::new("chown")
+        .arg(format!("{uid}:{gid}"))
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -465,3 +465,57 @@ async fn the_launcher_runs_a_long_lived_program_in_the_sandbox_and_dies_with_its
         "a sandboxed process outlived the killed group"
     );
 }
+
+#[tokio::test]
+async fn sandbox_shell_survives_commands_that_read_stdin_and_floods_of_output() {
+    use agent_sandbox::tools::SandboxShell;
+    use agent_tools::{Tool, ToolContext};
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox: Arc<dyn Sandbox> = Arc::new(sandbox(dir.path()).await);
+    let shell = SandboxShell::new(Arc::clone(&sandbox), "/workspace");
+    let ctx = ToolContext::default();
+    let run = |command: &'static str| {
+        let shell = &shell;
+        let ctx = &ctx;
+        async move {
+            let result = shell
+                .execute(
+                    json!({"action": "execute_command", "session_name": "s", "blocking": true,
+                           "timeout": 60, "command": command}),
+                    ctx,
+                )
+                .await
+                .unwrap();
+            let value: Value = serde_json::from_str(result.output.as_deref().unwrap_or("{}"))
+                .unwrap_or_else(|_| panic!("{result:?}"));
+            value
+        }
+    };
+    // `cat` reads standard input: it gets none, ends, and the marker line is not swallowed.
+    let cat = tokio::time::timeout(Duration::from_secs(60), run("cat; echo after-cat"))
+        .await
+        .expect("cat hung the session");
+    assert_eq!(cat["completed"], true, "{cat}");
+    assert_eq!(cat["exit_code"], 0, "{cat}");
+    assert_eq!(cat["output"], "after-cat");
+    // 20 MB of output: over the session buffer's limit, yet the end (and its marker) arrives.
+    let flood = tokio::time::timeout(
+        Duration::from_secs(60),
+        run("head -c 20000000 /dev/zero | tr '\\0' x; echo; echo tail-line"),
+    )
+    .await
+    .expect("a flood of output hung the session");
+    assert_eq!(flood["completed"], true);
+    assert_eq!(flood["exit_code"], 0);
+    assert!(
+        flood["output"].as_str().unwrap().ends_with("xx\ntail-line"),
+        "the end of the output is kept"
+    );
+    // The session is still usable.
+    let next = run("echo still-here").await;
+    assert_eq!(next["output"], "still-here");
+    shell.cleanup().await.unwrap();
+}

@@ -243,15 +243,21 @@ pub fn sandbox_manus(
             launcher,
             downloads_dir: Some(work_dir.join("downloads")),
             downloads_host_dir: Some(sandbox.workspace().join("downloads")),
+            // Never a browser outside the sandbox, and never the user's proxy.
+            connect_url: None,
+            proxy_server: None,
+            proxy_credentials: None,
             ..options.browser.clone()
         };
         if !sandbox.network_enabled() {
             // The browser shares the host's network stack (its DevTools endpoint must be
             // reachable); a proxy that does not exist, used for every address, keeps its pages
-            // off the network.
+            // off the network, and WebRTC may not send UDP around it.
             config.extra_args.extend([
                 "--proxy-server=http://127.0.0.1:9".to_owned(),
                 "--proxy-bypass-list=<-loopback>".to_owned(),
+                "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
+                "--webrtc-ip-handling-policy=disable_non_proxied_udp".to_owned(),
             ]);
         }
         Arc::new(

@@ -208,6 +208,12 @@ async fn sandbox_manus_uses_all_four_sandbox_tools_inside_bubblewrap() {
     );
     let browsing = requests[10].body["messages"].to_string();
     assert!(browsing.contains("Title: Sandboxed page"), "{browsing}");
+    // The browser prompt names the tool SandboxManus has.
+    assert!(
+        browsing.contains("Act with `sandbox_browser`"),
+        "{browsing}"
+    );
+    assert!(!browsing.contains("`browser_use`"), "{browsing}");
     assert!(
         seen[11].contains("<title>Sandboxed page</title>"),
         "{}",
@@ -271,7 +277,10 @@ async fn the_sandboxed_browser_reaches_no_network_unless_enabled() {
             .unwrap(),
     );
     let llm = Arc::new(agent_testkit::ScriptedModel::new());
-    let agent = sandbox_manus(llm, &AgentOptions::new(&workspace), sandbox);
+    // A configured browser to attach to is not used by the sandboxed tool.
+    let mut options = AgentOptions::new(&workspace);
+    options.browser.connect_url = Some(format!("http://{addr}"));
+    let agent = sandbox_manus(llm, &options, sandbox);
     let browser = agent.hooks().browser().unwrap().tool().clone();
     let result = browser
         .execute(

@@ -257,6 +257,7 @@ impl Interrupts {
                     }
                     _ => {
                         agent_tools::process::kill_all_process_groups();
+                        agent_sandbox::remove_live_containers_now();
                         note("\ninterrupted");
                         std::process::exit(i32::from(EXIT_CANCELLED));
                     }
@@ -380,6 +381,26 @@ async fn run_agent(
     prompt: Option<String>,
     interactive: bool,
 ) -> Result<u8> {
+    // The sandbox of `use_sandbox` goes with the session, whichever way it ends (a Docker
+    // container is removed).
+    let sandbox = resolved.options.sandbox.clone();
+    let result = run_agent_session(global, interrupts, kind, resolved, prompt, interactive).await;
+    if let Some(sandbox) = sandbox
+        && let Err(e) = sandbox.cleanup().await
+    {
+        note(&format!("warning: cleaning up the sandbox: {e}"));
+    }
+    result
+}
+
+async fn run_agent_session(
+    global: &GlobalArgs,
+    interrupts: &Interrupts,
+    kind: AgentKind,
+    resolved: settings::Resolved,
+    prompt: Option<String>,
+    interactive: bool,
+) -> Result<u8> {
     let settings::Resolved {
         llm,
         options,
@@ -453,6 +474,7 @@ async fn run_agent(
             code
         }
         AgentKind::Sandbox => {
+            // `resolve` built no `use_sandbox` sandbox for SandboxManus: this is its only one.
             let sandbox = settings::sandbox_for_manus(global, &options.workspace).await?;
             let agent = agents::sandbox_manus(model, &options, Arc::clone(&sandbox));
             let (mut agent, code) = run.drive(agent).await;
@@ -471,12 +493,6 @@ async fn run_agent(
             code
         }
     };
-    // The sandbox of `use_sandbox` goes with the session (a Docker container is removed).
-    if let Some(sandbox) = &options.sandbox
-        && let Err(e) = sandbox.cleanup().await
-    {
-        note(&format!("warning: cleaning up the sandbox: {e}"));
-    }
     let path = journal.path().to_path_buf();
     journal.close().await.context("writing the run journal")?;
     if !global.json {

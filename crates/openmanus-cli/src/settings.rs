@@ -68,7 +68,9 @@ fn policies(config: &Config) -> Policies {
     }
 }
 
-async fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
+/// The agent options of the configuration; `with_sandbox: false` leaves out the sandbox of
+/// `use_sandbox` (SandboxManus has its own).
+async fn options(global: &GlobalArgs, config: &Config, with_sandbox: bool) -> Result<AgentOptions> {
     let workspace = workspace_dir(global.workspace.as_deref(), Some(config.workspace_root()))?;
     let mut options = AgentOptions::new(&workspace);
     options.max_steps = config.agent.max_steps;
@@ -83,7 +85,7 @@ async fn options(global: &GlobalArgs, config: &Config) -> Result<AgentOptions> {
         agent_tools::WebSearch::new(config.search.web_search())
             .context("invalid [search] settings")?,
     ));
-    if config.sandbox.use_sandbox {
+    if with_sandbox && config.sandbox.use_sandbox {
         // The tools run in the sandbox with the workspace at its own path, so paths and
         // observations are the same as without the sandbox. No fallback: if the sandbox cannot
         // run, the run does not start.
@@ -182,7 +184,7 @@ pub async fn resolve_named(global: &GlobalArgs, name: &str) -> Result<Resolved> 
     let config = load(global)?;
     Ok(Resolved {
         llm: config.llm_for(name).clone(),
-        options: options(global, &config).await?,
+        options: options(global, &config, name != agents::SANDBOX_MANUS).await?,
         mcp_servers: config.mcp.servers.clone(),
     })
 }
@@ -220,7 +222,25 @@ pub async fn run_flow(
     interrupts: &crate::Interrupts,
 ) -> Result<u8> {
     let config = load(global)?;
-    let options = options(global, &config).await?;
+    let options = options(global, &config, true).await?;
+    // The sandbox of `use_sandbox` goes with the flow, whichever way it ends.
+    let sandbox = options.sandbox.clone();
+    let result = flow_session(global, prompt, interrupts, &config, options).await;
+    if let Some(sandbox) = sandbox
+        && let Err(e) = sandbox.cleanup().await
+    {
+        note(&format!("warning: cleaning up the sandbox: {e}"));
+    }
+    result
+}
+
+async fn flow_session(
+    global: &GlobalArgs,
+    prompt: Option<String>,
+    interrupts: &crate::Interrupts,
+    config: &Config,
+    options: AgentOptions,
+) -> Result<u8> {
     std::fs::create_dir_all(&options.workspace).with_context(|| {
         format!(
             "cannot create the workspace {}",

@@ -63,20 +63,14 @@ impl SandboxFiles {
         Self { sandbox }
     }
 
+    /// Whether something exists at `path` (checked on the host side of the workspace,
+    /// without reading it).
     async fn exists(&self, path: &str) -> Result<bool, String> {
-        match self.sandbox.read_file(path).await {
+        let host = self.sandbox.host_path(path).map_err(|e| e.to_string())?;
+        match tokio::fs::symlink_metadata(&host).await {
             Ok(_) => Ok(true),
-            Err(SandboxError::NotFound(_)) => Ok(false),
-            Err(e @ SandboxError::PathRefused { .. }) => Err(e.to_string()),
-            // A directory or an unreadable file: let the shell say whether something is there.
-            Err(_) => {
-                let out = self
-                    .sandbox
-                    .run(&format!("test -e {}", quote(path)), None)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(out.exit_code == Some(0))
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("cannot check '{path}': {e}")),
         }
     }
 

@@ -19,11 +19,20 @@ pub(crate) fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// `folder` as a path relative to the workspace: a leading `/`, `workspace/` or the whole
-/// `/workspace` is dropped (as OpenManus's `clean_path` does); `..` is refused (OpenManus let it
-/// through).
-pub(crate) fn relative_folder(folder: &str) -> Result<String, String> {
-    let trimmed = folder.trim().trim_start_matches('/');
+/// `folder` as a path relative to the workspace: the work dir (`/workspace` by default) in
+/// front, or a leading `/` or `workspace/`, is dropped (as OpenManus's `clean_path` does); `..`
+/// is refused (OpenManus let it through).
+pub(crate) fn relative_folder(folder: &str, work_dir: &str) -> Result<String, String> {
+    let folder = folder.trim();
+    let work_dir = work_dir.trim_end_matches('/');
+    let folder = if !work_dir.is_empty() && folder == work_dir {
+        ""
+    } else {
+        folder
+            .strip_prefix(&format!("{work_dir}/"))
+            .unwrap_or(folder)
+    };
+    let trimmed = folder.trim_start_matches('/');
     let trimmed = trimmed
         .strip_prefix("workspace/")
         .or_else(|| (trimmed == "workspace").then_some(""))
@@ -45,10 +54,15 @@ mod tests {
 
     #[test]
     fn folders_are_relative_to_the_workspace_and_cannot_leave_it() {
-        assert_eq!(relative_folder("/workspace/src/").unwrap(), "src");
-        assert_eq!(relative_folder("workspace").unwrap(), "");
-        assert_eq!(relative_folder("a/b").unwrap(), "a/b");
-        assert!(relative_folder("../etc").is_err());
-        assert!(relative_folder("a/../../x").is_err());
+        assert_eq!(
+            relative_folder("/workspace/src/", "/workspace").unwrap(),
+            "src"
+        );
+        assert_eq!(relative_folder("workspace", "/workspace").unwrap(), "");
+        assert_eq!(relative_folder("a/b", "/workspace").unwrap(), "a/b");
+        assert_eq!(relative_folder("/sandbox/src", "/sandbox").unwrap(), "src");
+        assert_eq!(relative_folder("/sandbox", "/sandbox/").unwrap(), "");
+        assert!(relative_folder("../etc", "/workspace").is_err());
+        assert!(relative_folder("a/../../x", "/workspace").is_err());
     }
 }

@@ -63,8 +63,32 @@ struct SessionState {
     cwd: String,
     /// The marker of the command still running, if one is.
     pending: Option<String>,
-    /// Output read past a finished command's marker, kept for the next look.
+    /// Output read past a finished command's marker (or the start of a marker cut by a
+    /// read), kept for the next look.
     carry: String,
+    /// A call is reading the session's output right now.
+    busy: bool,
+}
+
+/// The longest wait a call may ask for: an hour.
+const MAX_WAIT_SECS: u64 = 3600;
+
+/// The wait a call asked for (default 60 s), at most [`MAX_WAIT_SECS`].
+fn wait_time(asked: Option<u64>) -> Duration {
+    Duration::from_secs(asked.unwrap_or(60).min(MAX_WAIT_SECS))
+}
+
+/// `text` split before the longest end of it that begins `marker` (a marker the read cut in
+/// two); the second part is empty when there is none.
+fn split_partial<'a>(text: &'a str, marker: &str) -> (&'a str, &'a str) {
+    let longest = marker.len().saturating_sub(1).min(text.len());
+    for len in (1..=longest).rev() {
+        let at = text.len() - len;
+        if text.is_char_boundary(at) && marker.starts_with(&text[at..]) {
+            return text.split_at(at);
+        }
+    }
+    (text, "")
 }
 
 /// `sandbox_shell` over a [`Sandbox`]'s sessions.
@@ -105,45 +129,54 @@ impl SandboxShell {
             .filter(|c| !c.trim().is_empty())
             .ok_or("command is required for execute_command")?;
         let cwd = match args.folder.as_deref().filter(|f| !f.is_empty()) {
-            Some(folder) => format!(
-                "{}/{}",
-                self.work_dir.trim_end_matches('/'),
-                relative_folder(folder)?
-            ),
+            Some(folder) => {
+                let relative = relative_folder(folder, &self.work_dir)?;
+                if relative.is_empty() {
+                    self.work_dir.clone()
+                } else {
+                    format!("{}/{relative}", self.work_dir.trim_end_matches('/'))
+                }
+            }
             None => self.work_dir.clone(),
         };
         let name = match &args.session_name {
             Some(name) if !name.trim().is_empty() => name.trim().to_owned(),
             _ => format!("session_{}", self.next()),
         };
-        let mut sessions = self.sessions.lock().await;
-        if sessions.get(&name).is_some_and(|s| s.pending.is_some()) {
-            return Err(format!(
-                "Session '{name}' is still running a command; check it with check_command_output, stop it with terminate_command, or use another session_name."
-            ));
-        }
-        if !self.sandbox.list_sessions().await.contains(&name) {
+        let marker = format!("__OPENMANUS_DONE_{}__", self.next());
+        {
+            let mut sessions = self.sessions.lock().await;
+            if sessions
+                .get(&name)
+                .is_some_and(|s| s.pending.is_some() || s.busy)
+            {
+                return Err(format!(
+                    "Session '{name}' is still running a command; check it with check_command_output, stop it with terminate_command, or use another session_name."
+                ));
+            }
+            if !self.sandbox.list_sessions().await.contains(&name) {
+                self.sandbox
+                    .start_session(&name)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sessions.remove(&name);
+            }
+            // Standard error joins standard output so the two keep their order; standard input
+            // is empty, so a command that reads it cannot swallow the marker line, which
+            // carries the command's exit status.
+            let input = format!(
+                "{{ cd {} && {command}\n}} </dev/null 2>&1\nprintf '\\n{marker}%s\\n' \"$?\"\n",
+                quote(&cwd)
+            );
             self.sandbox
-                .start_session(&name)
+                .send_to_session(&name, &input)
                 .await
                 .map_err(|e| e.to_string())?;
-            sessions.remove(&name);
+            let state = sessions.entry(name.clone()).or_default();
+            state.cwd.clone_from(&cwd);
+            state.pending = Some(marker);
+            state.carry.clear();
         }
-        let marker = format!("__OPENMANUS_DONE_{}__", self.next());
-        // Standard error joins standard output so the two keep their order; the marker line
-        // carries the command's exit status.
-        let input = format!(
-            "{{ cd {} && {command}\n}} 2>&1\nprintf '\\n{marker}%s\\n' \"$?\"\n",
-            quote(&cwd)
-        );
-        self.sandbox
-            .send_to_session(&name, &input)
-            .await
-            .map_err(|e| e.to_string())?;
-        let state = sessions.entry(name.clone()).or_default();
-        state.cwd.clone_from(&cwd);
-        state.pending = Some(marker);
-        state.carry.clear();
         if !args.blocking {
             return Ok(json!({
                 "session_name": name,
@@ -152,9 +185,8 @@ impl SandboxShell {
                 "completed": false,
             }));
         }
-        let timeout = Duration::from_secs(args.timeout.unwrap_or(60));
-        let (output, exit_code) = self.collect(&name, state, timeout).await?;
-        drop(sessions);
+        let timeout = wait_time(args.timeout);
+        let (output, exit_code) = self.collect(&name, timeout).await?;
         let mut result = json!({
             "output": output,
             "session_name": name,
@@ -176,23 +208,33 @@ impl SandboxShell {
         Ok(result)
     }
 
-    /// Reads the session's output, waiting up to `wait` for the pending command's marker.
-    /// Returns the output without the marker, and the exit code once the command finished.
-    async fn collect(
-        &self,
-        name: &str,
-        state: &mut SessionState,
-        wait: Duration,
-    ) -> Result<(String, Option<i32>), String> {
+    /// Reads the session's output, waiting up to `wait` for the pending command's marker,
+    /// without holding the session table meanwhile. Returns the output without the marker,
+    /// and the exit code once the command finished.
+    async fn collect(&self, name: &str, wait: Duration) -> Result<(String, Option<i32>), String> {
+        let (pending, carry) = {
+            let mut sessions = self.sessions.lock().await;
+            let state = sessions.entry(name.to_owned()).or_default();
+            if state.busy {
+                return Err(format!(
+                    "Session '{name}' is being read by another call; try again."
+                ));
+            }
+            state.busy = true;
+            (state.pending.clone(), std::mem::take(&mut state.carry))
+        };
         let read = self
             .sandbox
-            .read_session(name, state.pending.as_deref(), wait)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut text = std::mem::take(&mut state.carry);
+            .read_session(name, pending.as_deref(), wait)
+            .await;
+        let mut sessions = self.sessions.lock().await;
+        let state = sessions.entry(name.to_owned()).or_default();
+        state.busy = false;
+        let read = read.map_err(|e| e.to_string())?;
+        let mut text = carry;
         text.push_str(&read.stdout);
         text.push_str(&read.stderr);
-        let Some(marker) = state.pending.clone() else {
+        let Some(marker) = pending else {
             return Ok((text, None));
         };
         let Some(at) = text.find(&marker) else {
@@ -201,7 +243,10 @@ impl SandboxShell {
                 state.pending = None;
                 return Ok((text, Some(code)));
             }
-            return Ok((text, None));
+            // Keep a marker cut in half by the read for the next look.
+            let (shown, partial) = split_partial(&text, &marker);
+            state.carry = partial.to_owned();
+            return Ok((shown.to_owned(), None));
         };
         let (before, after) = text.split_at(at);
         let after = &after[marker.len()..];
@@ -218,16 +263,18 @@ impl SandboxShell {
         if !self.sandbox.list_sessions().await.contains(&name) {
             return Err(format!("Session '{name}' does not exist."));
         }
-        let mut sessions = self.sessions.lock().await;
-        let state = sessions.entry(name.clone()).or_default();
-        let was_running = state.pending.is_some();
+        let was_running = self
+            .sessions
+            .lock()
+            .await
+            .get(&name)
+            .is_some_and(|s| s.pending.is_some());
         let wait = if args.blocking {
-            Duration::from_secs(args.timeout.unwrap_or(60))
+            wait_time(args.timeout)
         } else {
             Duration::from_millis(200)
         };
-        let (output, exit_code) = self.collect(&name, state, wait).await?;
-        drop(sessions);
+        let (output, exit_code) = self.collect(&name, wait).await?;
         let status = match (was_running, exit_code) {
             (_, Some(code)) => format!("Command finished (exit code {code})."),
             (true, None) => "Command still running.".to_owned(),
@@ -327,5 +374,32 @@ impl TypedTool for SandboxShell {
             let _ = self.kill(&name).await;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marker_cut_by_a_read_is_kept_for_the_next_one() {
+        let marker = "__OPENMANUS_DONE_7__";
+        assert_eq!(
+            split_partial("output\n__OPENMA", marker),
+            ("output\n", "__OPENMA")
+        );
+        assert_eq!(split_partial("plain output", marker), ("plain output", ""));
+        assert_eq!(split_partial("ends with _", marker), ("ends with ", "_"));
+        assert_eq!(split_partial("é", marker), ("é", ""));
+    }
+
+    #[test]
+    fn waits_are_bounded() {
+        assert_eq!(wait_time(None), Duration::from_secs(60));
+        assert_eq!(wait_time(Some(5)), Duration::from_secs(5));
+        assert_eq!(
+            wait_time(Some(u64::MAX)),
+            Duration::from_secs(MAX_WAIT_SECS)
+        );
     }
 }

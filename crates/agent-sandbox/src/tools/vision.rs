@@ -130,25 +130,46 @@ async fn see(sandbox: &dyn Sandbox, path: &str) -> Result<ToolResult, String> {
     let format = format_of(path).ok_or_else(|| {
         format!("'{path}' is not a supported image: use a jpg, jpeg, png, gif or webp file")
     })?;
+    let too_big = |len: u64| {
+        format!(
+            "'{path}' is {:.1} MB; images larger than 10 MB are not loaded",
+            len as f64 / 1_048_576.0
+        )
+    };
+    // The size is checked before the file is read.
+    let host = sandbox.host_path(path).map_err(|e| e.to_string())?;
+    match tokio::fs::metadata(&host).await {
+        Ok(meta) if meta.is_dir() => return Err(format!("'{path}' is a directory, not an image")),
+        Ok(meta) if meta.len() > MAX_IMAGE_BYTES as u64 => return Err(too_big(meta.len())),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("Image file not found: '{path}'"));
+        }
+        Err(e) => return Err(format!("Could not read '{path}': {e}")),
+    }
     let bytes = match sandbox.read_file(path).await {
         Ok(bytes) => bytes,
         Err(SandboxError::NotFound(_)) => return Err(format!("Image file not found: '{path}'")),
         Err(e) => return Err(format!("Could not read '{path}': {e}")),
     };
     if bytes.len() > MAX_IMAGE_BYTES {
-        return Err(format!(
-            "'{path}' is {:.1} MB; images larger than 10 MB are not loaded",
-            bytes.len() as f64 / 1_048_576.0
-        ));
+        return Err(too_big(bytes.len() as u64));
     }
-    let image = image::load_from_memory_with_format(&bytes, format)
-        .map_err(|e| format!("Could not decode '{path}' as an image: {e}"))?;
-    let (width, height) = image.dimensions();
+    let size_on_disk = bytes.len();
+    let decoded = tokio::task::spawn_blocking(move || {
+        let image = image::load_from_memory_with_format(&bytes, format)
+            .map_err(|e| format!("could not decode it as an image: {e}"))?;
+        let dimensions = image.dimensions();
+        compress(&image, format).map(|compressed| (dimensions, compressed))
+    })
+    .await
+    .map_err(|e| format!("Could not process '{path}': {e}"))?;
+    let ((width, height), compressed) = decoded.map_err(|e| format!("'{path}': {e}"))?;
     let Compressed {
         bytes: encoded,
         mime,
         size,
-    } = compress(&image, format)?;
+    } = compressed;
     if encoded.len() > MAX_OUTPUT_BYTES {
         return Err(format!(
             "'{path}' is still larger than 5 MB after compression; crop or shrink it first"
@@ -156,7 +177,7 @@ async fn see(sandbox: &dyn Sandbox, path: &str) -> Result<ToolResult, String> {
     }
     let text = format!(
         "Loaded the image '{path}' ({width}x{height}, {} KB) and attached it as {mime}, {}x{} ({} KB).",
-        bytes.len().div_ceil(1024),
+        size_on_disk.div_ceil(1024),
         size.0,
         size.1,
         encoded.len().div_ceil(1024)
