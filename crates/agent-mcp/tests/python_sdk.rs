@@ -58,7 +58,8 @@ async fn exercise_fastmcp(clients: &McpClients) {
             "mcp_py_add_tool",
             "mcp_py_fail",
             "mcp_py_greet",
-            "mcp_py_tiny_image"
+            "mcp_py_tiny_image",
+            "mcp_py_wait_for_cancel"
         ]
     );
     let greet = tool(clients, "mcp_py_greet");
