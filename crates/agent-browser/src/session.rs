@@ -109,7 +109,7 @@ impl BrowserConfig {
         let proxy = settings.proxy.as_ref();
         Self {
             executable: settings.chrome_instance_path.clone(),
-            headless: settings.headless,
+            headless: settings.is_headless(),
             extra_args: settings.extra_chromium_args.clone(),
             connect_url: settings
                 .cdp_url

@@ -24,14 +24,17 @@ fn empty_path_as_none<'de, D: Deserializer<'de>>(
 
 /// `[browser]`: how the `browser_use` tool starts or reaches a Chromium.
 ///
-/// Two defaults differ from OpenManus on purpose (spec §13 W27, W31): `headless` is `true`
-/// (OpenManus: `false`, a window pops up) and `disable_security` is `false` (OpenManus: `true`).
-/// Write `headless = false` / `disable_security = true` to get OpenManus's behaviour.
+/// Two defaults differ from OpenManus on purpose (spec §13 W27, W31): `headless` is decided by
+/// the machine — no window where there is no display to show one (OpenManus: always a window,
+/// which fails on a server) — and `disable_security` is `false` (OpenManus: `true`). Write
+/// `headless = false` / `disable_security = true` to get OpenManus's behaviour.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BrowserSettings {
-    /// Run without a window. Default `true`.
-    pub headless: bool,
+    /// Run without a window. Default (`None`): without a window when there is no display
+    /// (`DISPLAY` and `WAYLAND_DISPLAY` unset), with one otherwise; see
+    /// [`BrowserSettings::is_headless`].
+    pub headless: Option<bool>,
     /// Turn off the browser's web security (CORS, ...). Default `false`.
     pub disable_security: bool,
     /// Extra command-line arguments for Chromium.
@@ -57,7 +60,7 @@ pub struct BrowserSettings {
 impl Default for BrowserSettings {
     fn default() -> Self {
         Self {
-            headless: true,
+            headless: None,
             disable_security: false,
             extra_chromium_args: Vec::new(),
             chrome_instance_path: None,
@@ -66,6 +69,18 @@ impl Default for BrowserSettings {
             proxy: None,
             max_content_length: 2000,
         }
+    }
+}
+
+impl BrowserSettings {
+    /// Whether the browser runs without a window: `headless` when set, else whether this
+    /// machine has no display.
+    #[must_use]
+    pub fn is_headless(&self) -> bool {
+        self.headless.unwrap_or_else(|| {
+            let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+            !set("DISPLAY") && !set("WAYLAND_DISPLAY")
+        })
     }
 }
 

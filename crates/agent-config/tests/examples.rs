@@ -253,7 +253,7 @@ fn openmanus_config_with_every_section_loads() {
     );
     assert_eq!(llm.api_version.as_deref(), Some(""));
     assert_eq!(llm.max_input_tokens, Some(100_000));
-    assert!(!config.browser.headless);
+    assert_eq!(config.browser.headless, Some(false));
     assert!(config.browser.disable_security);
     assert_eq!(config.browser.chrome_instance_path, None);
     assert_eq!(

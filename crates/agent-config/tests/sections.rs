@@ -38,8 +38,12 @@ fn empty_sections_are_the_defaults_too() {
 #[test]
 fn browser_defaults_and_values() {
     let d = BrowserSettings::default();
-    // Ours on purpose (spec §13 W27, W31): headless, security on.
-    assert!(d.headless);
+    // Ours on purpose (spec §13 W27, W31): a window only where a display can show it, security
+    // on.
+    assert_eq!(d.headless, None);
+    let no_display =
+        std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none();
+    assert_eq!(d.is_headless(), no_display);
     assert!(!d.disable_security);
     assert!(d.extra_chromium_args.is_empty());
     assert_eq!(
@@ -55,7 +59,8 @@ fn browser_defaults_and_values() {
          wss_url = \"\"\ncdp_url = \"http://127.0.0.1:9222\"\nmax_content_length = 5000\n",
     );
     let b = &config.browser;
-    assert!(!b.headless);
+    assert_eq!(b.headless, Some(false));
+    assert!(!b.is_headless());
     assert!(b.disable_security);
     assert_eq!(b.extra_chromium_args, ["--a", "--b"]);
     assert_eq!(
@@ -79,7 +84,7 @@ fn browser_proxy_is_used_only_with_a_server() {
     let debug = format!("{config:?}");
     assert!(!debug.contains("hunter2"), "{debug}");
     // The other browser keys keep their defaults.
-    assert!(config.browser.headless);
+    assert_eq!(config.browser.headless, None);
 
     let no_server = with_llm("[browser.proxy]\nusername = \"u\"\n");
     assert_eq!(no_server.browser.proxy, None);
