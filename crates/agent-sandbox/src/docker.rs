@@ -21,7 +21,6 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, warn};
 
-use crate::host::HostFiles;
 use crate::process::Shared;
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput};
 
@@ -84,7 +83,8 @@ struct DockerSession {
 pub struct DockerSandbox {
     docker: Docker,
     container: String,
-    files: HostFiles,
+    /// The host directory of the workspace (canonical).
+    workspace: PathBuf,
     options: DockerSandboxOptions,
     sessions: Mutex<Option<BTreeMap<String, DockerSession>>>,
 }
@@ -235,7 +235,7 @@ impl DockerSandbox {
         Ok(Self {
             docker,
             container,
-            files: HostFiles::new(workspace, options.work_dir.clone()),
+            workspace,
             options,
             sessions: Mutex::new(Some(BTreeMap::new())),
         })
@@ -427,22 +427,6 @@ impl Sandbox for DockerSandbox {
         })
     }
 
-    async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        self.files.read(path).await
-    }
-
-    async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError> {
-        self.files.write(path, contents).await
-    }
-
-    async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError> {
-        self.files.copy_in(host_source, path).await
-    }
-
-    async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError> {
-        self.files.copy_out(path, host_target).await
-    }
-
     async fn start_session(&self, name: &str) -> Result<(), SandboxError> {
         let mut sessions = self.sessions.lock().await;
         let sessions = sessions.as_mut().ok_or(SandboxError::Closed)?;
@@ -614,7 +598,7 @@ impl Sandbox for DockerSandbox {
     }
 
     fn workspace(&self) -> &Path {
-        self.files.workspace()
+        &self.workspace
     }
 
     fn work_dir(&self) -> &Path {

@@ -5,108 +5,100 @@ use std::path::{Path, PathBuf};
 
 use crate::{SandboxError, path};
 
-/// The host side of a sandbox workspace.
-#[derive(Debug, Clone)]
-pub(crate) struct HostFiles {
-    workspace: PathBuf,
-    work_dir: PathBuf,
+/// The host path of the sandbox path `path`, refused when it leaves the workspace.
+fn resolve(workspace: &Path, work_dir: &Path, path: &str) -> Result<PathBuf, SandboxError> {
+    path::resolve(workspace, work_dir, path)
 }
 
-impl HostFiles {
-    /// `workspace` (canonical host path) shown at `work_dir` inside the sandbox.
-    pub(crate) fn new(workspace: PathBuf, work_dir: PathBuf) -> Self {
-        Self {
-            workspace,
-            work_dir,
-        }
-    }
-
-    pub(crate) fn workspace(&self) -> &Path {
-        &self.workspace
-    }
-
-    /// The host path of the sandbox path `path`, refused when it leaves the workspace.
-    pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, SandboxError> {
-        path::resolve(&self.workspace, &self.work_dir, path)
-    }
-
-    pub(crate) async fn read(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        let host = self.resolve(path)?;
-        let workspace = self.workspace.clone();
-        blocking(move || {
-            use std::io::Read;
-            // Non-blocking, so that a FIFO does not wait for a writer; then only regular files.
-            let mut file = open_beneath(
-                &workspace,
+/// [`Sandbox::read_file`](crate::Sandbox::read_file) on the host side of the workspace.
+pub(crate) async fn read(
+    workspace: &Path,
+    work_dir: &Path,
+    path: &str,
+) -> Result<Vec<u8>, SandboxError> {
+    let host = resolve(workspace, work_dir, path)?;
+    let workspace = workspace.to_path_buf();
+    blocking(move || {
+        use std::io::Read;
+        // Non-blocking, so that a FIFO does not wait for a writer; then only regular files.
+        let mut file = open_beneath(
+            &workspace,
+            &host,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
+        )?;
+        let meta = file
+            .metadata()
+            .map_err(|e| SandboxError::at(&host, "reading", e))?;
+        if !meta.is_file() {
+            return Err(SandboxError::at(
                 &host,
-                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
-            )?;
-            let meta = file
-                .metadata()
-                .map_err(|e| SandboxError::at(&host, "reading", e))?;
-            if !meta.is_file() {
-                return Err(SandboxError::at(
-                    &host,
-                    "reading",
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
-                ));
-            }
-            let mut contents = Vec::new();
-            file.read_to_end(&mut contents)
-                .map_err(|e| SandboxError::at(&host, "reading", e))?;
-            Ok(contents)
-        })
-        .await
-    }
-
-    pub(crate) async fn write(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError> {
-        let host = self.resolve(path)?;
-        if let Some(parent) = host.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| SandboxError::at(parent, "creating", e))?;
-            // The directories just created may have raced with a link; check again.
-            self.resolve(path)?;
+                "reading",
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
+            ));
         }
-        let workspace = self.workspace.clone();
-        let contents = contents.to_vec();
-        blocking(move || {
-            use rustix::fs::OFlags;
-            use std::io::Write;
-            let mut file = open_beneath(
-                &workspace,
-                &host,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC,
-            )?;
-            file.write_all(&contents)
-                .map_err(|e| SandboxError::at(&host, "writing", e))
-        })
-        .await
-    }
+        let mut contents = Vec::new();
+        file.read_to_end(&mut contents)
+            .map_err(|e| SandboxError::at(&host, "reading", e))?;
+        Ok(contents)
+    })
+    .await
+}
 
-    pub(crate) async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError> {
-        let target = self.resolve(path)?;
-        let source = host_source.to_path_buf();
-        let workspace = self.workspace.clone();
-        tokio::task::spawn_blocking(move || copy_tree(&source, &target, None, &workspace))
+/// [`Sandbox::write_file`](crate::Sandbox::write_file) on the host side of the workspace.
+pub(crate) async fn write(
+    workspace: &Path,
+    work_dir: &Path,
+    path: &str,
+    contents: &[u8],
+) -> Result<(), SandboxError> {
+    let host = resolve(workspace, work_dir, path)?;
+    if let Some(parent) = host.parent() {
+        tokio::fs::create_dir_all(parent)
             .await
-            .map_err(|e| SandboxError::io("copying", std::io::Error::other(e)))?
+            .map_err(|e| SandboxError::at(parent, "creating", e))?;
+        // The directories just created may have raced with a link; check again.
+        resolve(workspace, work_dir, path)?;
     }
+    let workspace = workspace.to_path_buf();
+    let contents = contents.to_vec();
+    blocking(move || {
+        use rustix::fs::OFlags;
+        use std::io::Write;
+        let mut file = open_beneath(
+            &workspace,
+            &host,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC,
+        )?;
+        file.write_all(&contents)
+            .map_err(|e| SandboxError::at(&host, "writing", e))
+    })
+    .await
+}
 
-    pub(crate) async fn copy_out(
-        &self,
-        path: &str,
-        host_target: &Path,
-    ) -> Result<(), SandboxError> {
-        let source = self.resolve(path)?;
-        let target = host_target.to_path_buf();
-        let workspace = self.workspace.clone();
-        tokio::task::spawn_blocking(move || {
-            copy_tree(&source, &target, Some(&workspace), &workspace)
-        })
-        .await
-        .map_err(|e| SandboxError::io("copying", std::io::Error::other(e)))?
-    }
+/// [`Sandbox::copy_in`](crate::Sandbox::copy_in) on the host side of the workspace.
+pub(crate) async fn copy_in(
+    workspace: &Path,
+    work_dir: &Path,
+    host_source: &Path,
+    path: &str,
+) -> Result<(), SandboxError> {
+    let target = resolve(workspace, work_dir, path)?;
+    let source = host_source.to_path_buf();
+    let workspace = workspace.to_path_buf();
+    blocking(move || copy_tree(&source, &target, None, &workspace)).await
+}
+
+/// [`Sandbox::copy_out`](crate::Sandbox::copy_out) on the host side of the workspace.
+pub(crate) async fn copy_out(
+    workspace: &Path,
+    work_dir: &Path,
+    path: &str,
+    host_target: &Path,
+) -> Result<(), SandboxError> {
+    let source = resolve(workspace, work_dir, path)?;
+    let target = host_target.to_path_buf();
+    let workspace = workspace.to_path_buf();
+    blocking(move || copy_tree(&source, &target, Some(&workspace), &workspace)).await
 }
 
 async fn blocking<T: Send + 'static>(

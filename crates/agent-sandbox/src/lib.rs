@@ -98,17 +98,27 @@ pub trait Sandbox: Send + Sync {
         timeout: Option<Duration>,
     ) -> Result<ExecOutput, SandboxError>;
 
-    /// Reads a file of the workspace.
-    async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError>;
+    /// Reads a file of the workspace. The default reads it on the host side of the workspace
+    /// (every backend's workspace is a host directory), opened beneath the workspace.
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        host::read(self.workspace(), self.work_dir(), path).await
+    }
 
-    /// Writes a file of the workspace, creating its parent directories.
-    async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError>;
+    /// Writes a file of the workspace, creating its parent directories (default: on the host
+    /// side, as [`Sandbox::read_file`]).
+    async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError> {
+        host::write(self.workspace(), self.work_dir(), path, contents).await
+    }
 
     /// Copies a host file or directory into the workspace at `path`.
-    async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError>;
+    async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError> {
+        host::copy_in(self.workspace(), self.work_dir(), host_source, path).await
+    }
 
     /// Copies a file or directory of the workspace out to the host (symbolic links refused).
-    async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError>;
+    async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError> {
+        host::copy_out(self.workspace(), self.work_dir(), path, host_target).await
+    }
 
     /// Starts a long-lived `bash` named `name`, reading commands from its input.
     async fn start_session(&self, name: &str) -> Result<(), SandboxError>;

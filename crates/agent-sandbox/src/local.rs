@@ -14,7 +14,6 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, info, warn};
 
-use crate::host::HostFiles;
 use crate::process::{Group, Shared, pump};
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput, parse_memory_limit};
 
@@ -144,7 +143,6 @@ pub struct LocalSandbox {
     /// `prlimit` and its arguments, ending with `--`.
     limit_args: Vec<String>,
     sessions: Mutex<Option<BTreeMap<String, Session>>>,
-    files: HostFiles,
 }
 
 impl LocalSandbox {
@@ -233,14 +231,12 @@ impl LocalSandbox {
             })?;
         let bwrap_args = bwrap_args(&options, &workspace)?;
         let limit_args = limit_args(&options);
-        let files = HostFiles::new(workspace.clone(), options.work_dir.clone());
         let sandbox = Self {
             options,
             workspace,
             bwrap_args,
             limit_args,
             sessions: Mutex::new(Some(BTreeMap::new())),
-            files,
         };
         let trial = sandbox.run("true", Some(Duration::from_secs(30))).await?;
         if trial.exit_code != Some(0) {
@@ -597,22 +593,6 @@ impl Sandbox for LocalSandbox {
             timed_out: status.is_none(),
             truncated: out_cut || err_cut,
         })
-    }
-
-    async fn read_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        self.files.read(path).await
-    }
-
-    async fn write_file(&self, path: &str, contents: &[u8]) -> Result<(), SandboxError> {
-        self.files.write(path, contents).await
-    }
-
-    async fn copy_in(&self, host_source: &Path, path: &str) -> Result<(), SandboxError> {
-        self.files.copy_in(host_source, path).await
-    }
-
-    async fn copy_out(&self, path: &str, host_target: &Path) -> Result<(), SandboxError> {
-        self.files.copy_out(path, host_target).await
     }
 
     async fn start_session(&self, name: &str) -> Result<(), SandboxError> {
