@@ -9,16 +9,17 @@ use tracing::debug;
 
 use crate::{BrowserState, BrowserUseTool};
 
-/// The next-step prompt of an agent that browses. Placeholders: `{url_placeholder}`,
-/// `{tabs_placeholder}`, `{content_above_placeholder}`, `{content_below_placeholder}`,
-/// `{elements_placeholder}`, `{results_placeholder}`.
+/// The next-step prompt of an agent that browses. Placeholders: `{tool_placeholder}` (the
+/// browser tool's name), `{url_placeholder}`, `{tabs_placeholder}`,
+/// `{content_above_placeholder}`, `{content_below_placeholder}`, `{elements_placeholder}`,
+/// `{results_placeholder}`.
 pub const BROWSER_NEXT_STEP_PROMPT: &str = "What should happen next to reach the goal?
 
 Browser state:{url_placeholder}{tabs_placeholder}
    Content above the viewport:{content_above_placeholder}
    Content below the viewport:{content_below_placeholder}
 {elements_placeholder}{results_placeholder}
-Act with `browser_use`: `go_to_url` opens a page, `click_element` and `input_text` take an \
+Act with `{tool_placeholder}`: `go_to_url` opens a page, `click_element` and `input_text` take an \
 element's [index] from the list above, `extract_content` pulls out what a goal asks for, \
 `scroll_down`/`scroll_up` show more of the page, `open_tab`/`switch_tab` manage tabs. Indices \
 change when the page changes, so use the latest list. When the goal is reached, or cannot be \
@@ -71,12 +72,7 @@ impl BrowserContextHelper {
     /// by a short text, so only the latest image is kept.
     pub async fn format_next_step_prompt(&self, core: &mut ToolCallCore) -> String {
         let state = self.browser_state().await;
-        let mut prompt = fill_prompt(state.as_ref());
-        let name = agent_tools::Tool::name(self.tool.as_ref());
-        if name != crate::BROWSER_USE {
-            // SandboxManus's browser has another name; the prompt must name the real tool.
-            prompt = prompt.replace("`browser_use`", &format!("`{name}`"));
-        }
+        let prompt = fill_prompt(state.as_ref(), agent_tools::Tool::name(self.tool.as_ref()));
         if let Some(image) = state.and_then(|s| s.screenshot)
             && core.llm.supports_images()
         {
@@ -104,9 +100,10 @@ pub fn recently_browsed(messages: &[Message], n: usize, tool: &str) -> bool {
         .any(|m| m.calls().iter().any(|c| c.function.name == tool))
 }
 
-/// [`BROWSER_NEXT_STEP_PROMPT`] with its placeholders filled from `state`.
+/// [`BROWSER_NEXT_STEP_PROMPT`] with its placeholders filled from `state`, naming the browser
+/// tool `tool` (`browser_use`, or SandboxManus's `sandbox_browser`).
 #[must_use]
-pub fn fill_prompt(state: Option<&BrowserState>) -> String {
+pub fn fill_prompt(state: Option<&BrowserState>, tool: &str) -> String {
     let na = || "N/A".to_owned();
     let (url, title) = state.map_or_else(
         || (na(), na()),
@@ -153,6 +150,7 @@ pub fn fill_prompt(state: Option<&BrowserState>) -> String {
         .replace("{content_below_placeholder}", &below)
         .replace("{elements_placeholder}", &elements)
         .replace("{results_placeholder}", "")
+        .replace("{tool_placeholder}", tool)
 }
 
 fn non_empty(s: &str) -> Option<String> {
@@ -202,21 +200,23 @@ mod tests {
 
     #[test]
     fn the_prompt_shows_the_pixels_above_and_below() {
-        let prompt = fill_prompt(Some(&state(0, 4200)));
+        let prompt = fill_prompt(Some(&state(0, 4200)), BROWSER_USE);
         assert!(prompt.contains("URL: http://127.0.0.1/a\n   Title: A page"));
         assert!(prompt.contains("\n   1 tab(s) available"));
         assert!(prompt.contains("Content above the viewport: none"));
         assert!(prompt.contains("Content below the viewport: (4200 pixels)"));
         assert!(prompt.contains("Interactive elements:\n[0]<a href=\"/b\">B</a>\n"));
         assert!(!prompt.contains("_placeholder}"));
-        let scrolled = fill_prompt(Some(&state(1000, 0)));
+        let scrolled = fill_prompt(Some(&state(1000, 0)), BROWSER_USE);
         assert!(scrolled.contains("Content above the viewport: (1000 pixels)"));
         assert!(scrolled.contains("Content below the viewport: none"));
     }
 
     #[test]
     fn without_a_browser_the_fields_are_not_available() {
-        let prompt = fill_prompt(None);
+        let prompt = fill_prompt(None, BROWSER_USE);
+        assert!(prompt.contains("Act with `browser_use`:"));
+        assert!(fill_prompt(None, "sandbox_browser").contains("Act with `sandbox_browser`:"));
         assert!(prompt.contains("URL: N/A\n   Title: N/A"));
         assert!(prompt.contains("Content above the viewport: N/A"));
         assert!(!prompt.contains("tab(s)"));
