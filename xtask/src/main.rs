@@ -127,10 +127,7 @@ fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
             );
             return Ok(None);
         }
-        let root = workspace_root()
-            .join("target")
-            .join("xtask-tools")
-            .join("docker-rootfs");
+        let root = tools_dir().join("docker-rootfs");
         let _ = std::fs::remove_dir_all(&root);
         for dir in ["bin", "tmp", "workspace"] {
             std::fs::create_dir_all(root.join(dir))
@@ -259,10 +256,7 @@ fn ensure_venv(env: &str, dir: &str, requirement: &str, program: &str) -> Result
     if let Some(path) = std::env::var_os(env) {
         return Ok(PathBuf::from(path));
     }
-    let venv = workspace_root()
-        .join("target")
-        .join("xtask-tools")
-        .join(dir);
+    let venv = tools_dir().join(dir);
     let bin = venv.join("bin").join(program);
     let marker = venv.join(".installed");
     if bin.exists() && marker.exists() {
@@ -326,10 +320,7 @@ fn ensure_npm_peer(env_var: &str, package: &str, version: &str, bin: &str) -> Re
     if let Some(bin) = std::env::var_os(env_var) {
         return Ok(PathBuf::from(bin));
     }
-    let dir = workspace_root()
-        .join("target")
-        .join("xtask-tools")
-        .join("npm");
+    let dir = tools_dir().join("npm");
     let bin = dir.join("node_modules").join(".bin").join(bin);
     let manifest = dir
         .join("node_modules")
@@ -425,6 +416,11 @@ fn copy_with_libraries(binary: &Path, root: &Path) -> Result<()> {
             .with_context(|| format!("copy {} to {}", resolved.display(), target.display()))?;
     }
     Ok(())
+}
+
+/// Where xtask installs the test peers: `target/xtask-tools/`.
+fn tools_dir() -> PathBuf {
+    workspace_root().join("target").join("xtask-tools")
 }
 
 fn workspace_root() -> PathBuf {
