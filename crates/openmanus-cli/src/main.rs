@@ -6,7 +6,7 @@
 //! its steps live, prints the final answer and the files it changed, and writes a journal.
 
 mod demo;
-mod journal;
+
 mod render;
 mod settings;
 
@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
-use crate::journal::Journal;
+use agent_session::Journal;
 use crate::render::Mode;
 
 /// Exit code of a run that finished.

@@ -12,7 +12,7 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 
-use crate::journal::JournalHandle;
+use agent_session::JournalHandle;
 
 /// How much to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

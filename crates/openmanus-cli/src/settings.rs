@@ -14,7 +14,7 @@ use agents::flow::{Flow, FlowEvent, FlowOptions, PlanningFlow};
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use crate::journal::Journal;
+use agent_session::Journal;
 use crate::{AgentKind, GlobalArgs, note, say};
 
 /// What a run needs from the configuration.
