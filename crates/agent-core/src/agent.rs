@@ -125,6 +125,8 @@ pub struct RunOutcome {
     pub steps: Vec<StepRecord>,
     /// The agent's state when the run returned (`FINISHED`, `ERROR` or `IDLE`).
     pub final_state: AgentState,
+    /// The run's answer (see [`RunOutcome::answer`]).
+    pub answer: Option<String>,
 }
 
 impl RunOutcome {
@@ -154,6 +156,15 @@ impl RunOutcome {
         } else {
             lines.join("\n")
         }
+    }
+
+    /// The run's final answer: the text the model gave with the call that finished the run (a
+    /// special tool such as `terminate`), else the text of the run's last reply that had any.
+    /// `None` when no reply of this run carried text. It comes from the run's
+    /// [`AgentEvent::Thought`]s, so it never picks up an earlier run's reply or a tool's output.
+    #[must_use]
+    pub fn answer(&self) -> Option<&str> {
+        self.answer.as_deref()
     }
 
     /// True when the agent reached `FINISHED`.
@@ -205,8 +216,48 @@ pub struct BaseAgent {
     current_step: u32,
     stuck_hint: bool,
     finish_reason: Option<FinishReason>,
+    answer: std::sync::Mutex<AnswerTracker>,
     events: EventBus,
     cancel: CancellationToken,
+}
+
+/// What the replies of the current run said, for [`RunOutcome::answer`].
+#[derive(Debug, Default)]
+struct AnswerTracker {
+    /// The newest non-empty reply text.
+    last_text: Option<String>,
+    /// Per tool name, the newest non-empty text of a reply that called it.
+    with_call: Vec<(String, String)>,
+}
+
+impl AnswerTracker {
+    fn record(&mut self, content: &str, calls: &[ToolCall]) {
+        let text = content.trim();
+        if text.is_empty() {
+            return;
+        }
+        for call in calls {
+            let name = &call.function.name;
+            match self.with_call.iter_mut().find(|(n, _)| n == name) {
+                Some(entry) => text.clone_into(&mut entry.1),
+                None => self.with_call.push((name.clone(), text.to_owned())),
+            }
+        }
+        self.last_text = Some(text.to_owned());
+    }
+
+    fn answer(&self, status: &RunStatus) -> Option<String> {
+        if let RunStatus::Finished(FinishReason::SpecialTool { name }) = status
+            && let Some((_, text)) = self
+                .with_call
+                .iter()
+                .rev()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Some(text.clone());
+        }
+        self.last_text.clone()
+    }
 }
 
 impl BaseAgent {
@@ -225,6 +276,7 @@ impl BaseAgent {
             current_step: 0,
             stuck_hint: false,
             finish_reason: None,
+            answer: std::sync::Mutex::default(),
             events: EventBus::new(),
             cancel: CancellationToken::new(),
         }
@@ -334,8 +386,17 @@ impl BaseAgent {
         &self.events
     }
 
-    /// Emits an event to every subscriber.
+    /// Emits an event to every subscriber. A [`AgentEvent::Thought`] is also what the run's
+    /// [answer](RunOutcome::answer) is taken from.
     pub fn emit(&self, event: AgentEvent) {
+        if let AgentEvent::Thought {
+            content,
+            tool_calls,
+            ..
+        } = &event
+        {
+            self.answers().record(content, tool_calls);
+        }
         self.events.emit(event);
     }
 
@@ -462,6 +523,13 @@ impl BaseAgent {
         self.current_step = 0;
         self.finish_reason = None;
         self.stuck_hint = false;
+        *self.answers() = AnswerTracker::default();
+    }
+
+    fn answers(&self) -> std::sync::MutexGuard<'_, AnswerTracker> {
+        self.answer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -492,6 +560,12 @@ pub trait Agent: Send {
     /// Releases resources at the end of every run (success, error or cancellation). Errors are
     /// the implementor's to log; they never fail the run.
     async fn cleanup(&mut self) {}
+
+    /// Ends the agent's life, not just a run: disconnects MCP servers, closes the browser, stops
+    /// the tools' processes. Front ends call it once, on every exit path (finish, error, cancel,
+    /// the end of a session); the agent should not run again afterwards. Errors are the
+    /// implementor's to log. The default does nothing.
+    async fn shutdown(&mut self) {}
 
     /// Whether the agent is repeating itself; checked after every step.
     fn is_stuck(&self) -> bool {
@@ -548,6 +622,7 @@ pub async fn run_loop<A: Agent + ?Sized>(
                 status: RunStatus::Cancelled,
                 steps: Vec::new(),
                 final_state: base.state(),
+                answer: None,
             });
         }
         // A run whose future was dropped mid-step left calls unanswered: answer them first.
@@ -646,10 +721,12 @@ pub async fn run_loop<A: Agent + ?Sized>(
             status: status.to_string(),
             steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
         });
+        let answer = base.answers().answer(&status);
         Ok(RunOutcome {
             status,
             steps,
             final_state: base.state(),
+            answer,
         })
     }
     .instrument(span)

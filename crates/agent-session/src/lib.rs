@@ -1,9 +1,23 @@
 //! # agent-session — one run lifecycle for every front end
 //!
-//! The command line, and later the server, A2A and the workers, run agents through this crate:
-//! it owns what a run needs around the agent (the workspace, the journal, the event bus, the
-//! cancellation token) and ends it the same way on every exit path.
+//! The command line, and later the server, A2A and the workers, run agents through this crate
+//! and never build or tear down an agent by hand. A [`Session`] owns one agent (built by
+//! [`agents::AgentFactory`] from the configuration) or the planning flow, with its workspace,
+//! its [journal](journal), its event bus and the cancellation of the run in progress:
+//!
+//! * [`Session::start`] builds the agent and opens the journal;
+//! * [`Session::run`] runs a task and returns a [`RunReport`] — the outcome, the final answer,
+//!   the files created or changed, the tokens used; several tasks keep the conversation;
+//! * [`Session::canceller`] cancels the run in progress from anywhere (a Ctrl-C handler, an
+//!   HTTP request);
+//! * [`Session::close`] shuts the agent down (MCP servers, browser, processes, sandbox) and
+//!   closes the journal. A session dropped without `close` still shuts its agent down in the
+//!   background.
 
 pub mod journal;
+mod report;
+mod session;
 
 pub use journal::{JOURNAL_DIR, Journal, JournalHandle, JournaledModel};
+pub use report::{Ending, RunReport, RunResult, Usage};
+pub use session::{Canceller, Session, SessionError, Target};

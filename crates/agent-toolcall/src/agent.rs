@@ -535,4 +535,11 @@ impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
             self.core.tools.cleanup_all().await;
         }
     }
+
+    /// The hooks' clean-up, then every tool's (the shell and the interpreter stop, the browser
+    /// closes), whether or not tools were kept between runs.
+    async fn shutdown(&mut self) {
+        self.core.tool_calls.clear();
+        self.core.tools.cleanup_all().await;
+    }
 }

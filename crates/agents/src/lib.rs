@@ -29,17 +29,22 @@
 //! ```
 
 mod agents;
+mod factory;
 pub mod flow;
 pub mod manus;
+mod options;
 pub mod prompts;
+mod settings;
 pub mod workspace;
 
-pub use agents::{
-    AgentOptions, MANUS, SANDBOX_BROWSER, SANDBOX_MANUS, SWE, manus, sandbox_manus, swe,
+pub use agents::{MANUS, SANDBOX_BROWSER, SANDBOX_MANUS, SWE, manus, sandbox_manus, swe};
+pub use factory::{
+    AgentFactory, AgentKind, BuiltAgent, BuiltFlow, FactoryError, ModelSource, UnknownAgentKind,
 };
 pub use flow::{
     ExecutorMemory, Flow, FlowError, FlowEvent, FlowFactory, FlowOptions, FlowOutcome, FlowType,
     PlanningFlow,
 };
 pub use manus::{Manus, ManusHooks, disconnect_mcp, manus_lazy_mcp, manus_with_mcp};
+pub use options::AgentOptions;
 pub use workspace::{DEFAULT_WORKSPACE, SNAPSHOT_LIMIT, Snapshot, WorkspaceChanges};

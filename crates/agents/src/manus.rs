@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tracing::{info, warn};
 
-use crate::agents::AgentOptions;
+use crate::options::AgentOptions;
 
 /// Manus: a ToolCallAgent with [`ManusHooks`].
 pub type Manus = ToolCallAgent<ManusHooks>;

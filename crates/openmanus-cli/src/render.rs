@@ -7,12 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agent_core::AgentEvent;
+use agent_session::Session;
 use agents::FlowEvent;
-use serde_json::json;
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-
-use agent_session::JournalHandle;
 
 /// How much to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,15 +21,6 @@ pub enum Mode {
     Quiet,
     /// Every event as a JSON line on standard output.
     Json,
-}
-
-/// Totals gathered while rendering.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Totals {
-    /// Input tokens over the run.
-    pub prompt_tokens: u64,
-    /// Output tokens over the run.
-    pub completion_tokens: u64,
 }
 
 struct Style {
@@ -88,52 +77,39 @@ fn indent(text: &str, prefix: &str) -> String {
         .join("\n")
 }
 
-/// The state of one live view: style, spinner flag, token totals.
+/// The state of one live view: style and spinner flag.
 struct Renderer {
     mode: Mode,
-    journal: JournalHandle,
     style: Style,
     tty: bool,
     thinking: Arc<AtomicBool>,
     spinner: Option<JoinHandle<()>>,
-    totals: Totals,
 }
 
 impl Renderer {
-    fn new(mode: Mode, journal: JournalHandle) -> Self {
+    fn new(mode: Mode) -> Self {
         let tty = std::io::stderr().is_terminal();
         let thinking = Arc::new(AtomicBool::new(false));
         let spinner = (tty && mode == Mode::Text).then(|| spawn_spinner(thinking.clone()));
         Self {
             mode,
-            journal,
             style: Style {
                 colour: tty && std::env::var_os("NO_COLOR").is_none(),
             },
             tty,
             thinking,
             spinner,
-            totals: Totals::default(),
         }
     }
 
-    /// Journals and shows one agent event.
+    /// Shows one agent event.
     fn agent(&mut self, event: &AgentEvent) {
-        self.journal.event(event);
         self.thinking.store(
             matches!(event, AgentEvent::StepStarted { .. }),
             Ordering::SeqCst,
         );
         if self.tty && self.mode == Mode::Text {
             clear_line();
-        }
-        if let AgentEvent::TokenUsage {
-            prompt_tokens,
-            completion_tokens,
-        } = event
-        {
-            self.totals.prompt_tokens += prompt_tokens;
-            self.totals.completion_tokens += completion_tokens;
         }
         match self.mode {
             Mode::Json => {
@@ -146,9 +122,8 @@ impl Renderer {
         }
     }
 
-    /// Journals and shows one flow event.
+    /// Shows one flow event.
     fn flow(&mut self, event: &FlowEvent) {
-        self.journal.write("flow_event", json!({ "event": event }));
         self.thinking.store(false, Ordering::SeqCst);
         if self.tty && self.mode == Mode::Text {
             clear_line();
@@ -164,58 +139,34 @@ impl Renderer {
         }
     }
 
-    fn finish(self) -> Totals {
+    fn finish(self) {
         self.thinking.store(false, Ordering::SeqCst);
         if let Some(spinner) = self.spinner {
             spinner.abort();
             clear_line();
         }
-        self.totals
     }
 }
 
-/// Renders events until the run's `Finished` event (or the channel closes), also writing each
-/// one to the journal. Returns the token totals.
-pub fn spawn(
-    mut events: UnboundedReceiver<AgentEvent>,
-    mode: Mode,
-    journal: JournalHandle,
-) -> JoinHandle<Totals> {
-    tokio::spawn(async move {
-        let mut renderer = Renderer::new(mode, journal);
-        while let Some(event) = events.recv().await {
-            renderer.agent(&event);
-            if matches!(event, AgentEvent::Finished { .. }) {
-                break;
-            }
-        }
-        renderer.finish()
-    })
+/// The live view of one run: the session's agent events and, for a flow, its flow events.
+pub struct Live {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
 }
 
-/// Renders a planning flow: its own events (`flow`) and those of its executors (`events`, one
-/// bus every executor shares), journaling each, until both channels close (drop the flow).
-/// Executor events emitted before a flow event are shown before it, so a step's tool calls
-/// never appear after the line that says the step finished. Returns the token totals.
-pub fn spawn_flow(
-    mut events: UnboundedReceiver<AgentEvent>,
-    mut flow: UnboundedReceiver<FlowEvent>,
-    mode: Mode,
-    journal: JournalHandle,
-) -> JoinHandle<Totals> {
-    tokio::spawn(async move {
-        let mut renderer = Renderer::new(mode, journal);
-        let mut agents_open = true;
-        let mut flow_open = true;
-        while agents_open || flow_open {
-            tokio::select! {
-                biased;
-                event = events.recv(), if agents_open => match event {
-                    Some(event) => renderer.agent(&event),
-                    None => agents_open = false,
-                },
-                event = flow.recv(), if flow_open => match event {
-                    Some(event) => {
+impl Live {
+    /// Starts showing the events of `session` from now on.
+    pub fn start(session: &Session, mode: Mode) -> Self {
+        let mut events = session.events().subscribe();
+        let mut flow = session.flow_events();
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let mut renderer = Renderer::new(mode);
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(event) = events.recv() => renderer.agent(&event),
+                    Some(event) = flow.recv() => {
                         // Everything an executor did before this flow event was sent before
                         // it; a step that starts has nothing of its own queued yet.
                         if !matches!(event, FlowEvent::StepStarted { .. }) {
@@ -225,12 +176,27 @@ pub fn spawn_flow(
                         }
                         renderer.flow(&event);
                     }
-                    None => flow_open = false,
-                },
+                    _ = &mut stopped => {
+                        while let Ok(event) = events.try_recv() {
+                            renderer.agent(&event);
+                        }
+                        while let Ok(event) = flow.try_recv() {
+                            renderer.flow(&event);
+                        }
+                        break;
+                    }
+                }
             }
-        }
-        renderer.finish()
-    })
+            renderer.finish();
+        });
+        Self { stop, task }
+    }
+
+    /// Shows what is still queued of the run (it has returned) and stops.
+    pub async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
 }
 
 fn flow_text(style: &Style, event: &FlowEvent) {

@@ -38,7 +38,15 @@ impl Setup {
         )
         .unwrap();
         std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+        // The program's temporary files (Chromium's profile among them) stay in this test's
+        // directory, so what it leaves behind can be told from other tests' processes.
+        std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
         Self { dir }
+    }
+
+    /// The directory the program's temporary files go to.
+    fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
     }
 
     fn workspace(&self) -> PathBuf {
@@ -51,6 +59,7 @@ impl Setup {
             .current_dir(self.dir.path())
             .env_remove("OPENMANUS_CONFIG")
             .env("NO_COLOR", "1")
+            .env("TMPDIR", self.tmp())
             .stdin(Stdio::null())
             .kill_on_drop(true);
         command
@@ -775,23 +784,25 @@ async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
     );
     server.verify().unwrap();
     // The server's Chromium ended with the server.
-    assert_no_chromium_left().await;
+    assert_no_chromium_left(&setup).await;
 }
 
-/// Waits up to five seconds for every Chromium started by agent-browser to be gone.
-async fn assert_no_chromium_left() {
+/// Waits up to twenty seconds for every Chromium this test's program started (its profile is
+/// in the test's own temporary directory) to be gone; other tests' browsers do not count.
+async fn assert_no_chromium_left(setup: &Setup) {
+    let ours = format!("{}/openmanus-chromium-", setup.tmp().display());
     let chromium = || {
         std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .filter(|entry| {
                 std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
-                    String::from_utf8_lossy(&cmdline).contains("openmanus-chromium-")
+                    String::from_utf8_lossy(&cmdline).contains(&ours)
                 })
             })
             .count()
     };
-    for _ in 0..100 {
+    for _ in 0..400 {
         if chromium() == 0 {
             return;
         }
@@ -835,7 +846,7 @@ async fn the_browser_agent_browses_and_answers() {
     assert!(prompt.contains("Title: Prices"), "{prompt}");
     assert!(prompt.contains("[0]<button>Buy</button>"), "{prompt}");
     server.verify().unwrap();
-    assert_no_chromium_left().await;
+    assert_no_chromium_left(&setup).await;
 }
 
 #[tokio::test]

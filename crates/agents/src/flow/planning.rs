@@ -350,6 +350,14 @@ impl PlanningFlow {
         self.agents.iter().map(|(key, _)| key.as_str()).collect()
     }
 
+    /// Ends every executor ([`Agent::shutdown`]: MCP servers disconnected, browsers closed, the
+    /// tools' processes stopped). The flow should not execute again afterwards.
+    pub async fn shutdown_agents(&mut self) {
+        for (_, agent) in &mut self.agents {
+            agent.shutdown().await;
+        }
+    }
+
     /// The agent with `key` (ignoring case).
     #[must_use]
     pub fn agent(&self, key: &str) -> Option<&dyn Agent> {

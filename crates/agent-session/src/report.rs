@@ -1,0 +1,134 @@
+//! [`RunReport`]: what one task of a session came to.
+
+use agent_core::{AgentEvent, RunOutcome, RunStatus};
+use agents::WorkspaceChanges;
+use agents::flow::FlowOutcome;
+use serde::Serialize;
+
+/// Tokens used by a run, as the model reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// Input tokens, over every request of the run.
+    pub prompt_tokens: u64,
+    /// Output tokens, over every request of the run.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Adds the usage an event reports (only [`AgentEvent::TokenUsage`] does).
+    pub fn add(&mut self, event: &AgentEvent) {
+        if let AgentEvent::TokenUsage {
+            prompt_tokens,
+            completion_tokens,
+        } = event
+        {
+            self.prompt_tokens += *prompt_tokens;
+            self.completion_tokens += *completion_tokens;
+        }
+    }
+
+    /// Every token, in and out.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// What ran: an agent's outcome or a flow's.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum RunResult {
+    /// An agent's run.
+    Agent(RunOutcome),
+    /// The planning flow's execution.
+    Flow(FlowOutcome),
+}
+
+/// How a run ended, in the few cases a front end tells apart (exit codes, HTTP states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// The agent finished (or every step of the flow's plan was completed).
+    Finished,
+    /// The step budget ran out first.
+    MaxSteps,
+    /// The run was cancelled.
+    Cancelled,
+    /// The run failed, or the flow ended with steps not done (blocked, timed out).
+    Failed,
+}
+
+/// What one task of a session came to.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The agent's (or the flow's) own outcome.
+    pub result: RunResult,
+    /// The final answer: for an agent, [`RunOutcome::answer`]; for a flow, its summary.
+    pub answer: Option<String>,
+    /// OpenManus's result text (`Step 1: …` lines; the flow's step outputs and summary).
+    pub text: String,
+    /// Files the run created, changed or deleted in the workspace.
+    pub changes: WorkspaceChanges,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+impl RunReport {
+    pub(crate) fn new(result: RunResult, changes: WorkspaceChanges, usage: Usage) -> Self {
+        let (answer, text) = match &result {
+            RunResult::Agent(outcome) => (outcome.answer().map(str::to_owned), outcome.text()),
+            RunResult::Flow(outcome) => (outcome.summary.clone(), outcome.text()),
+        };
+        Self {
+            result,
+            answer,
+            text,
+            changes,
+            usage,
+        }
+    }
+
+    /// How the run ended.
+    #[must_use]
+    pub fn ending(&self) -> Ending {
+        match &self.result {
+            RunResult::Agent(outcome) => match outcome.status {
+                RunStatus::Finished(_) => Ending::Finished,
+                RunStatus::MaxSteps(_) => Ending::MaxSteps,
+                RunStatus::Cancelled => Ending::Cancelled,
+                _ => Ending::Failed,
+            },
+            RunResult::Flow(outcome) if outcome.cancelled => Ending::Cancelled,
+            RunResult::Flow(outcome) if outcome.is_complete() => Ending::Finished,
+            RunResult::Flow(_) => Ending::Failed,
+        }
+    }
+
+    /// The outcome in words: the agent's [`RunStatus`] (``finished (special tool
+    /// `terminate`)``, `max_steps (20)`, `cancelled`, `error: …`), or the flow's ending.
+    #[must_use]
+    pub fn status_text(&self) -> String {
+        match &self.result {
+            RunResult::Agent(outcome) => outcome.status.to_string(),
+            RunResult::Flow(outcome) if outcome.cancelled => "cancelled".to_owned(),
+            RunResult::Flow(outcome) if outcome.timed_out => "timed out".to_owned(),
+            RunResult::Flow(outcome) if outcome.is_complete() => "completed".to_owned(),
+            RunResult::Flow(_) => "incomplete".to_owned(),
+        }
+    }
+
+    /// The agent's outcome (`None` for a flow).
+    #[must_use]
+    pub fn outcome(&self) -> Option<&RunOutcome> {
+        match &self.result {
+            RunResult::Agent(outcome) => Some(outcome),
+            RunResult::Flow(_) => None,
+        }
+    }
+
+    /// The answer, else the result text: what a front end shows as the run's result.
+    #[must_use]
+    pub fn answer_or_text(&self) -> &str {
+        self.answer.as_deref().unwrap_or(&self.text)
+    }
+}

@@ -1,0 +1,470 @@
+//! [`Session`]: one agent (or planning flow) with its workspace, journal, event bus and
+//! cancellation, run on one task after another and shut down the same way on every exit path.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_core::{AgentError, AgentEvent, CancellationToken, EventBus};
+use agent_llm::{ChatModel, LlmError};
+use agents::flow::{Flow, FlowError, FlowEvent};
+use agents::{AgentFactory, AgentKind, BuiltAgent, BuiltFlow, FactoryError, Snapshot};
+use serde_json::json;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
+use tracing::warn;
+
+use crate::journal::{Journal, JournalHandle};
+use crate::report::{RunReport, RunResult, Usage};
+
+/// What a session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// One agent of this kind.
+    Agent(AgentKind),
+    /// The planning flow ([`AgentFactory::build_flow`]).
+    Flow,
+}
+
+impl Target {
+    /// The name the journal file carries.
+    fn journal_name(self) -> &'static str {
+        match self {
+            Self::Agent(kind) => kind.agent_name(),
+            Self::Flow => "flow",
+        }
+    }
+}
+
+/// Why a session could not start or run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The agent could not be built.
+    #[error(transparent)]
+    Factory(#[from] FactoryError),
+    /// The journal could not be created or written.
+    #[error("the run journal: {0}")]
+    Journal(#[source] std::io::Error),
+    /// The agent refused to start the run (it is not idle).
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The planning flow failed before it could report an outcome.
+    #[error("the flow failed: {0}")]
+    Flow(#[from] FlowError),
+    /// The task was empty.
+    #[error("the task is empty")]
+    EmptyTask,
+}
+
+/// Cancels the run in progress of a [`Session`]; cheap to clone, usable from a signal handler
+/// or another task while the session runs.
+#[derive(Debug, Clone, Default)]
+pub struct Canceller {
+    current: Arc<Mutex<Option<CancellationToken>>>,
+}
+
+impl Canceller {
+    /// Cancels the run in progress: the model call or tool in flight is abandoned, every
+    /// started tool call gets a result, the run's report says `cancelled`. Returns `false`
+    /// when no run was in progress (or it was already cancelled).
+    pub fn cancel(&self) -> bool {
+        match self.lock().as_ref() {
+            Some(token) if !token.is_cancelled() => {
+                token.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a run is in progress.
+    #[must_use]
+    pub fn is_running(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    fn set(&self, token: Option<CancellationToken>) {
+        *self.lock() = token;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<CancellationToken>> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The subscribers of a flow session's [`FlowEvent`]s.
+type FlowSubscribers = Arc<Mutex<Vec<UnboundedSender<FlowEvent>>>>;
+
+enum Runner {
+    Agent(BuiltAgent),
+    Flow(BuiltFlow),
+}
+
+impl Runner {
+    async fn shutdown(&mut self) {
+        match self {
+            Self::Agent(agent) => agent.shutdown().await,
+            Self::Flow(flow) => flow.shutdown().await,
+        }
+    }
+}
+
+/// One agent (or the planning flow) and everything around it: the workspace, the journal, the
+/// event bus and the cancellation of the run in progress. Several tasks run one after another
+/// keep the conversation (and the tools' state, such as the shell's directory). End it with
+/// [`Session::close`]; a session dropped without it still stops its agent's processes, in the
+/// background.
+///
+/// ```no_run
+/// # async fn demo(config: agent_config::Config) -> Result<(), agent_session::SessionError> {
+/// use agent_session::{Session, Target};
+/// use agents::{AgentFactory, AgentKind};
+///
+/// let factory = AgentFactory::new(config).with_workspace("/tmp/work");
+/// let mut session = Session::start(&factory, Target::Agent(AgentKind::Swe)).await?;
+/// let report = session.run("Write hello.txt").await?;
+/// println!("{}", report.answer.unwrap_or_else(|| report.text.clone()));
+/// session.close().await?;
+/// # Ok(()) }
+/// ```
+pub struct Session {
+    target: Target,
+    runner: Option<Runner>,
+    workspace: PathBuf,
+    journal: Option<Journal>,
+    bus: EventBus,
+    flow_subscribers: FlowSubscribers,
+    canceller: Canceller,
+    warnings: Vec<String>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("target", &self.target)
+            .field("workspace", &self.workspace)
+            .field("journal", &self.journal.as_ref().map(Journal::path))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Builds the agent (or flow) of `target` with `factory`, opens a journal in the workspace
+    /// (`.openmanus/runs/`) and puts the agent on the session's event bus. Every model request
+    /// and reply is journaled; retries are reported on the bus.
+    ///
+    /// # Errors
+    ///
+    /// The agent cannot be built ([`SessionError::Factory`]) or the journal cannot be created.
+    pub async fn start(factory: &AgentFactory, target: Target) -> Result<Self, SessionError> {
+        let workspace = factory.workspace().to_path_buf();
+        std::fs::create_dir_all(&workspace).map_err(SessionError::Journal)?;
+        let journal =
+            Journal::create(&workspace, target.journal_name()).map_err(SessionError::Journal)?;
+        let bus = EventBus::new();
+        let models = SessionModels {
+            config: factory.config().clone(),
+            journal: &journal,
+            bus: bus.clone(),
+        };
+        let built = match target {
+            Target::Agent(kind) => factory.build(kind, &models).await.map(Runner::Agent),
+            Target::Flow => factory.build_flow(&models).await.map(Runner::Flow),
+        };
+        let mut runner = match built {
+            Ok(runner) => runner,
+            Err(error) => {
+                // Nothing ran: the empty journal would only confuse.
+                let path = journal.path().to_path_buf();
+                let _ = journal.close().await;
+                let _ = std::fs::remove_file(path);
+                return Err(error.into());
+            }
+        };
+        let flow_subscribers = FlowSubscribers::default();
+        let (workspace, warnings) = match &mut runner {
+            Runner::Agent(built) => {
+                built.agent_mut().base_mut().set_event_bus(bus.clone());
+                (built.workspace().to_path_buf(), built.warnings().to_vec())
+            }
+            Runner::Flow(built) => {
+                let flow = built.flow_mut();
+                for key in flow
+                    .agent_keys()
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+                {
+                    if let Some(agent) = flow.agent_mut(&key) {
+                        agent.base_mut().set_event_bus(bus.clone());
+                    }
+                }
+                let subscribers = Arc::clone(&flow_subscribers);
+                let handle = journal.handle();
+                flow.set_event_handler(Arc::new(move |event: &FlowEvent| {
+                    handle.write("flow_event", json!({ "event": event }));
+                    subscribers
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .retain(|s| s.send(event.clone()).is_ok());
+                }));
+                (built.workspace().to_path_buf(), Vec::new())
+            }
+        };
+        for warning in &warnings {
+            warn!(%warning, "while building the agent");
+        }
+        Ok(Self {
+            target,
+            runner: Some(runner),
+            workspace,
+            journal: Some(journal),
+            bus,
+            flow_subscribers,
+            canceller: Canceller::default(),
+            warnings,
+        })
+    }
+
+    /// What the session runs.
+    #[must_use]
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The workspace, as the agent's tools see it.
+    #[must_use]
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The journal's path (`None` once the session is closed).
+    #[must_use]
+    pub fn journal_path(&self) -> Option<&Path> {
+        self.journal.as_ref().map(Journal::path)
+    }
+
+    /// Writes extra entries to the session's journal.
+    #[must_use]
+    pub fn journal(&self) -> JournalHandle {
+        self.journal
+            .as_ref()
+            .map(Journal::handle)
+            .unwrap_or_default()
+    }
+
+    /// The session's event bus: [`EventBus::subscribe`] gets every later event of the agent
+    /// (of every executor, for a flow), and of its model client's retries.
+    #[must_use]
+    pub fn events(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// A receiver of the planning flow's own events (plan created, step started and finished);
+    /// it never receives anything in an agent session.
+    #[must_use]
+    pub fn flow_events(&self) -> UnboundedReceiver<FlowEvent> {
+        let (sender, receiver) = unbounded_channel();
+        if self.target == Target::Flow {
+            self.flow_subscribers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(sender);
+        }
+        receiver
+    }
+
+    /// A handle that cancels the run in progress.
+    #[must_use]
+    pub fn canceller(&self) -> Canceller {
+        self.canceller.clone()
+    }
+
+    /// What went wrong while building without stopping it (an MCP server that could not be
+    /// reached).
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The agent of an agent session (`None` for a flow).
+    #[must_use]
+    pub fn agent(&self) -> Option<&dyn agent_core::Agent> {
+        match &self.runner {
+            Some(Runner::Agent(built)) => Some(built.agent()),
+            _ => None,
+        }
+    }
+
+    /// Runs `task` to its end and reports how it went: the outcome, the final answer, the files
+    /// created, changed or deleted in the workspace, and the tokens used. The conversation of
+    /// earlier tasks is kept.
+    ///
+    /// # Errors
+    ///
+    /// An empty task; an agent that cannot start; a flow that fails before it has an outcome.
+    /// A run that fails *during* its steps is reported, not returned as an error.
+    pub async fn run(&mut self, task: &str) -> Result<RunReport, SessionError> {
+        if task.trim().is_empty() {
+            return Err(SessionError::EmptyTask);
+        }
+        let journal = self.journal();
+        journal.write("task", json!({ "task": task }));
+        let before = snapshot(&self.workspace).await;
+        let forwarder = Forwarder::start(&self.bus, journal.clone());
+        let token = CancellationToken::new();
+        self.canceller.set(Some(token.clone()));
+        let result = match &mut self.runner {
+            Some(Runner::Agent(built)) => {
+                let agent = built.agent_mut();
+                // A finished or failed earlier run leaves the agent ready for the next task.
+                if matches!(
+                    agent.base().state(),
+                    agent_core::AgentState::Finished | agent_core::AgentState::Error
+                ) {
+                    let _ = agent.base_mut().reset_state();
+                }
+                agent.base_mut().set_cancellation_token(token);
+                agent
+                    .run(Some(task.to_owned()))
+                    .await
+                    .map(RunResult::Agent)
+                    .map_err(SessionError::from)
+            }
+            Some(Runner::Flow(built)) => {
+                let flow = built.flow_mut();
+                flow.set_cancellation_token(token);
+                flow.execute(task)
+                    .await
+                    .map(RunResult::Flow)
+                    .map_err(SessionError::from)
+            }
+            None => Err(SessionError::Agent(AgentError::step(
+                "the session is closed",
+            ))),
+        };
+        self.canceller.set(None);
+        let usage = forwarder.finish().await;
+        let result = match result {
+            Ok(result) => result,
+            Err(error) => {
+                journal.write("error", json!({ "error": error.to_string() }));
+                return Err(error);
+            }
+        };
+        let changes = before.changes(&snapshot(&self.workspace).await);
+        let report = RunReport::new(result, changes, usage);
+        journal.write(
+            "result",
+            json!({
+                "status": report.status_text(),
+                "answer": report.answer,
+                "changes": report.changes,
+                "usage": report.usage,
+                "text": report.text,
+            }),
+        );
+        Ok(report)
+    }
+
+    /// Ends the session: the agent (every executor of a flow) is shut down — MCP servers
+    /// disconnected, browsers closed, processes stopped, the sandbox removed — and the journal
+    /// is flushed and closed. Returns the journal's path.
+    ///
+    /// # Errors
+    ///
+    /// The journal could not be written.
+    pub async fn close(mut self) -> Result<Option<PathBuf>, SessionError> {
+        if let Some(mut runner) = self.runner.take() {
+            runner.shutdown().await;
+        }
+        match self.journal.take() {
+            Some(journal) => {
+                let path = journal.path().to_path_buf();
+                journal.close().await.map_err(SessionError::Journal)?;
+                Ok(Some(path))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Closed sessions have nothing left. Otherwise the agent is shut down in the background
+        // (its processes are also killed when their handles drop, whatever happens here).
+        if let Some(mut runner) = self.runner.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { runner.shutdown().await });
+        }
+    }
+}
+
+/// The factory's models: the configured client for each agent, journaled and reporting its
+/// retries on the session's bus.
+struct SessionModels<'a> {
+    config: agent_config::Config,
+    journal: &'a Journal,
+    bus: EventBus,
+}
+
+impl agents::ModelSource for SessionModels<'_> {
+    fn model(&self, agent: &str) -> Result<Arc<dyn ChatModel>, LlmError> {
+        self.journal
+            .model(self.config.llm_for(agent).clone(), Some(&self.bus))
+    }
+}
+
+/// Writes a run's events to the journal as they happen and adds up its token usage; on
+/// [`Forwarder::finish`] it writes what is still queued, so the journal holds every event of
+/// the run before its result.
+struct Forwarder {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Usage>,
+}
+
+impl Forwarder {
+    fn start(bus: &EventBus, journal: JournalHandle) -> Self {
+        let mut events = bus.subscribe();
+        let (stop, mut stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let mut usage = Usage::default();
+            let mut record = |event: &AgentEvent| {
+                usage.add(event);
+                journal.event(event);
+            };
+            loop {
+                tokio::select! {
+                    biased;
+                    event = events.recv() => match event {
+                        Some(event) => record(&event),
+                        None => break,
+                    },
+                    _ = &mut stopped => {
+                        while let Ok(event) = events.try_recv() {
+                            record(&event);
+                        }
+                        break;
+                    }
+                }
+            }
+            usage
+        });
+        Self { stop, task }
+    }
+
+    async fn finish(self) -> Usage {
+        let _ = self.stop.send(());
+        self.task.await.unwrap_or_default()
+    }
+}
+
+/// Lists the workspace off the async workers (it walks the file tree).
+async fn snapshot(workspace: &Path) -> Snapshot {
+    let workspace = workspace.to_path_buf();
+    tokio::task::spawn_blocking(move || Snapshot::take(&workspace))
+        .await
+        .unwrap_or_default()
+}

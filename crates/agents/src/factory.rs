@@ -1,0 +1,615 @@
+//! The agent factory: one place that turns the loaded configuration into a ready agent of any
+//! kind, applying `[agent]` options, policies, the workspace and the sandbox the same way for
+//! every kind. Front ends (the command line, servers, workers) build agents only through it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_config::{Config, McpServerConfig};
+use agent_core::Agent;
+use agent_llm::{ChatModel, LlmError};
+use agent_mcp::{McpClientOptions, McpClients};
+use agent_sandbox::Sandbox;
+use agent_tools::HumanInput;
+use serde::{Deserialize, Serialize};
+use tracing::warn;
+
+use crate::flow::{FlowOptions, PlanningFlow};
+use crate::options::AgentOptions;
+use crate::settings;
+
+/// The agents the factory builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// Manus, the general-purpose agent (python, browser, file editor, ask the user, and the
+    /// tools of the MCP servers in `mcp.json`).
+    Manus,
+    /// SWEAgent, the programmer (bash and the file editor).
+    Swe,
+    /// BrowserAgent (a headless Chromium driven by `browser_use`).
+    Browser,
+    /// SandboxManus: shell, files, browser and image viewer inside a sandbox.
+    Sandbox,
+    /// MCPAgent, on the tools of one MCP server ([`AgentFactory::with_mcp_server`]).
+    Mcp,
+    /// DataAnalysis: Python with pandas, charts and insights.
+    DataAnalysis,
+}
+
+impl AgentKind {
+    /// Every kind, in the order `--help` lists them.
+    pub const ALL: [Self; 6] = [
+        Self::Manus,
+        Self::Swe,
+        Self::Browser,
+        Self::Sandbox,
+        Self::Mcp,
+        Self::DataAnalysis,
+    ];
+
+    /// The kind's short name, as command lines and APIs spell it (`manus`, `data_analysis`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Manus => "manus",
+            Self::Swe => "swe",
+            Self::Browser => "browser",
+            Self::Sandbox => "sandbox",
+            Self::Mcp => "mcp",
+            Self::DataAnalysis => "data_analysis",
+        }
+    }
+
+    /// The agent's own name, as OpenManus spells it; also the `[llm.<name>]` section that
+    /// configures its model.
+    #[must_use]
+    pub fn agent_name(self) -> &'static str {
+        match self {
+            Self::Manus => crate::MANUS,
+            Self::Swe => crate::SWE,
+            Self::Browser => agent_browser::BROWSER_AGENT,
+            Self::Sandbox => crate::SANDBOX_MANUS,
+            Self::Mcp => agent_mcp::MCP_AGENT_NAME,
+            Self::DataAnalysis => agent_charts::DATA_ANALYSIS,
+        }
+    }
+
+    /// One line on what the agent is for.
+    #[must_use]
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::Manus => "the general-purpose agent (python, browser, file editor, ask the user)",
+            Self::Swe => "the programmer (bash and the file editor)",
+            Self::Browser => "the browser agent (a headless Chromium driven by browser_use)",
+            Self::Sandbox => "SandboxManus: shell, files, browser and image viewer in a sandbox",
+            Self::Mcp => "the MCP agent, on the tools of one MCP server",
+            Self::DataAnalysis => "data analysis: Python with pandas, charts and insights",
+        }
+    }
+}
+
+impl fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not an [`AgentKind`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown agent kind `{0}` (known: manus, swe, browser, sandbox, mcp, data_analysis)")]
+pub struct UnknownAgentKind(pub String);
+
+impl FromStr for AgentKind {
+    type Err = UnknownAgentKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase().replace('-', "_");
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == wanted || kind.agent_name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownAgentKind(s.to_owned()))
+    }
+}
+
+/// Where the factory gets a model for an agent: called with the agent's name (its
+/// `[llm.<name>]` section), or `"planning"` for a flow's planner. A session wraps the client
+/// here (journal, retry events).
+pub trait ModelSource: Send + Sync {
+    /// The model for the agent called `agent`.
+    ///
+    /// # Errors
+    ///
+    /// Settings the client cannot use.
+    fn model(&self, agent: &str) -> Result<Arc<dyn ChatModel>, LlmError>;
+}
+
+impl<F> ModelSource for F
+where
+    F: Fn(&str) -> Result<Arc<dyn ChatModel>, LlmError> + Send + Sync,
+{
+    fn model(&self, agent: &str) -> Result<Arc<dyn ChatModel>, LlmError> {
+        self(agent)
+    }
+}
+
+/// Why an agent could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FactoryError {
+    /// The model settings of an agent are not usable.
+    #[error("the model settings for `{agent}` are not usable: {source}")]
+    Model {
+        /// The agent (its `[llm.<name>]` section).
+        agent: String,
+        /// Why.
+        #[source]
+        source: LlmError,
+    },
+    /// The sandbox cannot run here (`[sandbox] use_sandbox = true`, or SandboxManus).
+    #[error("{context}: {source}")]
+    Sandbox {
+        /// What needed the sandbox.
+        context: &'static str,
+        /// Why it cannot run.
+        #[source]
+        source: agent_sandbox::SandboxError,
+    },
+    /// A section of the configuration cannot be turned into settings.
+    #[error("invalid [{section}] settings: {message}")]
+    Settings {
+        /// The section.
+        section: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The MCP agent's server could not be reached.
+    #[error("cannot connect to the MCP server ({transport}): {source}")]
+    Mcp {
+        /// The transport's name.
+        transport: &'static str,
+        /// Why.
+        #[source]
+        source: agent_mcp::McpError,
+    },
+    /// The MCP agent was asked for without a server.
+    #[error("the MCP agent needs a server: set one with AgentFactory::with_mcp_server")]
+    NoMcpServer,
+    /// The workspace cannot be created or resolved.
+    #[error("cannot use the workspace {path}: {source}")]
+    Workspace {
+        /// The workspace.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Builds agents of every [`AgentKind`] from one configuration.
+///
+/// ```no_run
+/// # async fn demo(config: agent_config::Config, model: std::sync::Arc<dyn agent_llm::ChatModel>)
+/// # -> Result<(), agents::FactoryError> {
+/// use agents::{AgentFactory, AgentKind};
+///
+/// let factory = AgentFactory::new(config).with_workspace("/tmp/work");
+/// let models = move |_: &str| Ok(model.clone());
+/// let mut built = factory.build(AgentKind::Swe, &models).await?;
+/// let outcome = built.agent_mut().run(Some("List the files".into())).await;
+/// built.shutdown().await;
+/// # let _ = outcome;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct AgentFactory {
+    config: Arc<Config>,
+    workspace: PathBuf,
+    human: Option<Arc<dyn HumanInput>>,
+    mcp_server: Option<McpServerConfig>,
+    python: Option<PathBuf>,
+}
+
+impl fmt::Debug for AgentFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentFactory")
+            .field("config", &self.config.source())
+            .field("workspace", &self.workspace)
+            .field("mcp_server", &self.mcp_server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentFactory {
+    /// A factory for `config`, with the workspace it configures (`workspace.root`, else
+    /// `./workspace`, relative to the current directory).
+    #[must_use]
+    pub fn new(config: Config) -> Self {
+        let workspace = absolute(config.workspace_root());
+        Self {
+            config: Arc::new(config),
+            workspace,
+            human: None,
+            mcp_server: None,
+            python: None,
+        }
+    }
+
+    /// Uses `workspace` (made absolute against the current directory) instead of the
+    /// configured one.
+    #[must_use]
+    pub fn with_workspace(mut self, workspace: impl AsRef<Path>) -> Self {
+        self.workspace = absolute(workspace.as_ref());
+        self
+    }
+
+    /// Sends `ask_human` questions to `input` instead of the terminal.
+    #[must_use]
+    pub fn with_human_input(mut self, input: Arc<dyn HumanInput>) -> Self {
+        self.human = Some(input);
+        self
+    }
+
+    /// The server the MCP agent ([`AgentKind::Mcp`]) works on.
+    #[must_use]
+    pub fn with_mcp_server(mut self, server: McpServerConfig) -> Self {
+        self.mcp_server = Some(server);
+        self
+    }
+
+    /// Runs `python_execute` (and DataAnalysis's Python) with this interpreter instead of
+    /// `python3` from `PATH`.
+    #[must_use]
+    pub fn with_python(mut self, python: impl Into<PathBuf>) -> Self {
+        self.python = Some(python.into());
+        self
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The workspace agents work in (absolute; created when an agent is built).
+    #[must_use]
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The options every agent gets: `[agent]` (steps, observation limit, policies),
+    /// `[browser]`, `[search]`, the workspace and, with `with_sandbox` and `[sandbox]
+    /// use_sandbox = true`, the sandbox the tools run in.
+    ///
+    /// # Errors
+    ///
+    /// A section that cannot be turned into settings, a workspace that cannot be created, or
+    /// a sandbox that cannot run.
+    pub async fn options(&self, with_sandbox: bool) -> Result<AgentOptions, FactoryError> {
+        let workspace = self.create_workspace()?;
+        let config = &self.config;
+        let mut options = AgentOptions::new(&workspace);
+        options.max_steps = config.agent.max_steps;
+        options.max_observe = config.agent.max_observe;
+        options.policies = settings::policies(config);
+        options.human.clone_from(&self.human);
+        options.python.clone_from(&self.python);
+        options.browser = settings::browser(config, &workspace);
+        options.web_search = Some(settings::web_search(config)?);
+        if with_sandbox && config.sandbox.use_sandbox {
+            // The tools run in the sandbox with the workspace at its own path, so paths and
+            // observations are the same as without it. No fallback: if the sandbox cannot run,
+            // the agent is not built.
+            let sandbox = settings::sandbox(config, &workspace, true)
+                .await
+                .map_err(|source| FactoryError::Sandbox {
+                    context: "[sandbox] use_sandbox = true, but the sandbox cannot run",
+                    source,
+                })?;
+            options = AgentOptions {
+                workspace: sandbox.workspace().to_path_buf(),
+                ..options
+            }
+            .with_sandbox(sandbox);
+        }
+        Ok(options)
+    }
+
+    /// Builds a ready agent of `kind`, its model taken from `models`.
+    ///
+    /// # Errors
+    ///
+    /// See [`FactoryError`]. Nothing the factory started is left running on error.
+    pub async fn build(
+        &self,
+        kind: AgentKind,
+        models: &dyn ModelSource,
+    ) -> Result<BuiltAgent, FactoryError> {
+        let model = |name: &str| {
+            models.model(name).map_err(|source| FactoryError::Model {
+                agent: name.to_owned(),
+                source,
+            })
+        };
+        // SandboxManus has a sandbox of its own; every other kind gets `use_sandbox`'s.
+        let options = self.options(kind != AgentKind::Sandbox).await?;
+        let mut sandbox = options.sandbox.clone();
+        let mut warnings = Vec::new();
+        let built: Result<Box<dyn Agent>, FactoryError> = async {
+            let agent: Box<dyn Agent> = match kind {
+                AgentKind::Manus => {
+                    let llm = model(kind.agent_name())?;
+                    let (agent, failed) =
+                        crate::manus_with_mcp(llm, &options, &self.config.mcp.servers).await;
+                    warnings.extend(
+                        failed
+                            .iter()
+                            .map(|w| format!("MCP server `{}`: {w}", w.server)),
+                    );
+                    Box::new(agent.with_tools_kept_between_runs())
+                }
+                AgentKind::Swe => Box::new(
+                    crate::swe(model(kind.agent_name())?, &options).with_tools_kept_between_runs(),
+                ),
+                AgentKind::Browser => {
+                    let llm = model(kind.agent_name())?;
+                    let mut tool =
+                        agent_browser::BrowserUseTool::with_config(options.browser.clone());
+                    if let Some(search) = &options.web_search {
+                        tool = tool.with_web_search(Arc::clone(search));
+                    }
+                    Box::new(
+                        options
+                            .apply(agent_browser::browser_agent(llm, tool))
+                            .with_tools_kept_between_runs(),
+                    )
+                }
+                AgentKind::Sandbox => {
+                    let llm = model(kind.agent_name())?;
+                    let own = settings::sandbox(&self.config, &options.workspace, false)
+                        .await
+                        .map_err(|source| FactoryError::Sandbox {
+                            context: "SandboxManus needs the sandbox, and it cannot run",
+                            source,
+                        })?;
+                    sandbox = Some(Arc::clone(&own));
+                    Box::new(
+                        crate::sandbox_manus(llm, &options, own).with_tools_kept_between_runs(),
+                    )
+                }
+                AgentKind::Mcp => {
+                    let server = self.mcp_server.as_ref().ok_or(FactoryError::NoMcpServer)?;
+                    let llm = model(kind.agent_name())?;
+                    let mut clients = McpClients::new(McpClientOptions::default());
+                    clients
+                        .connect(server)
+                        .await
+                        .map_err(|source| FactoryError::Mcp {
+                            transport: server.transport.kind(),
+                            source,
+                        })?;
+                    Box::new(
+                        options
+                            .apply(agent_mcp::mcp_agent(llm, clients))
+                            .with_tools_kept_between_runs(),
+                    )
+                }
+                AgentKind::DataAnalysis => Box::new(
+                    self.data_analysis(&options, model(kind.agent_name())?)
+                        .with_tools_kept_between_runs(),
+                ),
+            };
+            Ok(agent)
+        }
+        .await;
+        match built {
+            Ok(agent) => Ok(BuiltAgent {
+                kind,
+                agent,
+                sandbox,
+                warnings,
+                workspace: options.workspace,
+            }),
+            Err(error) => {
+                if let Some(sandbox) = sandbox {
+                    cleanup_sandbox(sandbox.as_ref()).await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    fn data_analysis(
+        &self,
+        options: &AgentOptions,
+        llm: Arc<dyn ChatModel>,
+    ) -> agent_toolcall::ToolCallAgent {
+        let agent = match &self.python {
+            Some(python) => {
+                agent_charts::data_analysis_with_python(llm, &options.workspace, python)
+            }
+            None => agent_charts::data_analysis(llm, &options.workspace),
+        };
+        options.apply(agent)
+    }
+
+    /// The planning flow of `openmanus flow` (OpenManus's `run_flow.py`): Manus (its MCP
+    /// servers connected at its first step), SWE and, with `[runflow] use_data_analysis_agent`,
+    /// DataAnalysis as executors, each with the same options as when built alone; `[runflow]`
+    /// sets the retries and the time limit. The planner's model is `models.model("planning")`.
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentFactory::build`].
+    pub async fn build_flow(&self, models: &dyn ModelSource) -> Result<BuiltFlow, FactoryError> {
+        let model = |name: &str| {
+            models.model(name).map_err(|source| FactoryError::Model {
+                agent: name.to_owned(),
+                source,
+            })
+        };
+        let options = self.options(true).await?;
+        let sandbox = options.sandbox.clone();
+        let built = (|| {
+            let config = &self.config;
+            let manus =
+                crate::manus_lazy_mcp(model(crate::MANUS)?, &options, config.mcp.servers.clone());
+            let swe = crate::swe(model(crate::SWE)?, &options);
+            let mut flow = PlanningFlow::new(model("planning")?)
+                .with_agent("manus", manus)
+                .with_agent("swe", swe);
+            if config.runflow.use_data_analysis_agent {
+                let agent = self.data_analysis(&options, model(agent_charts::DATA_ANALYSIS)?);
+                flow = flow.with_agent("data_analysis", agent);
+            }
+            Ok(flow.with_options(FlowOptions {
+                primary_agent: Some("manus".to_owned()),
+                max_step_retries: config.runflow.max_step_retries,
+                time_limit: (config.runflow.timeout_secs > 0)
+                    .then(|| Duration::from_secs(config.runflow.timeout_secs)),
+                ..FlowOptions::default()
+            }))
+        })();
+        match built {
+            Ok(flow) => Ok(BuiltFlow {
+                flow,
+                sandbox,
+                workspace: options.workspace,
+            }),
+            Err(error) => {
+                if let Some(sandbox) = sandbox {
+                    cleanup_sandbox(sandbox.as_ref()).await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    fn create_workspace(&self) -> Result<PathBuf, FactoryError> {
+        std::fs::create_dir_all(&self.workspace).map_err(|source| FactoryError::Workspace {
+            path: self.workspace.clone(),
+            source,
+        })?;
+        Ok(self.workspace.clone())
+    }
+}
+
+/// `path` made absolute against the current directory (left as it is if that cannot be read).
+fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    std::env::current_dir().map_or_else(|_| path.to_path_buf(), |cwd| cwd.join(path))
+}
+
+async fn cleanup_sandbox(sandbox: &dyn Sandbox) {
+    if let Err(error) = sandbox.cleanup().await {
+        warn!(%error, "cleaning up the sandbox");
+    }
+}
+
+/// An agent the factory built, with what it owns besides its tools (the sandbox).
+pub struct BuiltAgent {
+    kind: AgentKind,
+    agent: Box<dyn Agent>,
+    sandbox: Option<Arc<dyn Sandbox>>,
+    warnings: Vec<String>,
+    workspace: PathBuf,
+}
+
+impl fmt::Debug for BuiltAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuiltAgent")
+            .field("kind", &self.kind)
+            .field("agent", &self.agent.base().name)
+            .field("workspace", &self.workspace)
+            .field("warnings", &self.warnings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BuiltAgent {
+    /// The agent's kind.
+    #[must_use]
+    pub fn kind(&self) -> AgentKind {
+        self.kind
+    }
+
+    /// The agent.
+    #[must_use]
+    pub fn agent(&self) -> &dyn Agent {
+        self.agent.as_ref()
+    }
+
+    /// The agent, mutably (to run it).
+    pub fn agent_mut(&mut self) -> &mut dyn Agent {
+        self.agent.as_mut()
+    }
+
+    /// The workspace as the agent's tools see it.
+    #[must_use]
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// What went wrong without stopping the build (an MCP server that could not be reached).
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Ends the agent: [`Agent::shutdown`] (MCP servers disconnected, browser closed, the
+    /// tools' processes stopped), then the sandbox is removed. Safe to call twice.
+    pub async fn shutdown(&mut self) {
+        self.agent.shutdown().await;
+        if let Some(sandbox) = self.sandbox.take() {
+            cleanup_sandbox(sandbox.as_ref()).await;
+        }
+    }
+}
+
+/// A planning flow the factory built, with what it owns besides its agents (the sandbox).
+pub struct BuiltFlow {
+    flow: PlanningFlow,
+    sandbox: Option<Arc<dyn Sandbox>>,
+    workspace: PathBuf,
+}
+
+impl fmt::Debug for BuiltFlow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuiltFlow")
+            .field("agents", &self.flow.agent_keys())
+            .field("workspace", &self.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BuiltFlow {
+    /// The flow.
+    #[must_use]
+    pub fn flow(&self) -> &PlanningFlow {
+        &self.flow
+    }
+
+    /// The flow, mutably (to execute it, or add an event handler).
+    pub fn flow_mut(&mut self) -> &mut PlanningFlow {
+        &mut self.flow
+    }
+
+    /// The workspace as the executors' tools see it.
+    #[must_use]
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// Ends every executor ([`Agent::shutdown`]), then removes the sandbox. Safe to call twice.
+    pub async fn shutdown(&mut self) {
+        self.flow.shutdown_agents().await;
+        if let Some(sandbox) = self.sandbox.take() {
+            cleanup_sandbox(sandbox.as_ref()).await;
+        }
+    }
+}

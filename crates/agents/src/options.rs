@@ -1,0 +1,160 @@
+//! [`AgentOptions`]: what every agent needs from its surroundings, and the tools built from it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_browser::{BrowserConfig, BrowserUseTool};
+use agent_llm::ChatModel;
+use agent_sandbox::{Sandbox, SandboxFileOperator};
+use agent_toolcall::{Policies, ToolCallAgent, ToolCallHooks};
+use agent_tools::{
+    AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, WebSearch,
+};
+
+/// What every agent needs from its surroundings.
+#[derive(Clone)]
+pub struct AgentOptions {
+    /// The workspace: file tools are confined to it, bash and python run in it. Should be an
+    /// absolute, existing directory.
+    pub workspace: PathBuf,
+    /// Overrides the agent's step budget.
+    pub max_steps: Option<u32>,
+    /// Overrides the agent's observation limit.
+    pub max_observe: Option<usize>,
+    /// Behaviour policies (default: [`Policies::default`]).
+    pub policies: Policies,
+    /// Where `ask_human` questions go (default: the terminal).
+    pub human: Option<Arc<dyn HumanInput>>,
+    /// The Python interpreter for `python_execute` (default: `python3` from `PATH`).
+    pub python: Option<PathBuf>,
+    /// Time limit of one `python_execute` call (default 5 s).
+    pub python_timeout: Option<Duration>,
+    /// Time limit of one `bash` call (default 120 s).
+    pub bash_timeout: Option<Duration>,
+    /// Runs `bash`, `python_execute` and `str_replace_editor` in this sandbox (`[sandbox]
+    /// use_sandbox = true`); `None` (the default) runs them on the host. Build it with
+    /// [`LocalSandboxOptions::mirrored`](agent_sandbox::LocalSandboxOptions::mirrored) over
+    /// `workspace`, so that paths are the same inside the sandbox and in the prompts.
+    pub sandbox: Option<Arc<dyn Sandbox>>,
+    /// How Manus's `browser_use` starts or reaches Chromium (`[browser]`); the browser is
+    /// launched at the first browser action, not before.
+    pub browser: BrowserConfig,
+    /// The search `browser_use`'s `web_search` action runs (`[search]`); `None`: that action
+    /// reports that no search is configured.
+    pub web_search: Option<Arc<WebSearch>>,
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("workspace", &self.workspace)
+            .field("max_steps", &self.max_steps)
+            .field("max_observe", &self.max_observe)
+            .field("policies", &self.policies)
+            .field("sandbox", &self.sandbox.as_ref().map(|s| s.workspace()))
+            .field("browser", &self.browser)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentOptions {
+    /// Options for `workspace` with every default.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            max_steps: None,
+            max_observe: None,
+            policies: Policies::default(),
+            human: None,
+            python: None,
+            python_timeout: None,
+            bash_timeout: None,
+            sandbox: None,
+            browser: BrowserConfig::default(),
+            web_search: None,
+        }
+    }
+
+    /// Runs the code and file tools in `sandbox` (see [`AgentOptions::sandbox`]).
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// `str_replace_editor`, confined to the workspace, through the sandbox when there is one.
+    pub(crate) fn editor(&self) -> StrReplaceEditor {
+        let editor = StrReplaceEditor::new().with_workspace_root(&self.workspace);
+        match &self.sandbox {
+            Some(sandbox) => {
+                editor.with_file_operator(Arc::new(SandboxFileOperator::new(Arc::clone(sandbox))))
+            }
+            None => editor,
+        }
+    }
+
+    pub(crate) fn python(&self) -> PythonExecute {
+        let mut python = PythonExecute::new().with_cwd(&self.workspace);
+        if let Some(program) = &self.python {
+            python = python.with_interpreter(program);
+        }
+        if let Some(timeout) = self.python_timeout {
+            python = python.with_timeout(timeout);
+        }
+        if let Some(sandbox) = &self.sandbox {
+            python = python.with_launcher(sandbox.launcher());
+        }
+        python
+    }
+
+    pub(crate) fn bash(&self) -> Bash {
+        let mut bash = Bash::new().with_cwd(&self.workspace);
+        if let Some(timeout) = self.bash_timeout {
+            bash = bash.with_timeout(timeout);
+        }
+        if let Some(sandbox) = &self.sandbox {
+            bash = bash.with_launcher(sandbox.launcher());
+        }
+        bash
+    }
+
+    pub(crate) fn ask_human(&self) -> AskHuman {
+        match &self.human {
+            Some(input) => AskHuman::with_input(SharedInput(input.clone())),
+            None => AskHuman::with_input(TerminalInput),
+        }
+    }
+
+    /// `browser_use` per [`AgentOptions::browser`], using `llm` for `extract_content`.
+    pub(crate) fn browser(&self, llm: &Arc<dyn ChatModel>) -> Arc<BrowserUseTool> {
+        let mut tool = BrowserUseTool::with_config(self.browser.clone()).with_llm(Arc::clone(llm));
+        if let Some(search) = &self.web_search {
+            tool = tool.with_web_search(Arc::clone(search));
+        }
+        Arc::new(tool)
+    }
+
+    /// Applies the step budget, observation limit and policies of these options to `agent`
+    /// (for agents built outside this crate, such as the browser agent).
+    #[must_use]
+    pub fn apply<H: ToolCallHooks>(&self, mut agent: ToolCallAgent<H>) -> ToolCallAgent<H> {
+        if let Some(max_steps) = self.max_steps {
+            agent = agent.with_max_steps(max_steps);
+        }
+        if let Some(max_observe) = self.max_observe {
+            agent = agent.with_max_observe(max_observe);
+        }
+        agent.with_policies(self.policies)
+    }
+}
+
+/// An `Arc<dyn HumanInput>` as a `HumanInput`.
+struct SharedInput(Arc<dyn HumanInput>);
+
+#[async_trait::async_trait]
+impl HumanInput for SharedInput {
+    async fn ask(&self, inquire: &str) -> Result<Option<String>, agent_tools::ToolError> {
+        self.0.ask(inquire).await
+    }
+}

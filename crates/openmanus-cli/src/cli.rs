@@ -1,0 +1,162 @@
+//! The command line's arguments.
+
+use std::path::PathBuf;
+
+use agents::AgentKind;
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "openmanus",
+    version,
+    about = "Run OpenManus agents: a model that thinks, then acts with tools, step by step.",
+    long_about = "Run OpenManus agents from the terminal.\n\n\
+        Without a subcommand, runs an agent (Manus by default) on --prompt, or asks for a task.\n\
+        Configuration comes from --config, $OPENMANUS_CONFIG, ./config/config.toml or\n\
+        ./config/config.example.toml. Try `openmanus demo` first: it needs no API key.",
+    after_help = "Examples:\n  openmanus demo\n  openmanus --prompt \"Summarise the files in the workspace\"\n  \
+        openmanus --agent swe -i\n  openmanus config check"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The task. Without it (and without -i) you are asked for one.
+    #[arg(short, long)]
+    pub prompt: Option<String>,
+    /// Keep going: ask for another task after each run, keeping the conversation.
+    #[arg(short, long)]
+    pub interactive: bool,
+    /// The agent to run.
+    #[arg(long, value_enum, default_value_t = AgentChoice::Manus)]
+    pub agent: AgentChoice,
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
+    /// The configuration file (default: $OPENMANUS_CONFIG, ./config/config.toml, then
+    /// ./config/config.example.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The workspace directory (default: from the config, else ./workspace).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print every event as a JSON line on standard output instead of the live view.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// More logging (-v: info, -vv: debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Print only the final answer.
+    #[arg(short, long, global = true, conflicts_with = "json")]
+    pub quiet: bool,
+}
+
+/// `--agent`: the agents of [`AgentKind`], as the command line spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentChoice {
+    /// The general-purpose agent (python, browser, file editor, ask the user).
+    Manus,
+    /// The programmer (bash and the file editor).
+    Swe,
+    /// The browser agent (a headless Chromium driven by `browser_use`).
+    Browser,
+    /// SandboxManus: shell, files, browser and image viewer inside a sandbox.
+    Sandbox,
+    /// The MCP agent on this program's own MCP server over stdio (`openmanus mcp` connects to
+    /// other servers).
+    Mcp,
+    /// DataAnalysis: Python with pandas, charts and insights.
+    DataAnalysis,
+}
+
+impl From<AgentChoice> for AgentKind {
+    fn from(choice: AgentChoice) -> Self {
+        match choice {
+            AgentChoice::Manus => Self::Manus,
+            AgentChoice::Swe => Self::Swe,
+            AgentChoice::Browser => Self::Browser,
+            AgentChoice::Sandbox => Self::Sandbox,
+            AgentChoice::Mcp => Self::Mcp,
+            AgentChoice::DataAnalysis => Self::DataAnalysis,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run Manus against a scripted local model: real tools, real files, no API key needed.
+    Demo,
+    /// Run the planning flow: a plan of steps, each done by an agent (OpenManus's run_flow.py).
+    Flow {
+        /// The task. Without it you are asked for one.
+        #[arg(short, long)]
+        prompt: Option<String>,
+    },
+    /// Run the MCP agent on the tools of one MCP server (OpenManus's run_mcp.py).
+    Mcp {
+        /// How to reach the server.
+        #[arg(short = 'c', long = "connection", value_enum, default_value_t = McpConnection::Stdio)]
+        connection: McpConnection,
+        /// The server's URL (sse, http).
+        #[arg(long)]
+        server_url: Option<String>,
+        /// The command that starts the server (stdio; default: this program's `mcp-server`).
+        #[arg(long)]
+        command: Option<String>,
+        /// Arguments of the command (repeat for several).
+        #[arg(long = "arg", allow_hyphen_values = true)]
+        args: Vec<String>,
+        /// The task. Without it (and without -i) you are asked for one.
+        #[arg(short, long)]
+        prompt: Option<String>,
+        /// Keep going: ask for another task after each run.
+        #[arg(short, long)]
+        interactive: bool,
+    },
+    /// Serve our tools (bash, str_replace_editor, terminate) as the MCP server `openmanus`.
+    McpServer {
+        /// The transport.
+        #[arg(long, value_enum, default_value_t = McpServe::Stdio)]
+        transport: McpServe,
+        /// The address to listen on (http).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// The port to listen on (http; 0 picks a free one).
+        #[arg(long, default_value_t = 8000)]
+        port: u16,
+    },
+    /// Inspect the configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum McpConnection {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+    /// Streamable HTTP.
+    Http,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum McpServe {
+    /// Standard input and output.
+    Stdio,
+    /// Streamable HTTP at /mcp.
+    Http,
+    /// The legacy HTTP+SSE transport: the stream at /sse, messages POSTed to /messages.
+    Sse,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Load and validate the configuration, and show the effective model settings (the API key
+    /// is redacted).
+    Check,
+}

@@ -1,0 +1,108 @@
+//! `openmanus mcp` (the MCP agent on one server) and `openmanus mcp-server` (our tools as an MCP
+//! server).
+
+use std::sync::Arc;
+
+use agent_config::{McpServerConfig, McpTransport};
+use anyhow::{Context, Result};
+
+use crate::cli::{McpConnection, McpServe};
+use crate::output::{EXIT_OK, note};
+
+/// The server `openmanus mcp` (and `--agent mcp`) connects to: the given command or URL, else
+/// this program's own `mcp-server` over stdio.
+///
+/// # Errors
+///
+/// An sse or http connection without a URL; this program's path cannot be found.
+pub fn server_config(
+    connection: McpConnection,
+    server_url: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+) -> Result<McpServerConfig> {
+    let transport = match connection {
+        McpConnection::Stdio => match command {
+            Some(command) => McpTransport::Stdio {
+                command,
+                args,
+                env: Default::default(),
+                cwd: None,
+            },
+            None => {
+                let me = std::env::current_exe()
+                    .context("cannot find this program to start its MCP server")?;
+                McpTransport::Stdio {
+                    command: me.display().to_string(),
+                    args: vec!["mcp-server".to_owned()],
+                    env: Default::default(),
+                    cwd: None,
+                }
+            }
+        },
+        McpConnection::Sse | McpConnection::Http => {
+            let url = server_url
+                .context("Server URL is required for an sse or http connection (--server-url)")?;
+            if connection == McpConnection::Sse {
+                McpTransport::Sse {
+                    url,
+                    headers: Default::default(),
+                }
+            } else {
+                McpTransport::StreamableHttp {
+                    url,
+                    headers: Default::default(),
+                }
+            }
+        }
+    };
+    Ok(McpServerConfig {
+        id: "server".to_owned(),
+        transport,
+    })
+}
+
+/// `openmanus mcp-server`.
+///
+/// # Errors
+///
+/// The address cannot be bound, or the server fails.
+pub async fn serve(transport: McpServe, host: &str, port: u16) -> Result<u8> {
+    let browser: Arc<dyn agent_tools::Tool> = Arc::new(agent_browser::BrowserUseTool::new());
+    let server = agent_mcp::McpToolServer::openmanus_with(vec![browser]);
+    match transport {
+        McpServe::Stdio => server
+            .serve_stdio()
+            .await
+            .context("the MCP server failed")?,
+        McpServe::Http | McpServe::Sse => {
+            let listener = tokio::net::TcpListener::bind((host, port))
+                .await
+                .with_context(|| format!("cannot listen on {host}:{port}"))?;
+            let address = listener
+                .local_addr()
+                .context("cannot read the listening address")?;
+            let path = if transport == McpServe::Sse {
+                agent_mcp::SSE_PATH
+            } else {
+                agent_mcp::HTTP_PATH
+            };
+            note(&format!(
+                "MCP server `openmanus` listening on http://{address}{path}"
+            ));
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            let served = if transport == McpServe::Sse {
+                server.serve_sse(listener, shutdown).await
+            } else {
+                server.serve_http(listener, shutdown).await
+            };
+            served.context("the MCP server failed")?;
+        }
+    }
+    Ok(EXIT_OK)
+}

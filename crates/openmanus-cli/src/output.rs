@@ -1,0 +1,113 @@
+//! What the program writes besides the live view: lines on standard output and error, exit
+//! codes, and a run's report.
+
+use std::path::Path;
+
+use agent_session::{Ending, RunReport};
+use serde_json::json;
+
+/// Exit code of a run that finished.
+pub const EXIT_OK: u8 = 0;
+/// Exit code of a run that failed (or could not start).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code of a run that used up its steps without finishing.
+pub const EXIT_MAX_STEPS: u8 = 3;
+/// Exit code of a cancelled run (as a shell reports SIGINT).
+pub const EXIT_CANCELLED: u8 = 130;
+
+/// A line on standard error; a closed pipe is ignored.
+pub fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// A line on standard output; a closed pipe (`openmanus ... | head`) is ignored, not a panic.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
+/// An error that ends the program.
+pub fn report_error(error: &anyhow::Error) {
+    note(&format!("error: {error:#}"));
+}
+
+/// The exit code of a run that ended so.
+pub fn exit_code(report: &RunReport) -> u8 {
+    match report.ending() {
+        Ending::Finished => EXIT_OK,
+        Ending::MaxSteps => EXIT_MAX_STEPS,
+        Ending::Cancelled => EXIT_CANCELLED,
+        Ending::Failed => EXIT_FAILED,
+    }
+}
+
+/// How a run's report is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// An agent's run: the answer (else the step transcript), after the changed files.
+    Agent,
+    /// The planning flow: its full text (every step's output and the summary).
+    Flow,
+}
+
+/// Prints the report of a run: the failure, the files changed, the tokens and the answer (or,
+/// with `--json`, one `result` line).
+pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, style: Style) {
+    let shown = match style {
+        Style::Agent => report.answer_or_text(),
+        Style::Flow => &report.text,
+    };
+    if json && style == Style::Flow {
+        say(shown);
+        return;
+    }
+    if json {
+        say(
+            &json!({"type": "result", "status": report.status_text(), "answer": report.answer,
+                    "changes": report.changes, "usage": report.usage, "workspace": workspace})
+            .to_string(),
+        );
+        return;
+    }
+    if let Some(outcome) = report.outcome() {
+        match &outcome.status {
+            agent_core::RunStatus::Failed(error) => {
+                note(&format!("error: the run failed: {error}"));
+            }
+            agent_core::RunStatus::MaxSteps(n) => {
+                note(&format!("Terminated: Reached max steps ({n})"));
+            }
+            _ => {}
+        }
+    }
+    if !quiet {
+        note("");
+        let changes = &report.changes;
+        if !changes.is_empty() {
+            note(&format!("files in {}:", workspace.display()));
+            for (mark, paths) in [
+                ("+", &changes.created),
+                ("~", &changes.modified),
+                ("-", &changes.deleted),
+            ] {
+                for path in paths {
+                    note(&format!("  {mark} {}", path.display()));
+                }
+            }
+        }
+        if changes.partial {
+            note(&format!(
+                "(the workspace holds more than {} files: only part of it was compared, and deletions are not listed)",
+                agents::SNAPSHOT_LIMIT
+            ));
+        }
+        if report.usage.total() > 0 {
+            note(&format!(
+                "tokens: {} in, {} out",
+                report.usage.prompt_tokens, report.usage.completion_tokens
+            ));
+        }
+    }
+    say(shown);
+}

@@ -1,0 +1,170 @@
+//! Running a [`Session`] from the terminal: one task or, with `-i`, one after another; the live
+//! view, Ctrl-C, and the report of each run.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_session::{Canceller, Session, Target};
+use agents::AgentFactory;
+use anyhow::{Context, Result};
+
+use crate::cli::GlobalArgs;
+use crate::output::{self, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, Style, note};
+use crate::render::{Live, Mode};
+
+/// Ctrl-C for the whole program: while a run is in progress the first press cancels it (tools
+/// stop, the journal is closed); at a prompt, or on a second press, every process the run
+/// started is killed and the program exits at once with 130.
+#[derive(Clone, Default)]
+pub struct Interrupts {
+    session: Arc<Mutex<Option<Canceller>>>,
+}
+
+impl Interrupts {
+    /// Installs the handler (once, at start-up).
+    pub fn install() -> Self {
+        let interrupts = Self::default();
+        let session = interrupts.session.clone();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                let canceller = session
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                if canceller.is_some_and(|c| c.cancel()) {
+                    note("\ninterrupted: stopping the run (press Ctrl-C again to exit at once)");
+                    continue;
+                }
+                agent_tools::process::kill_all_process_groups();
+                agent_sandbox::remove_live_containers_now();
+                note("\ninterrupted");
+                std::process::exit(i32::from(EXIT_CANCELLED));
+            }
+        });
+        interrupts
+    }
+
+    /// The session whose runs Ctrl-C cancels (`None`: Ctrl-C exits).
+    fn watch(&self, canceller: Option<Canceller>) {
+        *self.session.lock().unwrap_or_else(PoisonError::into_inner) = canceller;
+    }
+}
+
+/// Reads one task from standard input (the terminal, or a pipe).
+pub async fn read_task(question: &str) -> Result<Option<String>> {
+    let question = question.to_owned();
+    tokio::task::spawn_blocking(move || {
+        use std::io::{BufRead, Write};
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "{question}");
+        let _ = stderr.flush();
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line)?;
+        Ok::<_, std::io::Error>((read > 0).then(|| line.trim().to_owned()))
+    })
+    .await
+    .context("reading the task")?
+    .context("reading the task")
+}
+
+/// The view `--json` and `--quiet` ask for.
+pub fn mode(global: &GlobalArgs) -> Mode {
+    if global.json {
+        Mode::Json
+    } else if global.quiet {
+        Mode::Quiet
+    } else {
+        Mode::Text
+    }
+}
+
+/// What to run and how.
+pub struct Job<'a> {
+    /// The options every command shares.
+    pub global: &'a GlobalArgs,
+    /// Ctrl-C.
+    pub interrupts: &'a Interrupts,
+    /// The agent (or the flow).
+    pub target: Target,
+    /// The first task (asked for when missing).
+    pub prompt: Option<String>,
+    /// Ask for another task after each run.
+    pub interactive: bool,
+}
+
+/// Starts a session of `job.target` with `factory`, runs its tasks, closes it; returns the exit
+/// code of the last run.
+///
+/// # Errors
+///
+/// The session cannot start (the agent cannot be built), or the journal cannot be written.
+pub async fn run(job: Job<'_>, factory: &AgentFactory) -> Result<u8> {
+    // A single run asks for its task before anything is created, so an empty prompt leaves no
+    // journal behind (main.py: a warning, and nothing runs).
+    let mut next = if job.interactive {
+        job.prompt
+    } else {
+        let task = match job.prompt {
+            Some(task) => Some(task),
+            None => read_task("Enter your prompt: ").await?,
+        };
+        match task.filter(|t| !t.trim().is_empty()) {
+            Some(task) => Some(task),
+            None => {
+                note("warning: Empty prompt provided.");
+                return Ok(EXIT_OK);
+            }
+        }
+    };
+    let mut session = Session::start(factory, job.target)
+        .await
+        .context("cannot start the agent")?;
+    for warning in session.warnings() {
+        note(&format!("warning: {warning}"));
+    }
+    let style = match job.target {
+        Target::Flow => Style::Flow,
+        Target::Agent(_) => Style::Agent,
+    };
+    let mut code = EXIT_OK;
+    loop {
+        let task = match next.take() {
+            Some(task) => Some(task),
+            None if job.interactive => read_task("\nTask (empty line to quit): ").await?,
+            None => None,
+        };
+        let Some(task) = task.filter(|t| !t.trim().is_empty()) else {
+            break;
+        };
+        let live = Live::start(&session, mode(job.global));
+        job.interrupts.watch(Some(session.canceller()));
+        let result = session.run(&task).await;
+        job.interrupts.watch(None);
+        live.finish().await;
+        code = match result {
+            Ok(report) => {
+                output::report(
+                    &report,
+                    session.workspace(),
+                    job.global.json,
+                    job.global.quiet,
+                    style,
+                );
+                output::exit_code(&report)
+            }
+            Err(error) => {
+                output::report_error(&anyhow::Error::new(error));
+                EXIT_FAILED
+            }
+        };
+        if !job.interactive {
+            break;
+        }
+    }
+    let path = session.close().await.context("writing the run journal")?;
+    if let Some(path) = path
+        && !job.global.json
+    {
+        note(&format!("journal: {}", path.display()));
+    }
+    Ok(code)
+}
