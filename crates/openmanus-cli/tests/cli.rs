@@ -796,9 +796,8 @@ async fn assert_no_chromium_left(setup: &Setup) {
             .unwrap()
             .flatten()
             .filter(|entry| {
-                std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
-                    String::from_utf8_lossy(&cmdline).contains(&ours)
-                })
+                std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&ours))
             })
             .count()
     };
@@ -1123,4 +1122,39 @@ async fn mcp_server_over_sse_serves_openmanus_mcp_over_sse() {
     assert!(observed.contains("over-sse"), "{observed}");
     server.verify().unwrap();
     server_process.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn agent_section_max_steps_applies_to_the_mcp_agent() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let config = setup.dir.path().join("config/config.toml");
+    let mut text_config = std::fs::read_to_string(&config).unwrap();
+    text_config.push_str("\n[agent]\nmax_steps = 1\n");
+    std::fs::write(&config, text_config).unwrap();
+    server.push(Completion::tool_calls(
+        None,
+        [call(
+            "c1",
+            "mcp_server_bash",
+            json!({"command": "echo one-step-only"}),
+        )],
+    ));
+    let output = setup
+        .run(&[
+            "--agent",
+            "mcp",
+            "--prompt",
+            "Keep using the server's bash.",
+        ])
+        .await;
+    let stderr = text(&output.stderr);
+    // One step, then the budget of [agent] ends the run (the MCP agent's own is 20).
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("Terminated: Reached max steps (1)"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    server.verify().unwrap();
 }

@@ -30,7 +30,11 @@ async fn main() -> std::process::ExitCode {
         .await
     {
         Ok(outcome) => {
-            println!("{}", outcome.text());
+            // The answer the model gave when it finished; the step transcript when it gave none.
+            match outcome.answer() {
+                Some(answer) => println!("{answer}"),
+                None => println!("{}", outcome.text()),
+            }
             std::process::ExitCode::from(u8::from(!outcome.is_finished()))
         }
         Err(error) => {

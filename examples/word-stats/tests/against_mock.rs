@@ -40,6 +40,11 @@ async fn the_agent_counts_words_through_its_own_tool() {
         .await
         .unwrap();
     assert!(outcome.is_finished(), "{}", outcome.text());
+    // The answer is the text that came with `terminate`, not the step transcript.
+    assert_eq!(
+        outcome.answer(),
+        Some("There are 5 words; \"the\" is the most frequent.")
+    );
     let observation = agent
         .messages()
         .iter()
@@ -56,4 +61,21 @@ async fn the_agent_counts_words_through_its_own_tool() {
         server.requests()[0].body["tools"][0]["function"]["name"],
         "word_stats"
     );
+}
+
+#[tokio::test]
+async fn the_binary_prints_the_answer() {
+    let server = MockOpenAi::start().await.unwrap();
+    server.push(Completion::tool_calls(
+        Some("Four words.".into()),
+        [ToolCall::new("c1", "terminate", r#"{"status":"success"}"#)],
+    ));
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_word-stats-agent"))
+        .args([server.base_url().as_str(), "gpt-4o", "one two three four"])
+        .env("OPENAI_API_KEY", "sk-test")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Four words.\n");
 }
