@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use agent_core::{
-    Agent, AgentError, AgentEvent, BaseAgent, FinishReason, Message, ToolCall, ToolChoice,
+    Agent, AgentError, AgentEvent, BaseAgent, FinishReason, Message, STUCK_PROMPT, ToolCall,
+    ToolChoice,
 };
 use agent_llm::{ChatModel, ChatRequest, LlmError};
 use agent_react::ReActAgent;
@@ -344,12 +345,22 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
     }
 }
 
+/// A hook's prompt with the stuck hint in front exactly when the agent is stuck: a hint the hook
+/// put there itself is taken off first, so the model never reads it twice.
+fn hinted(base: &BaseAgent, prompt: &str) -> String {
+    let plain = prompt
+        .strip_prefix(STUCK_PROMPT)
+        .and_then(|rest| rest.strip_prefix('\n'))
+        .unwrap_or(prompt);
+    base.with_stuck_hint(plain)
+}
+
 #[async_trait]
 impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
     async fn think(&mut self) -> Result<bool, AgentError> {
         let prompt = match self.hooks.before_think(&mut self.core).await? {
             BeforeThink::Skip => return Ok(false),
-            BeforeThink::ProceedWithPrompt(prompt) => self.core.base.with_stuck_hint(&prompt),
+            BeforeThink::ProceedWithPrompt(prompt) => hinted(&self.core.base, &prompt),
             BeforeThink::Proceed => self.core.base.effective_next_step_prompt(),
         };
         let core = &mut self.core;

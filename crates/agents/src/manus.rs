@@ -245,9 +245,8 @@ impl ToolCallHooks for ManusHooks {
             && recently_browsed(core.base.memory.messages(), 3, helper.tool().name())
         {
             let prompt = helper.format_next_step_prompt(core).await;
-            return Ok(BeforeThink::ProceedWithPrompt(
-                core.base.with_stuck_hint(&prompt),
-            ));
+            // Plain: think() adds the stuck hint once while Manus is stuck.
+            return Ok(BeforeThink::ProceedWithPrompt(prompt));
         }
         Ok(BeforeThink::Proceed)
     }
