@@ -262,6 +262,12 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         &mut self.hooks
     }
 
+    /// The core and the hooks, mutably at once: to call a hook method that takes the core,
+    /// such as `agent.parts_mut()` then `hooks.shutdown(core)`.
+    pub fn parts_mut(&mut self) -> (&mut ToolCallCore, &mut H) {
+        (&mut self.core, &mut self.hooks)
+    }
+
     /// Keeps the tools alive between runs (see [`ToolCallCore::cleanup_tools_each_run`]).
     #[must_use]
     pub fn with_tools_kept_between_runs(mut self) -> Self {

@@ -77,6 +77,13 @@ pub trait ToolCallHooks: Send {
     async fn cleanup(&mut self, core: &mut ToolCallCore) {
         let _ = core;
     }
+
+    /// Runs once at the end of the agent's life (not of a run): release what outlives the runs
+    /// of a session, such as MCP server connections and their child processes. The agent is
+    /// not run again afterwards. Log failures; never raise. Default: nothing.
+    async fn shutdown(&mut self, core: &mut ToolCallCore) {
+        let _ = core;
+    }
 }
 
 #[async_trait]
