@@ -42,7 +42,7 @@ message; if it cannot be reached, call `terminate` with status `failure` and say
 pub type BrowserAgent = ToolCallAgent<BrowserHooks>;
 
 /// BrowserAgent's hooks: every step's prompt is the browser next-step prompt filled with the
-/// current state (the stuck hint kept in front when the agent is stuck).
+/// current state (`think()` puts the stuck hint in front while the agent is stuck).
 #[derive(Debug, Clone)]
 pub struct BrowserHooks {
     helper: BrowserContextHelper,
@@ -68,9 +68,8 @@ impl BrowserHooks {
 impl ToolCallHooks for BrowserHooks {
     async fn before_think(&mut self, core: &mut ToolCallCore) -> Result<BeforeThink, AgentError> {
         let prompt = self.helper.format_next_step_prompt(core).await;
-        Ok(BeforeThink::ProceedWithPrompt(
-            core.base.with_stuck_hint(&prompt),
-        ))
+        // Plain: think() adds the stuck hint once while the agent is stuck.
+        Ok(BeforeThink::ProceedWithPrompt(prompt))
     }
 }
 

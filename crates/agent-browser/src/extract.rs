@@ -8,7 +8,7 @@ use htmd::HtmlToMarkdown;
 use serde_json::{Value, json};
 
 use crate::BrowserError;
-use crate::tool::py_str;
+pub use crate::pyrepr::py_repr;
 
 /// The function the model is forced to call.
 pub const EXTRACT_FUNCTION: &str = "extract_content";
@@ -137,41 +137,9 @@ pub async fn extract(
     )))
 }
 
-/// Python's `repr` of a JSON value (`{'k': 'v'}`, `True`, `None`, ...).
-#[must_use]
-pub fn py_repr(value: &Value) -> String {
-    match value {
-        Value::Null => "None".to_owned(),
-        Value::Bool(true) => "True".to_owned(),
-        Value::Bool(false) => "False".to_owned(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => py_str(s),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(py_repr).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(map) => format!(
-            "{{{}}}",
-            map.iter()
-                .map(|(k, v)| format!("{}: {}", py_str(k), py_repr(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn python_repr_of_nested_values() {
-        let value = json!({"text": "it's", "metadata": {"source": "main"}, "n": [1, true, null]});
-        assert_eq!(
-            py_repr(&value),
-            r#"{'metadata': {'source': 'main'}, 'n': [1, True, None], 'text': "it's"}"#
-        );
-    }
 
     #[test]
     fn markdown_drops_scripts_and_is_cut_by_characters() {

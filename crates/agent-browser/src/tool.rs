@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use tracing::{Instrument, debug, info_span};
 
+use crate::pyrepr::py_str;
 use crate::{Browser, BrowserConfig, BrowserError, current_state, page_script};
 
 /// The tool's name.
@@ -692,32 +693,6 @@ async fn perform(
             Ok(ToolResult::success("Closed current tab"))
         }
     }
-}
-
-/// Python's `repr` of a string.
-pub(crate) fn py_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// Polls the page condition `body` (a function body returning a boolean) every 50 ms until it

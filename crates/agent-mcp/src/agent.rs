@@ -1,16 +1,15 @@
 //! MCPAgent (spec §2.7): a ToolCallAgent whose tools are exactly its MCP servers' tools.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_core::{AgentError, FinishReason, Message, ToolCall};
 use agent_llm::ChatModel;
 use agent_toolcall::{BeforeThink, ToolCallAgent, ToolCallCore, ToolCallHooks};
-use agent_tools::{Tool, ToolCollection, ToolResult};
+use agent_tools::{ToolCollection, ToolResult};
 use async_trait::async_trait;
-use serde_json::Value;
 
-use crate::client::McpClients;
+use crate::McpClients;
+use crate::sync::McpToolSync;
 
 /// MCPAgent's name.
 pub const MCP_AGENT_NAME: &str = "mcp_agent";
@@ -39,15 +38,16 @@ media, which is attached to the conversation. Take what it shows into account in
 
 /// The hooks that make a ToolCallAgent an MCPAgent: tool refresh every [`REFRESH_INTERVAL`]
 /// steps and on `notifications/tools/list_changed` (added tools become callable, removed ones
-/// go: fixes §13 W23), `terminate` matched on the server tool's original name (fixes W22),
-/// finishing when the servers are gone, and the media note. Cleanup does not disconnect, so the
-/// agent survives a second `run()`; call [`McpAgentHooks::disconnect`] when done with it.
+/// go: fixes §13 W23; the tool set is kept by [`McpToolSync`]), `terminate` matched on the
+/// server tool's original name (fixes W22), finishing when the servers are gone, and the media
+/// note. Cleanup does not disconnect, so the agent survives a second `run()`; the
+/// [`shutdown`](ToolCallHooks::shutdown) hook (or [`McpAgentHooks::disconnect`]) ends the
+/// connections when the agent is done.
 #[derive(Debug)]
 pub struct McpAgentHooks {
     clients: McpClients,
     refresh_interval: u32,
-    /// Agent-facing name → (original name, schema, description) of the tools last installed.
-    known: BTreeMap<String, (String, Value, String)>,
+    tools: McpToolSync,
     started: bool,
 }
 
@@ -58,7 +58,7 @@ impl McpAgentHooks {
         Self {
             clients,
             refresh_interval: REFRESH_INTERVAL,
-            known: BTreeMap::new(),
+            tools: McpToolSync::new(),
             started: false,
         }
     }
@@ -82,7 +82,9 @@ impl McpAgentHooks {
         &mut self.clients
     }
 
-    /// Disconnects every server (the end of the session).
+    /// Disconnects every server (the end of the session). Prefer the
+    /// [`shutdown`](ToolCallHooks::shutdown) hook, which also takes the MCP tools out of the
+    /// agent's tool set.
     pub async fn disconnect(&mut self) {
         self.clients.disconnect_all().await;
     }
@@ -91,55 +93,10 @@ impl McpAgentHooks {
     /// announced with `New tools available: …`), removed ones uninstalled (`Tools no longer
     /// available: …`), changed ones replaced quietly. Names are the agent-facing names, sorted.
     pub async fn sync_tools(&mut self, core: &mut ToolCallCore) {
-        for warning in self.clients.refresh_tools().await {
-            tracing::warn!(server = %warning.server, error = %warning.error, "MCP tool refresh failed");
-        }
-        let current: BTreeMap<String, Arc<crate::McpTool>> = self
-            .clients
-            .mcp_tools()
-            .into_iter()
-            .map(|t| (t.name().to_owned(), t))
-            .collect();
-        let mut added = Vec::new();
-        let mut removed = Vec::new();
-        for name in self.known.keys() {
-            if !current.contains_key(name) {
-                removed.push(name.clone());
-            }
-        }
-        for name in &removed {
-            core.tools.remove_tool(name);
-            self.known.remove(name);
-        }
-        for (name, tool) in current {
-            let entry = (
-                tool.original_name().to_owned(),
-                tool.parameters(),
-                tool.description().to_owned(),
-            );
-            match self.known.get(&name) {
-                Some(old) if *old == entry => continue,
-                Some(_) => tracing::info!(tool = %name, "MCP tool changed"),
-                None => added.push(name.clone()),
-            }
-            core.tools.remove_tool(&name);
-            core.tools.add_shared(tool);
-            self.known.insert(name, entry);
-        }
-        if !added.is_empty() {
-            tracing::info!(tools = ?added, "New MCP tools");
-            core.base.update_memory(Message::system_message(format!(
-                "New tools available: {}",
-                added.join(", ")
-            )));
-        }
-        if !removed.is_empty() {
-            tracing::info!(tools = ?removed, "MCP tools removed");
-            core.base.update_memory(Message::system_message(format!(
-                "Tools no longer available: {}",
-                removed.join(", ")
-            )));
-        }
+        self.tools
+            .refresh(&self.clients, &mut core.tools)
+            .await
+            .announce(&mut core.base);
     }
 }
 
@@ -164,7 +121,7 @@ impl ToolCallHooks for McpAgentHooks {
 
     fn is_special_tool(&self, core: &ToolCallCore, name: &str) -> bool {
         core.is_special_tool(name)
-            || self.known.get(name).is_some_and(|(original, _, _)| {
+            || self.tools.original_name(name).is_some_and(|original| {
                 core.special_tool_names
                     .iter()
                     .any(|s| s.eq_ignore_ascii_case(original))
@@ -183,6 +140,13 @@ impl ToolCallHooks for McpAgentHooks {
             ));
         }
         Ok(())
+    }
+
+    /// Takes the MCP tools out of the agent's tool set and disconnects every server (stdio
+    /// servers' processes are stopped).
+    async fn shutdown(&mut self, core: &mut ToolCallCore) {
+        self.tools.uninstall_all(&mut core.tools);
+        self.clients.disconnect_all().await;
     }
 }
 

@@ -9,6 +9,8 @@
 //! * [`McpToolServer`]: our tools served over MCP (stdio or streamable HTTP) as `openmanus`; the
 //!   binary `openmanus-mcp-server` runs it.
 //! * [`mcp_agent`] / [`McpAgentHooks`]: MCPAgent as hooks over `ToolCallAgent`.
+//! * [`McpToolSync`]: an agent's tool set kept in line with its servers' tool listings (added,
+//!   removed, changed tools) and the model told in a system message; MCPAgent and Manus share it.
 //!
 //! The official SDK (`rmcp`) stays inside this crate: no `rmcp` type is part of its API.
 //!
@@ -41,6 +43,7 @@ mod naming;
 mod server;
 mod sse;
 mod sse_server;
+mod sync;
 
 pub use agent::{
     MCP_AGENT_MAX_STEPS, MCP_AGENT_NAME, MCP_NEXT_STEP_PROMPT, MCP_SYSTEM_PROMPT,
@@ -54,3 +57,4 @@ pub use error::McpError;
 pub use naming::{MAX_TOOL_NAME_LEN, mcp_tool_name, sanitize_tool_name, unique_name};
 pub use server::{HTTP_PATH, McpToolServer, SERVER_NAME};
 pub use sse_server::{MESSAGES_PATH, SSE_PATH};
+pub use sync::{McpToolSync, ToolChanges};

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use agent_core::{
-    Agent, AgentError, AgentEvent, BaseAgent, FinishReason, Message, ToolCall, ToolChoice,
+    Agent, AgentError, AgentEvent, BaseAgent, FinishReason, Message, STUCK_PROMPT, ToolCall,
+    ToolChoice,
 };
 use agent_llm::{ChatModel, ChatRequest, LlmError};
 use agent_react::ReActAgent;
@@ -261,6 +262,12 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         &mut self.hooks
     }
 
+    /// The core and the hooks, mutably at once: to call a hook method that takes the core,
+    /// such as `agent.parts_mut()` then `hooks.shutdown(core)`.
+    pub fn parts_mut(&mut self) -> (&mut ToolCallCore, &mut H) {
+        (&mut self.core, &mut self.hooks)
+    }
+
     /// Keeps the tools alive between runs (see [`ToolCallCore::cleanup_tools_each_run`]).
     #[must_use]
     pub fn with_tools_kept_between_runs(mut self) -> Self {
@@ -344,12 +351,22 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
     }
 }
 
+/// A hook's prompt with the stuck hint in front exactly when the agent is stuck: a hint the hook
+/// put there itself is taken off first, so the model never reads it twice.
+fn hinted(base: &BaseAgent, prompt: &str) -> String {
+    let plain = prompt
+        .strip_prefix(STUCK_PROMPT)
+        .and_then(|rest| rest.strip_prefix('\n'))
+        .unwrap_or(prompt);
+    base.with_stuck_hint(plain)
+}
+
 #[async_trait]
 impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
     async fn think(&mut self) -> Result<bool, AgentError> {
         let prompt = match self.hooks.before_think(&mut self.core).await? {
             BeforeThink::Skip => return Ok(false),
-            BeforeThink::ProceedWithPrompt(prompt) => self.core.base.with_stuck_hint(&prompt),
+            BeforeThink::ProceedWithPrompt(prompt) => hinted(&self.core.base, &prompt),
             BeforeThink::Proceed => self.core.base.effective_next_step_prompt(),
         };
         let core = &mut self.core;
@@ -536,10 +553,12 @@ impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
         }
     }
 
-    /// The hooks' clean-up, then every tool's (the shell and the interpreter stop, the browser
-    /// closes), whether or not tools were kept between runs.
+    /// The hooks' end ([`ToolCallHooks::shutdown`]: MCP servers disconnected), then every
+    /// tool's clean-up (the shell and the interpreter stop, the browser closes), whether or not
+    /// tools were kept between runs.
     async fn shutdown(&mut self) {
         self.core.tool_calls.clear();
+        self.hooks.shutdown(&mut self.core).await;
         self.core.tools.cleanup_all().await;
     }
 }

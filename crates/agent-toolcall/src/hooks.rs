@@ -7,13 +7,20 @@ use async_trait::async_trait;
 use crate::ToolCallCore;
 
 /// What `think()` should do after [`ToolCallHooks::before_think`].
+///
+/// The stuck hint ([`agent_core::STUCK_PROMPT`]) is `think()`'s business, never a hook's: while
+/// the agent is stuck, `think()` puts it in front of whichever prompt is used, the configured one
+/// or a hook's [`BeforeThink::ProceedWithPrompt`], exactly once. A hook returns its plain prompt;
+/// one that adds the hint itself anyway (with `BaseAgent::with_stuck_hint`) gets it taken off and
+/// put back once, so no hook can make the model read it twice.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum BeforeThink {
     /// Ask the model with the configured next-step prompt.
     #[default]
     Proceed,
     /// Ask the model with this next-step prompt instead, for this step only (for example a
-    /// prompt filled with the current browser state).
+    /// prompt filled with the current browser state). Give the plain prompt: `think()` adds
+    /// the stuck hint while the agent is stuck.
     ProceedWithPrompt(String),
     /// Do not ask the model; `think()` returns false. A hook that skips usually also finishes
     /// the agent (for example when its MCP server is gone).
@@ -68,6 +75,13 @@ pub trait ToolCallHooks: Send {
 
     /// Runs at the end of every run, before the tools are cleaned up. Log failures; never raise.
     async fn cleanup(&mut self, core: &mut ToolCallCore) {
+        let _ = core;
+    }
+
+    /// Runs once at the end of the agent's life (not of a run): release what outlives the runs
+    /// of a session, such as MCP server connections and their child processes. The agent is
+    /// not run again afterwards. Log failures; never raise. Default: nothing.
+    async fn shutdown(&mut self, core: &mut ToolCallCore) {
         let _ = core;
     }
 }

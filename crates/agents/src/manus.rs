@@ -11,30 +11,27 @@
 //! working. Each server tool is offered as `mcp_{server_id}_{tool}`. The hooks own the
 //! connections (the tools hold them weakly), list the tools again when a server announces a
 //! change (`notifications/tools/list_changed`) or goes away, and keep the connections across runs:
-//! per-run cleanup does not disconnect, so an interactive session keeps its servers. End the
-//! session with [`disconnect_mcp`].
+//! per-run cleanup does not disconnect, so an interactive session keeps its servers. The tool
+//! set is kept in line with the listings by [`agent_mcp::McpToolSync`], the same code MCPAgent
+//! uses. End the session with the `shutdown` hook ([`ToolCallHooks::shutdown`]), which
+//! [`disconnect_mcp`] calls.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use agent_browser::{BrowserContextHelper, recently_browsed};
 use agent_config::McpServerConfig;
-use agent_core::{AgentError, Message};
+use agent_core::AgentError;
 use agent_llm::ChatModel;
-use agent_mcp::{McpClientOptions, McpClients, McpTool, McpWarning};
+use agent_mcp::{McpClientOptions, McpClients, McpToolSync, McpWarning, ToolChanges};
 use agent_toolcall::{BeforeThink, ToolCallAgent, ToolCallCore, ToolCallHooks};
 use agent_tools::{Tool, ToolCollection};
 use async_trait::async_trait;
-use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::options::AgentOptions;
 
 /// Manus: a ToolCallAgent with [`ManusHooks`].
 pub type Manus = ToolCallAgent<ManusHooks>;
-
-/// What an installed MCP tool looked like: original name, schema, description.
-type Installed = (String, Value, String);
 
 /// Manus's hooks: its MCP servers, connected at once or at the first `think()` (see the
 /// [module docs](self)).
@@ -44,10 +41,8 @@ pub struct ManusHooks {
     /// Servers still to connect at the next `think()` (the lazy path).
     pending: Vec<McpServerConfig>,
     options: McpClientOptions,
-    /// Agent-facing name → what was installed under it.
-    installed: BTreeMap<String, Installed>,
-    /// The servers that were alive at the last sync.
-    alive: Vec<String>,
+    /// The MCP tools installed in the agent's tool set.
+    tools: McpToolSync,
     warnings: Vec<McpWarning>,
     browser: Option<BrowserContextHelper>,
 }
@@ -105,7 +100,7 @@ impl ManusHooks {
     /// The agent-facing names of the MCP tools in the agent's tool set, sorted.
     #[must_use]
     pub fn mcp_tool_names(&self) -> Vec<&str> {
-        self.installed.keys().map(String::as_str).collect()
+        self.tools.tool_names()
     }
 
     /// The servers the lazy path could not connect (the eager path returns its warnings from
@@ -136,97 +131,29 @@ impl ManusHooks {
         self.warnings.extend(warnings);
     }
 
-    fn alive_servers(&self) -> Vec<String> {
-        self.clients
-            .server_ids()
-            .into_iter()
-            .filter(|id| self.clients.is_server_alive(id))
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Brings `tools` in line with the servers' last listings: added tools are installed,
-    /// removed ones (or those of a server that went away) uninstalled, changed ones replaced.
-    /// Returns the added and removed names.
-    pub(crate) fn sync(&mut self, tools: &mut ToolCollection) -> (Vec<String>, Vec<String>) {
-        self.alive = self.alive_servers();
-        let current: BTreeMap<String, Arc<McpTool>> = self
-            .clients
-            .mcp_tools()
-            .into_iter()
-            .map(|t| (t.name().to_owned(), t))
-            .collect();
-        let removed: Vec<String> = self
-            .installed
-            .keys()
-            .filter(|name| !current.contains_key(*name))
-            .cloned()
-            .collect();
-        for name in &removed {
-            tools.remove_tool(name);
-            self.installed.remove(name);
-        }
-        let mut added = Vec::new();
-        for (name, tool) in current {
-            let entry = (
-                tool.original_name().to_owned(),
-                tool.parameters(),
-                tool.description().to_owned(),
-            );
-            match self.installed.get(&name) {
-                Some(old) if *old == entry => continue,
-                Some(_) => {
-                    info!(tool = %name, "MCP tool changed");
-                    tools.remove_tool(&name);
-                }
-                None => {}
-            }
-            if tools.add_shared(tool) {
-                if !self.installed.contains_key(&name) {
-                    added.push(name.clone());
-                }
-                self.installed.insert(name, entry);
-            } else {
-                warn!(tool = %name, "an MCP tool has the name of a built-in tool; skipped");
-            }
-        }
-        (added, removed)
+    /// Brings `tools` in line with the servers' last listings (see [`McpToolSync::sync`]).
+    /// Returns what changed.
+    pub(crate) fn sync(&mut self, tools: &mut ToolCollection) -> ToolChanges {
+        self.tools.sync(&self.clients, tools)
     }
 
     /// Lists the tools again when a server announced a change or went away, and syncs `core`'s
     /// tools; changes after the first install are told to the model in a system message.
     async fn refresh(&mut self, core: &mut ToolCallCore) {
-        if !self.clients.tools_changed() && self.alive_servers() == self.alive {
+        if !self.tools.needs_refresh(&self.clients) {
             return;
         }
-        for warning in self.clients.refresh_tools().await {
-            warn!(server = %warning.server, error = %warning.error, "MCP tool refresh failed");
-        }
-        let (added, removed) = self.sync(&mut core.tools);
-        if !added.is_empty() {
-            info!(tools = ?added, "new MCP tools");
-            core.base.update_memory(Message::system_message(format!(
-                "New tools available: {}",
-                added.join(", ")
-            )));
-        }
-        if !removed.is_empty() {
-            info!(tools = ?removed, "MCP tools removed");
-            core.base.update_memory(Message::system_message(format!(
-                "Tools no longer available: {}",
-                removed.join(", ")
-            )));
-        }
+        self.tools
+            .refresh(&self.clients, &mut core.tools)
+            .await
+            .announce(&mut core.base);
     }
 
     /// Uninstalls every MCP tool from `tools` and disconnects every server (the end of the
     /// session). Servers not yet connected are forgotten.
     async fn disconnect(&mut self, tools: &mut ToolCollection) {
-        for name in std::mem::take(&mut self.installed).keys() {
-            tools.remove_tool(name);
-        }
+        self.tools.uninstall_all(tools);
         self.pending.clear();
-        self.alive.clear();
         self.clients.disconnect_all().await;
     }
 }
@@ -236,8 +163,8 @@ impl ToolCallHooks for ManusHooks {
     async fn before_think(&mut self, core: &mut ToolCallCore) -> Result<BeforeThink, AgentError> {
         if self.is_pending() {
             self.connect_pending().await;
-            let (added, _) = self.sync(&mut core.tools);
-            info!(tools = ?added, "MCP tools installed");
+            let installed = self.sync(&mut core.tools);
+            info!(tools = ?installed.added, "MCP tools installed");
         } else {
             self.refresh(core).await;
         }
@@ -245,11 +172,16 @@ impl ToolCallHooks for ManusHooks {
             && recently_browsed(core.base.memory.messages(), 3, helper.tool().name())
         {
             let prompt = helper.format_next_step_prompt(core).await;
-            return Ok(BeforeThink::ProceedWithPrompt(
-                core.base.with_stuck_hint(&prompt),
-            ));
+            // Plain: think() adds the stuck hint once while Manus is stuck.
+            return Ok(BeforeThink::ProceedWithPrompt(prompt));
         }
         Ok(BeforeThink::Proceed)
+    }
+
+    /// The end of Manus's life: the MCP tools leave its tool set and every server is
+    /// disconnected (stdio servers' processes are stopped).
+    async fn shutdown(&mut self, core: &mut ToolCallCore) {
+        self.disconnect(&mut core.tools).await;
     }
 }
 
@@ -283,7 +215,6 @@ pub fn manus_lazy_mcp(
 /// server (stdio servers' processes are stopped). The agent keeps working with its own tools.
 /// Call it when the session is over, not between the runs of an interactive session.
 pub async fn disconnect_mcp(agent: &mut Manus) {
-    let mut tools = std::mem::take(&mut agent.core_mut().tools);
-    agent.hooks_mut().disconnect(&mut tools).await;
-    agent.core_mut().tools = tools;
+    let (core, hooks) = agent.parts_mut();
+    hooks.shutdown(core).await;
 }
