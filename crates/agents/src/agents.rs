@@ -10,8 +10,9 @@ use agent_sandbox::{Sandbox, SandboxFileOperator};
 use agent_toolcall::{Policies, ToolCallAgent, ToolCallHooks};
 use agent_tools::{
     AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, Terminate,
-    ToolCollection, WebSearch,
+    ToolCollection,
 };
+use agent_web::WebSearch;
 
 use crate::manus::{Manus, ManusHooks};
 use crate::prompts::{

@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_config::Config;
 use agent_core::{Agent, CancellationToken};
 use agent_llm::{ChatModel, LlmClient, LlmSettings};
-use agent_toolcall::{AutoTextReply, NextStepPromptMode, ObservationTruncation, Policies};
+use agent_toolcall::Policies;
 use agents::AgentOptions;
 use agents::flow::{Flow, FlowEvent, FlowOptions, PlanningFlow};
 use anyhow::{Context, Result};
@@ -50,24 +50,6 @@ pub fn workspace_dir(explicit: Option<&Path>, configured: Option<&Path>) -> Resu
         .join(dir))
 }
 
-fn policies(config: &Config) -> Policies {
-    let agent = &config.agent;
-    Policies {
-        next_step_prompt: match agent.next_step_prompt {
-            agent_config::NextStepPromptMode::AppendToMemory => NextStepPromptMode::AppendToMemory,
-            _ => NextStepPromptMode::Ephemeral,
-        },
-        observation_truncation: match agent.observation_truncation {
-            agent_config::ObservationTruncation::Cut => ObservationTruncation::Cut,
-            _ => ObservationTruncation::HeadAndTail,
-        },
-        auto_text_reply: match agent.auto_text_reply {
-            agent_config::AutoTextReply::Finish => AutoTextReply::Finish,
-            _ => AutoTextReply::KeepLooping,
-        },
-    }
-}
-
 /// The agent options of the configuration; `with_sandbox: false` leaves out the sandbox of
 /// `use_sandbox` (SandboxManus has its own).
 async fn options(global: &GlobalArgs, config: &Config, with_sandbox: bool) -> Result<AgentOptions> {
@@ -75,15 +57,14 @@ async fn options(global: &GlobalArgs, config: &Config, with_sandbox: bool) -> Re
     let mut options = AgentOptions::new(&workspace);
     options.max_steps = config.agent.max_steps;
     options.max_observe = config.agent.max_observe;
-    options.policies = policies(config);
+    options.policies = Policies::from_settings(&config.agent);
     options.browser = agent_browser::BrowserConfig {
         // Downloads land in the workspace, where the run's file list names them.
         downloads_dir: Some(workspace.join("downloads")),
         ..agent_browser::BrowserConfig::from_settings(&config.browser)
     };
     options.web_search = Some(Arc::new(
-        agent_tools::WebSearch::new(config.search.web_search())
-            .context("invalid [search] settings")?,
+        agent_web::WebSearch::from_settings(&config.search).context("invalid [search] settings")?,
     ));
     if with_sandbox && config.sandbox.use_sandbox {
         // The tools run in the sandbox with the workspace at its own path, so paths and
@@ -109,39 +90,7 @@ async fn sandbox(
     workspace: &Path,
     mirrored: bool,
 ) -> Result<Arc<dyn agent_sandbox::Sandbox>> {
-    let settings = &config.sandbox;
-    std::fs::create_dir_all(workspace)
-        .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
-    let workspace = workspace
-        .canonicalize()
-        .with_context(|| format!("cannot resolve the workspace {}", workspace.display()))?;
-    let local = agent_sandbox::LocalSandboxOptions::from_settings(
-        &workspace,
-        &settings.work_dir,
-        &settings.memory_limit,
-        settings.cpu_limit,
-        settings.timeout,
-        settings.network_enabled,
-    )
-    .context("invalid [sandbox] settings")?;
-    let local = if mirrored { local.mirrored() } else { local };
-    match settings.backend {
-        agent_config::SandboxBackend::Local => {
-            Ok(Arc::new(agent_sandbox::LocalSandbox::new(local).await?))
-        }
-        agent_config::SandboxBackend::Docker => {
-            let docker = agent_sandbox::DockerSandboxOptions {
-                image: settings.image.clone(),
-                work_dir: local.work_dir.clone(),
-                memory_limit: local.memory_limit,
-                cpu_limit: local.cpu_limit,
-                timeout: local.timeout,
-                network_enabled: settings.network_enabled,
-                ..agent_sandbox::DockerSandboxOptions::new(&workspace)
-            };
-            Ok(Arc::new(agent_sandbox::DockerSandbox::new(docker).await?))
-        }
-    }
+    Ok(agent_sandbox::from_settings(&config.sandbox, workspace, mirrored).await?)
 }
 
 /// SandboxManus's sandbox: `[sandbox]` over the workspace, shown at `[sandbox] work_dir`
