@@ -8,6 +8,14 @@
 //! openmanus-rs's own settings (step and observation overrides, policies, the workspace).
 //! `mcp.json` beside the file lists MCP servers ([`McpServerConfig`]).
 //!
+//! These are plain settings types: this crate depends on no crate of ours but `agent-llm` (whose
+//! `LlmSettings` is the `[llm]` section). Each crate that uses a section converts it itself, so
+//! configuration flows one way: `agent_toolcall::Policies::from_settings(&config.agent)`,
+//! `agent_browser::BrowserConfig::from_settings(&config.browser)`,
+//! `agent_web::WebSearch::from_settings(&config.search)`,
+//! `agent_sandbox::from_settings(&config.sandbox, ..)`. The policy enums of `[agent]`
+//! ([`NextStepPromptMode`], [`ObservationTruncation`], [`AutoTextReply`]) are defined here, once.
+//!
 //! Errors name the file, the line, the column and the key; unknown keys are errors, so a typo
 //! never falls back to a default silently. A value written as `"${NAME}"` is read from the
 //! environment. See `docs/configuration.md` for the full reference.
