@@ -12,8 +12,8 @@ use agent_llm::{LlmClient, LlmSettings};
 use agent_testkit::MockOpenAi;
 use agent_testkit::web_fixtures::{EngineBehaviour, FixtureEngine, WebFixtures, paths};
 use agent_toolcall::ToolCallAgent;
-use agent_tools::web_search::{EngineUrls, WebSearch, WebSearchSettings};
-use agent_tools::{Crawl4ai, CrawlSettings};
+use agent_web::web_search::{EngineUrls, WebSearch, WebSearchSettings};
+use agent_web::{Crawl4ai, CrawlSettings};
 use serde_json::{Value, json};
 
 fn call(id: &str, name: &str, args: &Value) -> ToolCall {

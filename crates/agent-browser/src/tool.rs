@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_llm::ChatModel;
-use agent_tools::{Tool, ToolContext, ToolError, ToolResult, WebSearch, WebSearchArgs};
+use agent_tools::{Tool, ToolContext, ToolError, ToolResult};
+use agent_web::{WebSearch, WebSearchArgs};
 use async_trait::async_trait;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::{

@@ -15,7 +15,7 @@ use agent_core::{Agent, FinishReason, Role, RunStatus, ToolCall};
 use agent_llm::{LlmClient, LlmSettings};
 use agent_testkit::web_fixtures::{FixtureEngine, WebFixtures};
 use agent_testkit::{Completion, MockOpenAi};
-use agent_tools::web_search::{EngineUrls, WebSearch, WebSearchSettings};
+use agent_web::web_search::{EngineUrls, WebSearch, WebSearchSettings};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{RawQuery, State};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::loader::ConfigOrigin;
+use crate::source::ConfigOrigin;
 
 /// A configuration that cannot be used. Every variant names the file; errors about a value also
 /// give its line and column (1-based, columns in characters) and its dotted key path

@@ -1,57 +1,13 @@
-//! Finding and loading `config.toml`: the lookup order, the environment, and where the file came
-//! from.
+//! Finding and loading `config.toml`: the lookup order, the environment, `mcp.json` beside the
+//! file; and [`Config`]'s constructors that load.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::Config;
+use crate::config::Config;
 use crate::env::Env;
 use crate::error::ConfigError;
-
-/// The environment variable naming a configuration file (checked after `--config`).
-pub const CONFIG_ENV: &str = "OPENMANUS_CONFIG";
-
-/// How the configuration file was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigOrigin {
-    /// Named explicitly (the CLI's `--config`).
-    Explicit,
-    /// Named by the `OPENMANUS_CONFIG` environment variable.
-    EnvVar,
-    /// Found as `config/config.toml` under the base directory.
-    ConfigToml,
-    /// Found as `config/config.example.toml` under the base directory (no `config.toml`).
-    Example,
-    /// Parsed from a string; there is no file.
-    Inline,
-}
-
-impl fmt::Display for ConfigOrigin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Explicit => "--config",
-            Self::EnvVar => CONFIG_ENV,
-            Self::ConfigToml => "the config directory",
-            Self::Example => "the config directory, example fallback",
-            Self::Inline => "a string",
-        })
-    }
-}
-
-/// The file a [`Config`] was loaded from, and why that one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigSource {
-    /// The file (for [`ConfigOrigin::Inline`], a placeholder used in messages).
-    pub path: PathBuf,
-    /// How it was chosen.
-    pub origin: ConfigOrigin,
-}
-
-impl fmt::Display for ConfigSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (from {})", self.path.display(), self.origin)
-    }
-}
+use crate::mcp;
+use crate::source::{CONFIG_ENV, ConfigOrigin, ConfigSource};
 
 /// Finds and loads the configuration. Lookup order:
 ///
@@ -232,9 +188,46 @@ impl ConfigLoader {
             .unwrap_or_else(|| Path::new(""))
             .join("mcp.json");
         let mut config = Config::parse(&text, source, &self.env)?;
-        config.mcp.servers = crate::mcp::load_with_env(&mcp_path, &self.env)?;
+        config.mcp.servers = mcp::load_with_env(&mcp_path, &self.env)?;
         config.mcp_path = Some(mcp_path);
         tracing::debug!(source = %config.source, servers = config.mcp.servers.len(), "configuration loaded");
         Ok(config)
+    }
+}
+
+impl Config {
+    /// Finds and loads the configuration under `base_dir` with the process environment:
+    /// `explicit` (the CLI's `--config`), then `OPENMANUS_CONFIG`, then
+    /// `config/config.toml`, then `config/config.example.toml`. See [`ConfigLoader`].
+    ///
+    /// # Errors
+    ///
+    /// Any [`ConfigError`].
+    pub fn load(
+        base_dir: impl Into<PathBuf>,
+        explicit: Option<&Path>,
+    ) -> Result<Self, ConfigError> {
+        ConfigLoader::new(base_dir)
+            .explicit_path(explicit.map(Path::to_path_buf))
+            .load()
+    }
+
+    /// Loads exactly this file (and `mcp.json` beside it) with the process environment.
+    ///
+    /// # Errors
+    ///
+    /// Any [`ConfigError`]; a missing file is [`ConfigError::Missing`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        ConfigLoader::new("").load_file(path)
+    }
+
+    /// Parses a configuration from TOML text with the process environment; no `mcp.json` is
+    /// read. Messages call the file `<string>`.
+    ///
+    /// # Errors
+    ///
+    /// Any [`ConfigError`] about the content.
+    pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
+        ConfigLoader::new("").parse_str(text)
     }
 }

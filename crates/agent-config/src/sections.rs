@@ -9,6 +9,7 @@ use agent_llm::ApiKey;
 use serde::{Deserialize, Deserializer};
 
 use crate::mcp::McpServerConfig;
+use crate::policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
 
 /// `""` means "not set" for optional strings (OpenManus's examples write `cdp_url = ""`).
 fn empty_as_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
@@ -135,6 +136,7 @@ fn proxy_if_server<'de, D: Deserializer<'de>>(
 
 /// `[search]`: the `web_search` tool's engines and retry policy. A missing section or key keeps
 /// OpenManus's defaults (unlike OpenManus, where a missing section yields no settings at all).
+/// The `agent-web` crate turns it into the tool's settings (`WebSearchSettings::from_settings`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SearchSettings {
@@ -174,37 +176,6 @@ pub struct EngineBaseUrls {
     pub bing: Option<String>,
     /// The Brave Search API.
     pub brave: Option<String>,
-}
-
-impl SearchSettings {
-    /// The `web_search` tool's settings for this section: the OpenManus keys carried over, every
-    /// other setting (engine URLs, timeouts) at the tool's defaults.
-    #[must_use]
-    pub fn web_search(&self) -> agent_tools::WebSearchSettings {
-        let defaults = agent_tools::WebSearchSettings::default();
-        let url =
-            |set: &Option<String>, default: &String| set.clone().unwrap_or_else(|| default.clone());
-        let base_urls = agent_tools::web_search::EngineUrls {
-            google: url(&self.base_urls.google, &defaults.base_urls.google),
-            baidu: url(&self.base_urls.baidu, &defaults.base_urls.baidu),
-            duckduckgo: url(&self.base_urls.duckduckgo, &defaults.base_urls.duckduckgo),
-            bing: url(&self.base_urls.bing, &defaults.base_urls.bing),
-            brave: url(&self.base_urls.brave, &defaults.base_urls.brave),
-        };
-        agent_tools::WebSearchSettings {
-            base_urls,
-            brave_api_key: self.brave_api_key.clone(),
-            searxng_url: self.searxng_url.clone(),
-            engine: self.engine.clone(),
-            fallback_engines: self.fallback_engines.clone(),
-            #[allow(clippy::cast_precision_loss)]
-            retry_delay: self.retry_delay as f64,
-            max_retries: self.max_retries,
-            lang: self.lang.clone(),
-            country: self.country.clone(),
-            ..defaults
-        }
-    }
 }
 
 impl Default for SearchSettings {
@@ -359,46 +330,6 @@ impl Default for RunflowSettings {
             timeout_secs: 3600,
         }
     }
-}
-
-/// How the per-step prompt reaches the model (`[agent] next_step_prompt`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-pub enum NextStepPromptMode {
-    /// `"append"` — OpenManus: added to memory as a new user message every step.
-    #[serde(rename = "append")]
-    AppendToMemory,
-    /// `"ephemeral"` — sent as the last message of each request, never stored (spec §13 W2).
-    /// The default.
-    #[default]
-    #[serde(rename = "ephemeral")]
-    Ephemeral,
-}
-
-/// How an observation longer than `max_observe` characters is shortened
-/// (`[agent] observation_truncation`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-pub enum ObservationTruncation {
-    /// `"cut"` — OpenManus: keep the first `max_observe` characters, no marker.
-    #[serde(rename = "cut")]
-    Cut,
-    /// `"head_and_tail"` — keep head and tail with an explicit omission marker (spec §13 W15).
-    /// The default.
-    #[default]
-    #[serde(rename = "head_and_tail")]
-    HeadAndTail,
-}
-
-/// What a text-only reply in `auto` tool-choice mode means (`[agent] auto_text_reply`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-pub enum AutoTextReply {
-    /// `"keep_looping"` — OpenManus: the loop goes on until `terminate` or the step budget.
-    /// The default.
-    #[default]
-    #[serde(rename = "keep_looping")]
-    KeepLooping,
-    /// `"finish"` — the text is the answer and the agent finishes.
-    #[serde(rename = "finish")]
-    Finish,
 }
 
 /// `[agent]` (openmanus-rs): overrides and policies for every agent.

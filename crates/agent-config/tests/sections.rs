@@ -264,25 +264,3 @@ fn env_references_work_in_every_section() {
     );
     assert_eq!(config.agent.workspace_root, PathBuf::from("/tmp/ws"));
 }
-
-#[test]
-fn the_search_section_configures_the_web_search_tool() {
-    let config = agent_config::Config::from_toml_str(
-        "[llm]\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[search]\nengine = \"Bing\"\nlang = \"zh\"\nretry_delay = 5\n",
-    )
-    .unwrap();
-    let web = config.search.web_search();
-    assert_eq!(web.engine, "Bing");
-    assert_eq!(web.lang, "zh");
-    assert_eq!(web.country, "us", "a missing key keeps its default");
-    assert!((web.retry_delay - 5.0).abs() < f64::EPSILON);
-    assert_eq!(web.fallback_engines, ["DuckDuckGo", "Baidu", "Bing"]);
-    let defaults =
-        agent_config::Config::from_toml_str("[llm]\nmodel = \"m\"\nbase_url = \"http://x\"\n")
-            .unwrap();
-    assert_eq!(
-        defaults.search.web_search().engine,
-        "Google",
-        "no [search] section: every default applies"
-    );
-}

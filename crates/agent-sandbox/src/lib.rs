@@ -12,6 +12,9 @@
 //!   processes, and the whole process tree killed on timeout, drop and cleanup.
 //!   [`LocalSandbox::probe`] says plainly when the machine cannot run it; nothing ever runs
 //!   unsandboxed silently.
+//! - [`DockerSandbox`] runs the same interface in a container of a Docker engine.
+//! - [`from_settings`] turns the `[sandbox]` section of `config.toml` into one of them (the
+//!   backend is chosen here, nowhere else).
 //!
 //! The threat model is in `docs/sandbox.md`.
 //!
@@ -47,6 +50,7 @@ mod local;
 mod operator;
 mod path;
 mod process;
+mod settings;
 pub mod tools;
 
 pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker, remove_live_containers_now};
@@ -54,6 +58,7 @@ pub use error::SandboxError;
 pub use limits::parse_memory_limit;
 pub use local::{LocalSandbox, LocalSandboxOptions, Probe, SANDBOX_PATH};
 pub use operator::SandboxFileOperator;
+pub use settings::from_settings;
 
 /// What a command run in a sandbox produced.
 #[derive(Debug, Clone, PartialEq, Eq)]

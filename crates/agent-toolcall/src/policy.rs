@@ -1,40 +1,14 @@
 //! Named policies for the places where openmanus-rs deliberately differs from OpenManus in what
 //! the model sees. [`Policies::openmanus`] reproduces OpenManus; [`Policies::default`] is the
-//! improved behaviour.
+//! improved behaviour; [`Policies::from_settings`] reads them from `[agent]`.
+//!
+//! The three policy enums are defined once, in `agent-config` (they are the vocabulary of the
+//! `[agent]` section, with their spellings in the file), and re-exported here: configuration
+//! sits below this crate, so the arrow points one way (agent-toolcall → agent-config) and no
+//! second copy needs mapping.
 
-/// What happens to the per-step `next_step_prompt`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NextStepPromptMode {
-    /// OpenManus: appended to memory as a new user message on every step, so N steps leave N
-    /// copies in the conversation.
-    AppendToMemory,
-    /// Sent as the last message of each request but never stored: memory does not grow with
-    /// copies of it, and the model still reads it every step (spec §13 W2). The default.
-    #[default]
-    Ephemeral,
-}
-
-/// How an observation longer than `max_observe` characters is shortened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ObservationTruncation {
-    /// OpenManus: keep the first `max_observe` characters, with no marker.
-    Cut,
-    /// Keep the head and the tail (where errors and summaries usually are) with an explicit
-    /// `[... N characters omitted ...]` marker between them (spec §13 W15). The default.
-    #[default]
-    HeadAndTail,
-}
-
-/// What a text-only reply (no tool call) in `auto` mode means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AutoTextReply {
-    /// OpenManus: the step acts on nothing and the loop goes on until `terminate` or the step
-    /// budget. The default, because agent prompts tell the model to finish with `terminate`.
-    #[default]
-    KeepLooping,
-    /// The text is the answer: the agent finishes.
-    Finish,
-}
+use agent_config::AgentSettings;
+pub use agent_config::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
 
 /// The set of behaviour policies of a ToolCallAgent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,6 +29,17 @@ impl Policies {
             next_step_prompt: NextStepPromptMode::AppendToMemory,
             observation_truncation: ObservationTruncation::Cut,
             auto_text_reply: AutoTextReply::KeepLooping,
+        }
+    }
+
+    /// The policies of the `[agent]` section (`next_step_prompt`, `observation_truncation`,
+    /// `auto_text_reply`); a key the file does not set keeps its default.
+    #[must_use]
+    pub fn from_settings(section: &AgentSettings) -> Self {
+        Self {
+            next_step_prompt: section.next_step_prompt,
+            observation_truncation: section.observation_truncation,
+            auto_text_reply: section.auto_text_reply,
         }
     }
 }
@@ -89,6 +74,39 @@ pub fn truncate_observation(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_settings_reads_every_policy_of_the_agent_section() {
+        let mut section = AgentSettings::default();
+        assert_eq!(Policies::from_settings(&section), Policies::default());
+        section.next_step_prompt = NextStepPromptMode::AppendToMemory;
+        section.observation_truncation = ObservationTruncation::Cut;
+        section.auto_text_reply = AutoTextReply::KeepLooping;
+        assert_eq!(Policies::from_settings(&section), Policies::openmanus());
+        section.auto_text_reply = AutoTextReply::Finish;
+        assert_eq!(
+            Policies::from_settings(&section).auto_text_reply,
+            AutoTextReply::Finish
+        );
+    }
+
+    #[test]
+    fn the_agent_section_of_a_file_becomes_the_policies() -> Result<(), agent_config::ConfigError> {
+        let config = agent_config::Config::from_toml_str(
+            "[llm]\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[agent]\n\
+             next_step_prompt = \"append\"\nobservation_truncation = \"cut\"\n\
+             auto_text_reply = \"finish\"\n",
+        )?;
+        assert_eq!(
+            Policies::from_settings(&config.agent),
+            Policies {
+                next_step_prompt: NextStepPromptMode::AppendToMemory,
+                observation_truncation: ObservationTruncation::Cut,
+                auto_text_reply: AutoTextReply::Finish,
+            }
+        );
+        Ok(())
+    }
 
     #[test]
     fn cut_keeps_the_first_characters_without_a_marker() {

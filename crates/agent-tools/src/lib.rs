@@ -3,9 +3,10 @@
 //! The [`Tool`] trait (name, description, JSON-schema parameters, async execution), the typed
 //! helper [`TypedTool`] whose argument struct derives `serde::Deserialize` +
 //! `schemars::JsonSchema`, [`ToolResult`] with OpenManus's rendering rules, the [`ToolCollection`]
-//! an agent holds, and the built-in [`Terminate`] and [`CreateChatCompletion`] tools.
-//! The web tools are [`WebSearch`] (`web_search`: search engines with fallback, module
-//! [`web_search`]) and [`Crawl4ai`] (`crawl4ai`: pages as clean markdown, module [`crawl4ai`]).
+//! an agent holds, the built-in [`Terminate`] and [`CreateChatCompletion`] tools, and the local
+//! tools ([`Bash`], [`PythonExecute`], [`StrReplaceEditor`], [`PlanningTool`], [`AskHuman`]).
+//! The web tools (`web_search`, `crawl4ai`) live in the `agent-web` crate, so that a crate that
+//! needs only the [`Tool`] trait does not build an HTML parser and an HTTP client.
 //!
 //! ```
 //! use agent_tools::{Terminate, ToolCollection, ToolContext};
@@ -27,7 +28,6 @@
 mod ask_human;
 pub mod bash;
 mod collection;
-pub mod crawl4ai;
 mod create_chat_completion;
 pub mod editor;
 pub mod planning;
@@ -36,14 +36,12 @@ pub mod python;
 mod result;
 mod terminate;
 mod tool;
-pub mod web_search;
 
 pub use ask_human::{
     ASK_HUMAN, AskHuman, AskHumanArgs, ChannelInput, HumanInput, NO_HUMAN, Question, TerminalInput,
 };
 pub use bash::{BASH, Bash, BashArgs};
 pub use collection::ToolCollection;
-pub use crawl4ai::{CRAWL4AI, Crawl4ai, Crawl4aiArgs, CrawlSettings};
 pub use create_chat_completion::{CREATE_CHAT_COMPLETION, CreateChatCompletion, TextResponse};
 pub use editor::{FileOperator, LocalFileOperator, STR_REPLACE_EDITOR, StrReplaceEditor};
 pub use planning::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus};
@@ -51,4 +49,3 @@ pub use python::{PYTHON_EXECUTE, PythonExecute, PythonExecuteArgs};
 pub use result::ToolResult;
 pub use terminate::{TERMINATE, Terminate, TerminateArgs, TerminateStatus};
 pub use tool::{Tool, ToolContext, ToolError, TypedTool, parameters_schema, parse_args};
-pub use web_search::{WEB_SEARCH, WebSearch, WebSearchArgs, WebSearchSettings};

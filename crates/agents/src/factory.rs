@@ -8,18 +8,20 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_browser::BrowserConfig;
 use agent_config::{Config, McpServerConfig};
 use agent_core::Agent;
 use agent_llm::{ChatModel, LlmError};
 use agent_mcp::{McpClientOptions, McpClients};
 use agent_sandbox::Sandbox;
+use agent_toolcall::Policies;
 use agent_tools::HumanInput;
+use agent_web::WebSearch;
 use serde::{Deserialize, Serialize};
 use tracing::warn;
 
 use crate::flow::{FlowOptions, PlanningFlow};
 use crate::options::AgentOptions;
-use crate::settings;
 
 /// The agents the factory builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -294,16 +296,25 @@ impl AgentFactory {
         let mut options = AgentOptions::new(&workspace);
         options.max_steps = config.agent.max_steps;
         options.max_observe = config.agent.max_observe;
-        options.policies = settings::policies(config);
+        options.policies = Policies::from_settings(&config.agent);
         options.human.clone_from(&self.human);
         options.python.clone_from(&self.python);
-        options.browser = settings::browser(config, &workspace);
-        options.web_search = Some(settings::web_search(config)?);
+        options.browser = BrowserConfig {
+            // Downloads land in the workspace, where the run's file list names them.
+            downloads_dir: Some(workspace.join("downloads")),
+            ..BrowserConfig::from_settings(&config.browser)
+        };
+        options.web_search = Some(Arc::new(WebSearch::from_settings(&config.search).map_err(
+            |e| FactoryError::Settings {
+                section: "search",
+                message: e.to_string(),
+            },
+        )?));
         if with_sandbox && config.sandbox.use_sandbox {
             // The tools run in the sandbox with the workspace at its own path, so paths and
             // observations are the same as without it. No fallback: if the sandbox cannot run,
             // the agent is not built.
-            let sandbox = settings::sandbox(config, &workspace, true)
+            let sandbox = agent_sandbox::from_settings(&config.sandbox, &workspace, true)
                 .await
                 .map_err(|source| FactoryError::Sandbox {
                     context: "[sandbox] use_sandbox = true, but the sandbox cannot run",
@@ -369,12 +380,16 @@ impl AgentFactory {
                 }
                 AgentKind::Sandbox => {
                     let llm = model(kind.agent_name())?;
-                    let own = settings::sandbox(&self.config, &options.workspace, false)
-                        .await
-                        .map_err(|source| FactoryError::Sandbox {
-                            context: "SandboxManus needs the sandbox, and it cannot run",
-                            source,
-                        })?;
+                    let own = agent_sandbox::from_settings(
+                        &self.config.sandbox,
+                        &options.workspace,
+                        false,
+                    )
+                    .await
+                    .map_err(|source| FactoryError::Sandbox {
+                        context: "SandboxManus needs the sandbox, and it cannot run",
+                        source,
+                    })?;
                     sandbox = Some(Arc::clone(&own));
                     Box::new(
                         crate::sandbox_manus(llm, &options, own).with_tools_kept_between_runs(),

@@ -34,7 +34,6 @@ pub mod flow;
 pub mod manus;
 mod options;
 pub mod prompts;
-mod settings;
 pub mod workspace;
 
 pub use agents::{MANUS, SANDBOX_BROWSER, SANDBOX_MANUS, SWE, manus, sandbox_manus, swe};

@@ -8,9 +8,8 @@ use agent_browser::{BrowserConfig, BrowserUseTool};
 use agent_llm::ChatModel;
 use agent_sandbox::{Sandbox, SandboxFileOperator};
 use agent_toolcall::{Policies, ToolCallAgent, ToolCallHooks};
-use agent_tools::{
-    AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, WebSearch,
-};
+use agent_tools::{AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput};
+use agent_web::WebSearch;
 
 /// What every agent needs from its surroundings.
 #[derive(Clone)]

@@ -36,6 +36,7 @@
 mod api;
 mod baidu;
 mod bing;
+mod config;
 mod duckduckgo;
 mod engine;
 mod google;
@@ -66,7 +67,7 @@ pub use settings::{EngineUrls, HTML_ENGINES, WebSearchSettings};
 use self::engine::EngineHttp;
 use self::page::{PageFetcher, http_client, visible_text};
 use self::settings::secs;
-use crate::{ToolContext, ToolError, ToolResult, TypedTool};
+use agent_tools::{ToolContext, ToolError, ToolResult, TypedTool};
 
 /// The tool name.
 pub const WEB_SEARCH: &str = "web_search";
@@ -196,7 +197,7 @@ fn all_failed(failures: &[EngineFailure], sweeps: u32) -> String {
 /// `web_search`: web search with engine fallback. See the [module documentation](self).
 ///
 /// ```no_run
-/// use agent_tools::web_search::{WebSearch, WebSearchArgs, WebSearchSettings};
+/// use agent_web::web_search::{WebSearch, WebSearchArgs, WebSearchSettings};
 /// use agent_core::CancellationToken;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {

@@ -12,8 +12,9 @@ use agent_core::CancellationToken;
 use agent_testkit::web_fixtures::{
     CHINESE_TEXT, CYRILLIC_TEXT, HUGE_PAGE_BYTES, WebFixtures, paths,
 };
-use agent_tools::crawl4ai::NO_VALID_URLS;
-use agent_tools::{Crawl4ai, CrawlSettings, Tool, ToolCollection, ToolContext, ToolResult};
+use agent_tools::{Tool, ToolCollection, ToolContext, ToolResult};
+use agent_web::crawl4ai::NO_VALID_URLS;
+use agent_web::{Crawl4ai, CrawlSettings};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -5,7 +5,7 @@
 //! [`PageFetcher`].
 //!
 //! ```
-//! use agent_tools::web_search::page::{decode_body, visible_text};
+//! use agent_web::web_search::page::{decode_body, visible_text};
 //!
 //! // windows-1251 declared in a <meta> tag: "Привет" is decoded, not mangled.
 //! let mut html = b"<html><head><meta charset=\"windows-1251\"></head><body><p>".to_vec();

@@ -12,11 +12,11 @@ use agent_testkit::web_fixtures::{
     BRAVE_API_KEY, CHINESE_TEXT, CYRILLIC_TEXT, EngineBehaviour, FixtureEngine, HUGE_PAGE_BYTES,
     WebFixtures, paths,
 };
-use agent_tools::web_search::{
+use agent_tools::{Tool, ToolCollection, ToolContext, ToolResult};
+use agent_web::web_search::{
     ALL_FAILED, EngineError, EngineUrls, SearchEngine, SearchError, SearchItem, SearchQuery,
     SearchResponse, WebSearch, WebSearchArgs, WebSearchSettings,
 };
-use agent_tools::{Tool, ToolCollection, ToolContext, ToolResult};
 use async_trait::async_trait;
 use serde_json::json;
 

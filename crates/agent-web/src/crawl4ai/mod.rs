@@ -55,7 +55,7 @@ pub use markdown::{Extracted, count_words, extract, filter_short_blocks};
 use crate::web_search::page::{
     DEFAULT_USER_AGENT, FetchError, PageFetcher, http_client, truncate_chars,
 };
-use crate::{ToolContext, ToolError, ToolResult, TypedTool};
+use agent_tools::{ToolContext, ToolError, ToolResult, TypedTool};
 
 /// The tool name.
 pub const CRAWL4AI: &str = "crawl4ai";

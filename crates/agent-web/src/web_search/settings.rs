@@ -19,7 +19,7 @@ pub const HTML_ENGINES: [&str; 4] = ["google", "baidu", "duckduckgo", "bing"];
 /// and may be fractional (`retry_delay = 0.5`).
 ///
 /// ```
-/// use agent_tools::web_search::WebSearchSettings;
+/// use agent_web::web_search::WebSearchSettings;
 ///
 /// let settings: WebSearchSettings =
 ///     serde_json::from_value(serde_json::json!({"engine": "Bing", "retry_delay": 5})).unwrap();
@@ -141,7 +141,7 @@ impl WebSearchSettings {
     /// `available`. Names are compared in lower case.
     ///
     /// ```
-    /// use agent_tools::web_search::WebSearchSettings;
+    /// use agent_web::web_search::WebSearchSettings;
     ///
     /// let settings = WebSearchSettings {
     ///     engine: "Bing".into(),

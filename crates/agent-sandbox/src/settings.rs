@@ -1,0 +1,75 @@
+//! `[sandbox]` of `config.toml` (agent-config's [`SandboxSettings`]) to a running sandbox: the
+//! one place that chooses the backend.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_config::{SandboxBackend, SandboxSettings};
+
+use crate::Sandbox;
+use crate::docker::{DockerSandbox, DockerSandboxOptions};
+use crate::error::SandboxError;
+use crate::local::{LocalSandbox, LocalSandboxOptions};
+
+/// The sandbox `[sandbox]` describes — bubblewrap on this machine (`backend = "local"`, the
+/// default) or a Docker container from `image` (`backend = "docker"`) — over `workspace`, which
+/// is created when missing and canonicalised (the sandbox needs a path without symbolic links).
+///
+/// `mirrored` shows the workspace at its own host path inside the sandbox, so that tools see
+/// the same absolute paths with and without it; otherwise it is at `[sandbox] work_dir`.
+/// `use_sandbox` is not looked at: the caller decides whether a sandbox is wanted.
+///
+/// # Errors
+///
+/// [`SandboxError::Io`] when the workspace cannot be created or resolved,
+/// [`SandboxError::InvalidSetting`] for an unusable `memory_limit`, `cpu_limit`, `timeout` or
+/// `work_dir`, and [`SandboxError::Unavailable`] when the backend cannot run here (the message
+/// says how to fix it). Nothing falls back to running unsandboxed.
+pub async fn from_settings(
+    settings: &SandboxSettings,
+    workspace: &Path,
+    mirrored: bool,
+) -> Result<Arc<dyn Sandbox>, SandboxError> {
+    tokio::fs::create_dir_all(workspace).await.map_err(|e| {
+        SandboxError::io(
+            format!("cannot create the workspace {}", workspace.display()),
+            e,
+        )
+    })?;
+    let workspace = tokio::fs::canonicalize(workspace).await.map_err(|e| {
+        SandboxError::io(
+            format!("cannot resolve the workspace {}", workspace.display()),
+            e,
+        )
+    })?;
+    let local = LocalSandboxOptions::from_settings(
+        &workspace,
+        &settings.work_dir,
+        &settings.memory_limit,
+        settings.cpu_limit,
+        settings.timeout,
+        settings.network_enabled,
+    )?;
+    let local = if mirrored { local.mirrored() } else { local };
+    tracing::debug!(
+        backend = ?settings.backend,
+        workspace = %workspace.display(),
+        work_dir = %local.work_dir.display(),
+        "starting the sandbox of [sandbox]"
+    );
+    match settings.backend {
+        SandboxBackend::Local => Ok(Arc::new(LocalSandbox::new(local).await?)),
+        SandboxBackend::Docker => {
+            let docker = DockerSandboxOptions {
+                image: settings.image.clone(),
+                work_dir: local.work_dir,
+                memory_limit: local.memory_limit,
+                cpu_limit: local.cpu_limit,
+                timeout: local.timeout,
+                network_enabled: settings.network_enabled,
+                ..DockerSandboxOptions::new(&workspace)
+            };
+            Ok(Arc::new(DockerSandbox::new(docker).await?))
+        }
+    }
+}
