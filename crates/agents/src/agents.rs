@@ -1,4 +1,5 @@
-//! Manus and SWEAgent: each a tool set, two prompts and a few limits over ToolCallAgent.
+//! SWEAgent and SandboxManus: each a tool set, two prompts and a few limits over ToolCallAgent
+//! (Manus, with its MCP servers, is in [`manus`](crate::manus)).
 
 use std::sync::Arc;
 
@@ -11,67 +12,9 @@ use agent_tools::{Terminate, ToolCollection};
 use crate::manus::{Manus, ManusHooks};
 use crate::options::AgentOptions;
 use crate::prompts::{
-    MANUS_NEXT_STEP_PROMPT, MANUS_SYSTEM_PROMPT, SWE_SYSTEM_PROMPT, with_directory,
+    MANUS_NEXT_STEP_PROMPT, MANUS_SYSTEM_PROMPT, SANDBOX_MANUS, SWE, SWE_SYSTEM_PROMPT,
+    with_directory,
 };
-
-/// The agent names, as OpenManus spells them.
-pub const MANUS: &str = "Manus";
-/// SWEAgent's name.
-pub const SWE: &str = "swe";
-
-/// Manus's own tools, in OpenManus's order: `python_execute`, `browser_use`,
-/// `str_replace_editor`, `ask_human` and `terminate`; and the browser tool itself, for the
-/// browser context.
-fn manus_tools(
-    options: &AgentOptions,
-    llm: &Arc<dyn ChatModel>,
-) -> (ToolCollection, Arc<BrowserUseTool>) {
-    let browser = options.browser(llm);
-    let mut tools = ToolCollection::new();
-    tools.add_tool(options.python());
-    tools.add_shared(browser.clone());
-    tools.add_tool(options.editor());
-    tools.add_tool(options.ask_human());
-    tools.add_tool(Terminate);
-    (tools, browser)
-}
-
-/// Manus with its own tools, the tools `hooks` already has from MCP servers, and the browser
-/// context.
-pub(crate) fn build_manus(
-    llm: Arc<dyn ChatModel>,
-    options: &AgentOptions,
-    mut hooks: ManusHooks,
-) -> Manus {
-    let (mut tools, browser) = manus_tools(options, &llm);
-    hooks.set_browser(BrowserContextHelper::new(browser));
-    hooks.sync(&mut tools);
-    let agent = ToolCallAgent::new(llm)
-        .with_name(MANUS)
-        .with_description(
-            "A versatile agent that solves many kinds of tasks with tools: code, files, the \
-             web, and questions to the user.",
-        )
-        .with_system_prompt(with_directory(MANUS_SYSTEM_PROMPT, &options.workspace))
-        .with_next_step_prompt(MANUS_NEXT_STEP_PROMPT)
-        .with_tools(tools)
-        .with_max_steps(20)
-        .with_max_observe(10_000);
-    options.apply(agent).with_hooks(hooks)
-}
-
-/// Manus, the general-purpose agent, without MCP servers: `python_execute`, `browser_use`,
-/// `str_replace_editor`, `ask_human` and `terminate`, 20 steps, observations cut at 10,000
-/// characters, the workspace in its system prompt. While one of its last three messages calls
-/// `browser_use`, each step's prompt is the browser prompt with the current browser state.
-/// [`manus_with_mcp`](crate::manus_with_mcp) and [`manus_lazy_mcp`](crate::manus_lazy_mcp) add
-/// the tools of MCP servers.
-pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> Manus {
-    build_manus(llm, options, ManusHooks::new())
-}
-
-/// SandboxManus's name.
-pub const SANDBOX_MANUS: &str = "SandboxManus";
 
 /// SandboxManus: Manus whose hands are inside `sandbox` — `sandbox_shell` (named shell
 /// sessions), `sandbox_files`, `sandbox_browser` (the `browser_use` actions on a Chromium

@@ -28,7 +28,11 @@ use agent_tools::{Tool, ToolCollection};
 use async_trait::async_trait;
 use tracing::{info, warn};
 
+use agent_browser::BrowserUseTool;
+use agent_tools::Terminate;
+
 use crate::options::AgentOptions;
+use crate::prompts::{MANUS, MANUS_NEXT_STEP_PROMPT, MANUS_SYSTEM_PROMPT, with_directory};
 
 /// Manus: a ToolCallAgent with [`ManusHooks`].
 pub type Manus = ToolCallAgent<ManusHooks>;
@@ -195,7 +199,7 @@ pub async fn manus_with_mcp(
 ) -> (Manus, Vec<McpWarning>) {
     let (clients, warnings) = McpClients::connect_all(servers, McpClientOptions::default()).await;
     let hooks = ManusHooks::connected(clients);
-    (crate::agents::build_manus(llm, options, hooks), warnings)
+    (build_manus(llm, options, hooks), warnings)
 }
 
 /// Manus that connects the MCP servers `servers` at its first `think()` (OpenManus's `Manus()`
@@ -208,7 +212,7 @@ pub fn manus_lazy_mcp(
     servers: Vec<McpServerConfig>,
 ) -> Manus {
     let hooks = ManusHooks::lazy(servers, McpClientOptions::default());
-    crate::agents::build_manus(llm, options, hooks)
+    build_manus(llm, options, hooks)
 }
 
 /// Ends Manus's MCP session: removes the MCP tools from its tool set and disconnects every
@@ -217,4 +221,55 @@ pub fn manus_lazy_mcp(
 pub async fn disconnect_mcp(agent: &mut Manus) {
     let (core, hooks) = agent.parts_mut();
     hooks.shutdown(core).await;
+}
+
+/// Manus's own tools, in OpenManus's order: `python_execute`, `browser_use`,
+/// `str_replace_editor`, `ask_human` and `terminate`; and the browser tool itself, for the
+/// browser context.
+fn manus_tools(
+    options: &AgentOptions,
+    llm: &Arc<dyn ChatModel>,
+) -> (ToolCollection, Arc<BrowserUseTool>) {
+    let browser = options.browser(llm);
+    let mut tools = ToolCollection::new();
+    tools.add_tool(options.python());
+    tools.add_shared(browser.clone());
+    tools.add_tool(options.editor());
+    tools.add_tool(options.ask_human());
+    tools.add_tool(Terminate);
+    (tools, browser)
+}
+
+/// Manus with its own tools, the tools `hooks` already has from MCP servers, and the browser
+/// context.
+pub(crate) fn build_manus(
+    llm: Arc<dyn ChatModel>,
+    options: &AgentOptions,
+    mut hooks: ManusHooks,
+) -> Manus {
+    let (mut tools, browser) = manus_tools(options, &llm);
+    hooks.set_browser(BrowserContextHelper::new(browser));
+    hooks.sync(&mut tools);
+    let agent = ToolCallAgent::new(llm)
+        .with_name(MANUS)
+        .with_description(
+            "A versatile agent that solves many kinds of tasks with tools: code, files, the \
+             web, and questions to the user.",
+        )
+        .with_system_prompt(with_directory(MANUS_SYSTEM_PROMPT, &options.workspace))
+        .with_next_step_prompt(MANUS_NEXT_STEP_PROMPT)
+        .with_tools(tools)
+        .with_max_steps(20)
+        .with_max_observe(10_000);
+    options.apply(agent).with_hooks(hooks)
+}
+
+/// Manus, the general-purpose agent, without MCP servers: `python_execute`, `browser_use`,
+/// `str_replace_editor`, `ask_human` and `terminate`, 20 steps, observations cut at 10,000
+/// characters, the workspace in its system prompt. While one of its last three messages calls
+/// `browser_use`, each step's prompt is the browser prompt with the current browser state.
+/// [`manus_with_mcp`](crate::manus_with_mcp) and [`manus_lazy_mcp`](crate::manus_lazy_mcp) add
+/// the tools of MCP servers.
+pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> Manus {
+    build_manus(llm, options, ManusHooks::new())
 }

@@ -26,3 +26,10 @@ finish on their own. When the task is done, call `terminate`.";
 pub fn with_directory(prompt: &str, directory: &std::path::Path) -> String {
     prompt.replace("{directory}", &directory.display().to_string())
 }
+
+/// The agent names, as OpenManus spells them.
+pub const MANUS: &str = "Manus";
+/// SWEAgent's name.
+pub const SWE: &str = "swe";
+/// SandboxManus's name.
+pub const SANDBOX_MANUS: &str = "SandboxManus";
