@@ -118,8 +118,11 @@ impl ProcessGroup {
     ///
     /// # Errors
     ///
-    /// Why the operating system could not start the program.
+    /// Why the operating system could not start the program, or that no tokio runtime is
+    /// running.
     pub fn spawn(name: &str, command: &mut Command) -> io::Result<Spawned> {
+        // The reaper is a task: without a runtime, refuse before anything is started.
+        let runtime = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
         command.process_group(0).kill_on_drop(true);
         let mut child = command.spawn()?;
         let pid = child
@@ -131,7 +134,7 @@ impl ProcessGroup {
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (published, leader) = watch::channel(Leader::Running);
-        tokio::spawn(reap(child, Arc::clone(&entry), published));
+        runtime.spawn(reap(child, Arc::clone(&entry), published));
         debug!(pid, name, "process group started");
         Ok(Spawned {
             group: Self { entry, pid, leader },

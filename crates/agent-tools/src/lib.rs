@@ -31,7 +31,6 @@ pub mod crawl4ai;
 mod create_chat_completion;
 pub mod editor;
 pub mod planning;
-pub mod process;
 pub mod python;
 mod result;
 mod terminate;

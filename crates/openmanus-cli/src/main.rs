@@ -256,8 +256,7 @@ impl Interrupts {
                         token.cancel();
                     }
                     _ => {
-                        agent_tools::process::kill_all_process_groups();
-                        agent_sandbox::remove_live_containers_now();
+                        agent_process::emergency_shutdown();
                         note("\ninterrupted");
                         std::process::exit(i32::from(EXIT_CANCELLED));
                     }
