@@ -3,6 +3,7 @@
 use nix::sys::signal::Signal;
 use tracing::{debug, warn};
 
+use crate::descendants::{kill_all, stop_descendants};
 use crate::hooks::hooks;
 use crate::registry::entries;
 
@@ -11,12 +12,21 @@ use crate::registry::entries;
 pub struct EmergencyReport {
     /// Process groups that were sent SIGKILL and had at least one process to receive it.
     pub groups_killed: usize,
+    /// Descendant processes of this process that were sent SIGKILL (in a registered group or
+    /// not).
+    pub descendants_killed: usize,
     /// Emergency hooks run.
     pub hooks_run: usize,
 }
 
-/// Kills every registered process group at once (SIGKILL, no grace) and then runs every
-/// registered emergency hook, in registration order; returns what it did.
+/// Kills every registered process group and every descendant of this process at once (SIGKILL,
+/// no grace), then runs every registered emergency hook, in registration order; returns what it
+/// did.
+///
+/// Descendants are frozen first (SIGSTOP, the tree walked again until no new one appears), then
+/// the groups and the frozen processes are killed: so a process that left its group (`setsid`,
+/// or the bash of an MCP stdio server, in a group of that server's making) dies too, instead of
+/// being orphaned to init when its parent is killed.
 ///
 /// For a program about to exit without running destructors (`std::process::exit` after a second
 /// Ctrl-C), where the owners' own kill-on-drop never happens. It is synchronous and takes only
@@ -25,6 +35,7 @@ pub struct EmergencyReport {
 /// still run.
 pub fn emergency_shutdown() -> EmergencyReport {
     let mut report = EmergencyReport::default();
+    let frozen = stop_descendants();
     for entry in entries() {
         if entry.signal(Signal::SIGKILL) {
             report.groups_killed += 1;
@@ -35,6 +46,7 @@ pub fn emergency_shutdown() -> EmergencyReport {
             );
         }
     }
+    report.descendants_killed = kill_all(&frozen);
     for (name, hook) in hooks() {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook()));
         match ran {

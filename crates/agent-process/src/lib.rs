@@ -12,8 +12,9 @@
 //!
 //! [`emergency_shutdown`] is the one exit path for a program that must stop at once (a second
 //! Ctrl-C, where `std::process::exit` runs no destructor): it kills every registered group and
-//! runs the hooks registered with [`register_emergency_hook`] (agent-sandbox registers "remove
-//! the live Docker containers").
+//! every descendant of this process (frozen first, so none escapes to init), then runs the hooks
+//! registered with [`register_emergency_hook`] (agent-sandbox registers "remove the live Docker
+//! containers").
 //!
 //! Hand-written on tokio and `nix` rather than on `process-wrap`: the registry, the grace
 //! period and the "unregister once reaped and empty" rule are ours either way, and tokio's
@@ -35,6 +36,7 @@
 //! # });
 //! ```
 
+mod descendants;
 mod emergency;
 mod group;
 mod hooks;

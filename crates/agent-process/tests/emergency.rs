@@ -19,7 +19,16 @@ async fn emergency_shutdown_kills_every_group_and_runs_the_hooks() {
     let grandchild: i32 = line.trim().parse().unwrap();
     let (second, ready) = spawn_script("trap '' TERM; echo ready; while :; do sleep 1; done").await;
     assert_eq!(ready, "ready");
-    let leaders = [first.pgid(), second.pgid()];
+    // A process that left its group (a new session) is out of reach of killpg.
+    let (third, line) = spawn_script("setsid sleep 1000 & echo $!; wait").await;
+    let escaped: i32 = line.trim().parse().unwrap();
+    // A child nobody registered.
+    let mut unregistered = tokio::process::Command::new("sleep")
+        .arg("1000")
+        .spawn()
+        .unwrap();
+    let stray = i32::try_from(unregistered.id().unwrap()).unwrap();
+    let leaders = [first.pgid(), second.pgid(), third.pgid()];
 
     let ran = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&ran);
@@ -37,7 +46,10 @@ async fn emergency_shutdown_kills_every_group_and_runs_the_hooks() {
     });
 
     let report = emergency_shutdown();
-    assert_eq!(report.groups_killed, 2);
+    assert_eq!(report.groups_killed, 3);
+    // The three leaders, the grandchildren of the first and third, the stray; the second
+    // group's `sleep 1` may be between two runs.
+    assert!(report.descendants_killed >= 6, "{report:?}");
     assert_eq!(report.hooks_run, 3);
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     assert_eq!(
@@ -45,7 +57,7 @@ async fn emergency_shutdown_kills_every_group_and_runs_the_hooks() {
         1,
         "a panicking hook stopped the others"
     );
-    for pid in leaders.into_iter().chain([grandchild]) {
+    for pid in leaders.into_iter().chain([grandchild, escaped, stray]) {
         assert!(
             wait_gone(pid).await,
             "{pid} survived the emergency shutdown"
@@ -54,6 +66,8 @@ async fn emergency_shutdown_kills_every_group_and_runs_the_hooks() {
     let status = first.wait().await.expect("status");
     assert!(!status.success());
     second.wait().await;
+    third.wait().await;
+    unregistered.wait().await.unwrap();
     for leader in leaders {
         assert!(!live_process_groups().contains(&leader) || gone(leader));
     }
