@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::error::McpError;
 
-/// Timeouts of an [`McpClients`].
+/// Timeouts of an [`McpClients`](crate::McpClients).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpClientOptions {
     /// The longest a server may take to start and complete the MCP handshake (default 30 s).
@@ -32,7 +32,7 @@ impl Default for McpClientOptions {
 ///
 /// Attempt `n` (from 1) starts after `initial_backoff * 2^(n-1)`, at most `max_backoff`; after
 /// `max_attempts` failed attempts in a row the server is gone for good and its tools answer
-/// [`NOT_CONNECTED`].
+/// [`NOT_CONNECTED`](crate::NOT_CONNECTED).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReconnectPolicy {
     /// Attempts per outage; `0` disables reconnection (default 5).

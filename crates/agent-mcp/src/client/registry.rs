@@ -18,7 +18,7 @@ use crate::naming::{mcp_tool_name, unique_name};
 ///
 /// Each server tool is offered as an [`McpTool`] named `mcp_{server_id}_{tool}` (sanitised, at
 /// most 64 characters, unique). A server that goes away mid-run is reconnected as its
-/// [`ReconnectPolicy`] says, and its tools listed again; the [`McpTool`]s find the live
+/// [`ReconnectPolicy`](crate::ReconnectPolicy) says, and its tools listed again; the [`McpTool`]s find the live
 /// connection by server. Dropping the set kills every stdio server's process group;
 /// [`McpClients::disconnect_all`] does it gracefully.
 #[derive(Default)]

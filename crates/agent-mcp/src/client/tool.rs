@@ -11,7 +11,7 @@ use super::supervisor::Server;
 
 /// One tool of one MCP server, as an agent [`Tool`]. It finds its server's live connection at
 /// each call (so it keeps working across reconnections, waiting for one under way); once its
-/// [`McpClients`] is dropped or disconnected, or the server is gone for good, a call answers
+/// [`McpClients`](crate::McpClients) is dropped or disconnected, or the server is gone for good, a call answers
 /// `Not connected to MCP server`.
 pub struct McpTool {
     pub(super) name: String,
