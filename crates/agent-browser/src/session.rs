@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use agent_tools::process::GroupRegistration;
+use agent_process::{ProcessGroup, Spawned};
 use chromiumoxide::Page;
 use chromiumoxide::browser::Browser as CdpBrowser;
 use chromiumoxide::cdp::browser_protocol::browser::{
@@ -15,10 +15,8 @@ use chromiumoxide::cdp::browser_protocol::target::{CloseTargetParams, GetTargetI
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::handler::viewport::Viewport;
 use futures::StreamExt;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::{ChildStderr, Command};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -213,12 +211,10 @@ impl Downloads {
 
 /// How this crate reaches Chromium: a process it launched, or a browser it attached to.
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // One per browser; boxing the child buys nothing.
 enum Process {
     Launched {
-        child: Child,
-        pgid: Option<i32>,
-        _registration: Option<GroupRegistration>,
+        /// Chromium's process group (supervised: registered process-wide, killed on drop).
+        group: ProcessGroup,
         profile: Option<tempfile::TempDir>,
     },
     Attached,
@@ -454,7 +450,7 @@ impl Browser {
     #[must_use]
     pub fn pid(&self) -> Option<i32> {
         match &self.process {
-            Process::Launched { pgid, .. } => *pgid,
+            Process::Launched { group, .. } => Some(group.pgid()),
             Process::Attached => None,
         }
     }
@@ -475,7 +471,7 @@ impl Browser {
             return false;
         }
         match &mut self.process {
-            Process::Launched { child, .. } => matches!(child.try_wait(), Ok(None)),
+            Process::Launched { group, .. } => !group.has_exited(),
             Process::Attached => true,
         }
     }
@@ -683,9 +679,7 @@ impl Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         if !self.closed {
-            if let Some(pgid) = self.pid() {
-                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-            }
+            // A launched browser's process group is killed by its `ProcessGroup`'s drop.
             self.handler.abort();
             if let Some(listener) = self.listener.take() {
                 listener.abort();
@@ -777,25 +771,17 @@ async fn start_chromium(config: &BrowserConfig) -> Result<(String, Process), Bro
         .arg("about:blank")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|source| BrowserError::Launch {
-        path: config
-            .launcher
-            .first()
-            .map_or_else(|| executable.clone(), PathBuf::from),
-        source,
-    })?;
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-    let registration = pgid.map(GroupRegistration::new);
-    let url = tokio::time::timeout(config.launch_timeout, devtools_url(&mut child)).await;
-    let mut process = Process::Launched {
-        child,
-        pgid,
-        _registration: registration,
-        profile,
-    };
+        .stderr(Stdio::piped());
+    let Spawned { group, stderr, .. } =
+        ProcessGroup::spawn("chromium", &mut command).map_err(|source| BrowserError::Launch {
+            path: config
+                .launcher
+                .first()
+                .map_or_else(|| executable.clone(), PathBuf::from),
+            source,
+        })?;
+    let url = tokio::time::timeout(config.launch_timeout, devtools_url(stderr, &group)).await;
+    let mut process = Process::Launched { group, profile };
     match url {
         Ok(Ok(url)) => Ok((url, process)),
         Ok(Err(e)) => {
@@ -815,14 +801,9 @@ async fn start_chromium(config: &BrowserConfig) -> Result<(String, Process), Bro
 /// Ends a launched browser's process group and removes its profile; nothing for an attached
 /// browser.
 async fn end_process(process: &mut Process) {
-    if let Process::Launched {
-        child,
-        pgid,
-        profile,
-        ..
-    } = process
-    {
-        kill_group(*pgid, child).await;
+    if let Process::Launched { group, profile } = process {
+        // SIGTERM, up to five seconds for Chromium to exit, then SIGKILL to the group.
+        group.shutdown(Duration::from_secs(5)).await;
         if let Some(profile) = profile.take()
             && let Err(e) = profile.close()
         {
@@ -833,11 +814,11 @@ async fn end_process(process: &mut Process) {
 
 /// Reads Chromium's stderr until it prints `DevTools listening on ws://...`, then keeps draining
 /// it in the background so the pipe never fills.
-async fn devtools_url(child: &mut Child) -> Result<String, BrowserError> {
-    let stderr = child
-        .stderr
-        .take()
-        .ok_or_else(|| BrowserError::Startup("no stderr pipe".to_owned()))?;
+async fn devtools_url(
+    stderr: Option<ChildStderr>,
+    group: &ProcessGroup,
+) -> Result<String, BrowserError> {
+    let stderr = stderr.ok_or_else(|| BrowserError::Startup("no stderr pipe".to_owned()))?;
     let mut lines = BufReader::new(stderr).lines();
     let mut seen = Vec::new();
     loop {
@@ -855,7 +836,7 @@ async fn devtools_url(child: &mut Child) -> Result<String, BrowserError> {
                 seen.push(line);
             }
             Ok(None) => {
-                let status = child.wait().await.ok();
+                let status = group.wait().await;
                 return Err(BrowserError::Startup(format!(
                     "Chromium exited ({status:?}): {}",
                     seen.join("\n")
@@ -864,22 +845,4 @@ async fn devtools_url(child: &mut Child) -> Result<String, BrowserError> {
             Err(e) => return Err(BrowserError::Startup(e.to_string())),
         }
     }
-}
-
-/// SIGTERM to the group, up to five seconds for the main process to exit, then SIGKILL to the
-/// group (stragglers included).
-async fn kill_group(pgid: Option<i32>, child: &mut Child) {
-    if let Some(pgid) = pgid {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
-    }
-    if tokio::time::timeout(Duration::from_secs(5), child.wait())
-        .await
-        .is_err()
-    {
-        warn!("Chromium did not exit after SIGTERM; killing it");
-    }
-    if let Some(pgid) = pgid {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
 }

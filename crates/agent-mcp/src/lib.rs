@@ -1,7 +1,7 @@
 //! # agent-mcp — MCP for openmanus-rs
 //!
 //! * [`McpClients`]: connections to MCP servers by id (stdio child processes in their own
-//!   process group, the legacy HTTP+SSE transport, or streamable HTTP), reconnected with
+//!   process group, supervised by `agent-process` so its emergency shutdown kills them too, the legacy HTTP+SSE transport, or streamable HTTP), reconnected with
 //!   backoff when they go away mid-run ([`ReconnectPolicy`]), each server tool offered as an
 //!   agent tool named `mcp_{server_id}_{tool}` ([`McpTool`]); text joined as OpenManus does, images as
 //!   `base64_image`, `isError` as an error result; per-server connect and per-call timeouts;

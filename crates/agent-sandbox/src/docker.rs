@@ -332,14 +332,23 @@ type LiveContainer = (Option<String>, String);
 fn live() -> std::sync::MutexGuard<'static, std::collections::HashSet<LiveContainer>> {
     static LIVE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<LiveContainer>>> =
         std::sync::OnceLock::new();
-    LIVE.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    LIVE.get_or_init(|| {
+        // The first container this process creates puts the clean-up on the one emergency
+        // path (a second Ctrl-C): no front end has to name it.
+        agent_process::register_emergency_hook(
+            "remove the live Docker sandbox containers",
+            remove_live_containers_now,
+        );
+        Default::default()
+    })
+    .lock()
+    .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Removes, before returning, every Docker sandbox container this process created and has
 /// not removed yet: for a process about to exit without unwinding (a second Ctrl-C), where
-/// [`Sandbox::cleanup`] and `Drop` no longer get to run. Works from inside or outside a tokio
+/// [`Sandbox::cleanup`] and `Drop` no longer get to run. Registered as an
+/// `agent_process::emergency_shutdown` hook when the first container is created. Works from inside or outside a tokio
 /// runtime (it uses a thread of its own); bounded to about twenty seconds.
 pub fn remove_live_containers_now() {
     let containers: Vec<LiveContainer> = live().iter().cloned().collect();

@@ -6,15 +6,16 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_process::{ProcessGroup, Spawned};
 use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{ChildStdin, Command};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, info, warn};
 
-use crate::process::{Group, Shared, pump};
+use crate::process::{Shared, pump};
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput, parse_memory_limit};
 
 /// The `PATH` inside the sandbox (the host's own `PATH` may point into hidden directories).
@@ -346,9 +347,7 @@ impl LocalSandbox {
             .env_clear()
             .env("PATH", SANDBOX_PATH)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         command
     }
 }
@@ -460,26 +459,30 @@ fn text(path: &Path) -> Result<String, SandboxError> {
     })
 }
 
-/// A started sandbox: the child, its group, the buffers of stdout and stderr, the pump tasks.
-type Spawned = (Child, Group, Arc<Shared>, Arc<Shared>, Vec<JoinHandle<()>>);
+/// A started sandbox: its process group (`bwrap`'s), its stdin if piped, the buffers of stdout
+/// and stderr, the pump tasks.
+type Started = (
+    ProcessGroup,
+    Option<ChildStdin>,
+    Arc<Shared>,
+    Arc<Shared>,
+    Vec<JoinHandle<()>>,
+);
 
-/// Spawns `command`, returning the child, its group and the pumps of stdout and stderr.
-/// Sessions (`keep_tail`) keep the newest output over the limit, commands the first.
-fn spawn(mut command: Command, limit: usize, keep_tail: bool) -> Result<Spawned, SandboxError> {
-    let mut child = command
-        .spawn()
+/// Spawns `command` in a supervised process group of its own: killing that group kills `bwrap`,
+/// and so the whole sandbox (its PID-namespace init dies with it, `--die-with-parent`, and the
+/// kernel kills every process left in a PID namespace whose init died, `setsid` ones included).
+/// Returns the group and the pumps of stdout and stderr. Sessions (`keep_tail`) keep the newest
+/// output over the limit, commands the first.
+fn spawn(mut command: Command, limit: usize, keep_tail: bool) -> Result<Started, SandboxError> {
+    let Spawned {
+        group,
+        stdin,
+        stdout,
+        stderr,
+    } = ProcessGroup::spawn("bwrap", &mut command)
         .map_err(|e| SandboxError::io("starting bwrap", e))?;
-    let pid = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .ok_or_else(|| {
-            SandboxError::io(
-                "starting bwrap",
-                std::io::Error::other("bwrap exited at once"),
-            )
-        })?;
-    let group = Group::new(pid);
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+    let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
         return Err(SandboxError::io(
             "starting bwrap",
             std::io::Error::other("its pipes are missing"),
@@ -494,7 +497,7 @@ fn spawn(mut command: Command, limit: usize, keep_tail: bool) -> Result<Spawned,
         tokio::spawn(pump(stdout, Arc::clone(&out), limit)),
         tokio::spawn(pump(stderr, Arc::clone(&err), limit)),
     ];
-    Ok((child, group, out, err, tasks))
+    Ok((group, stdin, out, err, tasks))
 }
 
 /// The exit code of a status: the code, or 128 + the signal.
@@ -509,8 +512,7 @@ fn code_of(status: std::process::ExitStatus) -> i32 {
 /// A long-lived `bash` in its own sandbox instance.
 #[derive(Debug)]
 struct Session {
-    child: Child,
-    group: Group,
+    group: ProcessGroup,
     stdin: Option<ChildStdin>,
     stdout: Arc<Shared>,
     stderr: Arc<Shared>,
@@ -518,22 +520,16 @@ struct Session {
 }
 
 impl Session {
-    fn exit_code(&mut self) -> Option<i32> {
-        match self.child.try_wait() {
-            Ok(Some(status)) => {
-                self.group.disarm();
-                Some(code_of(status))
-            }
-            _ => None,
-        }
+    fn exit_code(&self) -> Option<i32> {
+        self.group.exit_status().map(code_of)
     }
 
     async fn kill(mut self) {
         self.stdin = None;
-        if self.exit_code().is_none() {
+        if !self.group.has_exited() {
             self.group.kill();
-            if let Err(error) = self.child.wait().await {
-                warn!(%error, "waiting for a killed session");
+            if self.group.wait().await.is_none() {
+                warn!("waiting for a killed session failed");
             }
         }
         for task in self.tasks {
@@ -557,11 +553,16 @@ impl Sandbox for LocalSandbox {
         let bwrap = self.command(&["bash", "-c", command]);
         let mut bwrap = bwrap;
         bwrap.stdin(Stdio::null());
-        let (mut child, mut group, out, err, tasks) =
-            spawn(bwrap, self.options.output_limit, false)?;
+        let (group, _, out, err, tasks) = spawn(bwrap, self.options.output_limit, false)?;
         debug!(command, "sandboxed command started");
-        let status = match timeout_at(deadline, child.wait()).await {
-            Ok(status) => Some(status.map_err(|e| SandboxError::io("waiting for bwrap", e))?),
+        let waiting_failed = || {
+            SandboxError::io(
+                "waiting for bwrap",
+                std::io::Error::other("bwrap could not be reaped"),
+            )
+        };
+        let status = match timeout_at(deadline, group.wait()).await {
+            Ok(status) => Some(status.ok_or_else(waiting_failed)?),
             Err(_) => {
                 warn!(
                     command,
@@ -569,14 +570,10 @@ impl Sandbox for LocalSandbox {
                     "sandboxed command timed out; killing its sandbox"
                 );
                 group.kill();
-                child
-                    .wait()
-                    .await
-                    .map_err(|e| SandboxError::io("waiting for bwrap", e))?;
+                group.wait().await.ok_or_else(waiting_failed)?;
                 None
             }
         };
-        group.disarm();
         // Nothing outlives the sandbox's PID namespace, so the pipes close at once; bounded anyway.
         let drain = Instant::now() + DRAIN;
         for task in tasks {
@@ -603,13 +600,11 @@ impl Sandbox for LocalSandbox {
         }
         let mut command = self.command(&["bash", "--noprofile", "--norc"]);
         command.stdin(Stdio::piped());
-        let (mut child, group, stdout, stderr, tasks) =
+        let (group, stdin, stdout, stderr, tasks) =
             spawn(command, self.options.output_limit, true)?;
-        let stdin = child.stdin.take();
         sessions.insert(
             name.to_owned(),
             Session {
-                child,
                 group,
                 stdin,
                 stdout,
@@ -668,7 +663,7 @@ impl Sandbox for LocalSandbox {
             let mut sessions = self.sessions.lock().await;
             sessions
                 .as_mut()
-                .and_then(|s| s.get_mut(name))
+                .and_then(|s| s.get(name))
                 .and_then(Session::exit_code)
         };
         let (out, _) = stdout.take();

@@ -1,55 +1,10 @@
-//! A sandboxed process group: registered process-wide, killed on drop, pipes pumped into
-//! bounded buffers.
+//! A sandboxed process's pipes pumped into bounded buffers (its process group itself is an
+//! `agent_process::ProcessGroup`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
-use tracing::debug;
-
-/// Owns a process group (the `bwrap` process's group): registered in agent-tools' process-wide
-/// registry while it lives, sent SIGKILL when dropped unless disarmed. Killing `bwrap` kills the
-/// whole sandbox: its PID-namespace init dies with it (`--die-with-parent`), and the kernel kills
-/// every process left in a PID namespace whose init died, including those that called `setsid`.
-#[derive(Debug)]
-pub(crate) struct Group {
-    pgid: i32,
-    armed: bool,
-    _registration: agent_tools::process::GroupRegistration,
-}
-
-impl Group {
-    pub(crate) fn new(pgid: i32) -> Self {
-        Self {
-            pgid,
-            armed: true,
-            _registration: agent_tools::process::GroupRegistration::new(pgid),
-        }
-    }
-
-    /// Sends SIGKILL to the group (once).
-    pub(crate) fn kill(&mut self) {
-        if self.armed {
-            self.armed = false;
-            if let Err(error) = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL) {
-                debug!(pgid = self.pgid, %error, "killpg");
-            }
-        }
-    }
-
-    /// The group ended on its own and was reaped: never signal it (its id may be reused).
-    pub(crate) fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// Bytes read from a pipe, at most `limit` of them kept.
 #[derive(Debug, Default)]

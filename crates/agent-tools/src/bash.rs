@@ -361,7 +361,7 @@ impl Bash {
         let mut retried = false;
         loop {
             let session = self.session(state).await?;
-            let guard = InterruptOnDrop::new(session.pgid());
+            let guard = InterruptOnDrop::new(session.signaller());
             match session.begin(command).await {
                 Ok(()) => return self.wait_for_command(state, guard, ctx, report).await,
                 Err(error) => {
@@ -398,7 +398,7 @@ impl Bash {
                 if let Some(running) = session.running.as_mut() {
                     running.awaited = true;
                 }
-                let guard = InterruptOnDrop::new(session.pgid());
+                let guard = InterruptOnDrop::new(session.signaller());
                 self.wait_for_command(state, guard, ctx, report).await
             }
             session => {
@@ -441,7 +441,7 @@ impl Bash {
         }
         running.interrupted = true;
         running.awaited = true;
-        let guard = InterruptOnDrop::new(session.pgid());
+        let guard = InterruptOnDrop::new(session.signaller());
         let wait = self.timeout.min(INTERRUPT_WAIT);
         report.still_running = Some(format!(
             "[still running {} after ctrl+c: send ctrl+c again to kill it together with bash, or \

@@ -31,7 +31,6 @@ mod collection;
 mod create_chat_completion;
 pub mod editor;
 pub mod planning;
-pub mod process;
 pub mod python;
 mod result;
 mod terminate;

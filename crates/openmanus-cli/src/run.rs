@@ -34,8 +34,7 @@ impl Interrupts {
                     note("\ninterrupted: stopping the run (press Ctrl-C again to exit at once)");
                     continue;
                 }
-                agent_tools::process::kill_all_process_groups();
-                agent_sandbox::remove_live_containers_now();
+                agent_process::emergency_shutdown();
                 note("\ninterrupted");
                 std::process::exit(i32::from(EXIT_CANCELLED));
             }

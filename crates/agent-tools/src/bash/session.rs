@@ -8,10 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agent_core::CancellationToken;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use agent_process::{ExitWatch, GroupSignaller, ProcessGroup, Signal, Spawned};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{ChildStdin, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep_until};
@@ -110,19 +109,17 @@ enum Which {
     Stderr,
 }
 
-/// A running `bash --noprofile --norc`, leader of its own process group.
+/// A running `bash --noprofile --norc`, leader of its own process group (supervised by
+/// agent-process: registered process-wide, killed on drop).
 #[derive(Debug)]
 pub(super) struct Session {
-    pgid: Pid,
+    group: ProcessGroup,
     stdin: ChildStdin,
     shared: Arc<Shared>,
     changes: watch::Receiver<u64>,
     tasks: Vec<JoinHandle<()>>,
     /// The command being run, if any.
     pub(super) running: Option<Running>,
-    group_killed: bool,
-    /// Keeps the group in the process-wide registry (see `crate::process`).
-    _registration: crate::process::GroupRegistration,
 }
 
 impl Session {
@@ -146,19 +143,18 @@ impl Session {
             .args(["--noprofile", "--norc"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         if let Some(dir) = cwd {
             command.current_dir(dir);
         }
-        let mut child = command.spawn()?;
-        let pid = child
-            .id()
-            .and_then(|pid| i32::try_from(pid).ok())
-            .ok_or_else(|| io::Error::other("bash exited at once"))?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
+        let Spawned {
+            group,
+            stdin,
+            stdout,
+            stderr,
+        } = ProcessGroup::spawn("bash", &mut command)?;
+        let pid = group.pid();
+        let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
             return Err(io::Error::other("bash's pipes are missing"));
         };
         let (changed, changes) = watch::channel(0);
@@ -174,17 +170,15 @@ impl Session {
         let tasks = vec![
             tokio::spawn(pump(stdout, Arc::clone(&shared), Which::Stdout)),
             tokio::spawn(pump(stderr, Arc::clone(&shared), Which::Stderr)),
-            tokio::spawn(reap(child, Arc::clone(&shared))),
+            tokio::spawn(reap(group.exit_watch(), Arc::clone(&shared))),
         ];
         let mut session = Self {
-            pgid: Pid::from_raw(pid),
+            group,
             stdin,
             shared,
             changes,
             tasks,
             running: None,
-            group_killed: false,
-            _registration: crate::process::GroupRegistration::new(pid),
         };
         // SIGINT goes to the whole group. The trap keeps bash alive while the commands it starts
         // get the default action (a trapped signal is reset to the default in children), and
@@ -197,9 +191,9 @@ impl Session {
         Ok(session)
     }
 
-    /// The process group (bash's pid).
-    pub(super) fn pgid(&self) -> Pid {
-        self.pgid
+    /// A handle that signals bash's process group.
+    pub(super) fn signaller(&self) -> GroupSignaller {
+        self.group.signaller()
     }
 
     /// bash's exit code, if it has exited.
@@ -252,8 +246,8 @@ impl Session {
 
     /// Sends `signal` to the whole process group.
     pub(super) fn signal(&self, signal: Signal) {
-        if let Err(error) = killpg(self.pgid, signal) {
-            debug!(pgid = %self.pgid, %signal, %error, "could not signal the process group");
+        if !self.group.signal(signal) {
+            debug!(pgid = self.group.pgid(), %signal, "no process left to signal");
         }
     }
 
@@ -332,15 +326,17 @@ impl Session {
     /// reaped and the pipes to drain, and returns bash's exit code if it is known. The captured
     /// output stays available to [`Session::take_output`].
     pub(super) async fn kill(&mut self) -> Option<i32> {
-        self.signal(Signal::SIGTERM);
-        self.wait_until(KILL_GRACE, |s| s.exit.is_some()).await;
-        self.signal(Signal::SIGKILL);
-        self.group_killed = true;
-        self.wait_until(KILL_GRACE, |s| s.exit.is_some()).await;
-        self.wait_until(EXIT_DRAIN, |s| s.stdout.eof && s.stderr.eof)
-            .await;
+        self.group.shutdown(KILL_GRACE).await;
+        self.wait_until(EXIT_DRAIN, |s| {
+            s.exit.is_some() && s.stdout.eof && s.stderr.eof
+        })
+        .await;
         let code = self.exit_code();
-        debug!(pgid = %self.pgid, ?code, "bash and its process group killed");
+        debug!(
+            pgid = self.group.pgid(),
+            ?code,
+            "bash and its process group killed"
+        );
         code
     }
 
@@ -375,9 +371,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if !self.group_killed {
-            self.signal(Signal::SIGKILL);
-        }
+        // The group itself is killed by `ProcessGroup`'s drop.
         for task in &self.tasks {
             task.abort();
         }
@@ -387,12 +381,12 @@ impl Drop for Session {
 /// Sends SIGINT to a process group when dropped, unless disarmed: a call whose future is dropped
 /// while it waits for a command interrupts that command.
 #[derive(Debug)]
-pub(super) struct InterruptOnDrop(Option<Pid>);
+pub(super) struct InterruptOnDrop(Option<GroupSignaller>);
 
 impl InterruptOnDrop {
-    /// Armed for the group `pgid`.
-    pub(super) fn new(pgid: Pid) -> Self {
-        Self(Some(pgid))
+    /// Armed for the group that `group` signals.
+    pub(super) fn new(group: GroupSignaller) -> Self {
+        Self(Some(group))
     }
 
     /// The call completed: nothing to do on drop.
@@ -403,10 +397,13 @@ impl InterruptOnDrop {
 
 impl Drop for InterruptOnDrop {
     fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            debug!(%pgid, "bash call abandoned; interrupting its command");
-            if let Err(error) = killpg(pgid, Signal::SIGINT) {
-                debug!(%pgid, %error, "could not interrupt the abandoned command");
+        if let Some(group) = self.0.take() {
+            debug!(
+                pgid = group.pgid(),
+                "bash call abandoned; interrupting its command"
+            );
+            if !group.signal(Signal::SIGINT) {
+                debug!(pgid = group.pgid(), "no command left to interrupt");
             }
         }
     }
@@ -455,18 +452,13 @@ async fn pump(mut pipe: impl AsyncRead + Unpin, shared: Arc<Shared>, which: Whic
     }
 }
 
-/// Waits for bash to exit, reaps it and records its exit code.
-async fn reap(mut child: Child, shared: Arc<Shared>) {
-    let code = match child.wait().await {
-        Ok(status) => status
-            .code()
-            .or_else(|| status.signal().map(|signal| 128 + signal))
-            .unwrap_or(-1),
-        Err(error) => {
-            warn!(%error, "waiting for bash failed");
-            -1
-        }
-    };
+/// Waits until bash exited and was reaped, and records its exit code.
+async fn reap(mut exit: ExitWatch, shared: Arc<Shared>) {
+    let code = exit
+        .wait()
+        .await
+        .and_then(|status| status.code().or_else(|| status.signal().map(|s| 128 + s)))
+        .unwrap_or(-1);
     debug!(code, "bash exited");
     shared.update(|s| s.exit = Some(code));
 }

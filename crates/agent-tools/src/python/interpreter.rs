@@ -6,49 +6,16 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use agent_core::CancellationToken;
-use thiserror::Error;
 use tokio::sync::Mutex;
 use tracing::Instrument as _;
 use tracing::{debug, info_span, warn};
 
+use super::config::InterpreterConfig;
+use super::error::PythonError;
 use super::session::{Broken, Capture, Done, Session, Stop, describe_status};
 
 /// The default cap on what is kept of each output stream (stdout, stderr) per call: 1 MiB.
 pub const DEFAULT_OUTPUT_LIMIT: usize = 1024 * 1024;
-
-/// Why the interpreter could not be used at all. Failures of the code itself are never errors:
-/// they are [`Outcome`]s.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum PythonError {
-    /// The interpreter program could not be started.
-    #[error("could not start the Python interpreter `{program}`{}: {source}", in_dir(.cwd.as_deref()))]
-    Spawn {
-        /// The program that was run.
-        program: String,
-        /// The working directory it was given, if any.
-        cwd: Option<String>,
-        /// Why the operating system refused.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The interpreter started but the driver never reported that it was ready.
-    #[error("the Python interpreter `{program}` failed to start: {detail}")]
-    Startup {
-        /// The program that was run.
-        program: String,
-        /// What went wrong: the driver's own report, the interpreter's stderr, its exit status.
-        detail: String,
-    },
-    /// The interpreter answered something that does not follow the driver protocol, or the
-    /// driver failed; the interpreter was stopped and the next call starts a new one.
-    #[error("the Python interpreter stopped following the tool's protocol: {0}")]
-    Protocol(String),
-}
-
-fn in_dir(cwd: Option<&str>) -> String {
-    cwd.map(|dir| format!(" in `{dir}`")).unwrap_or_default()
-}
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,20 +149,6 @@ fn decode(mut bytes: Vec<u8>, cut: bool) -> (String, u64) {
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
     (text, removed)
-}
-
-/// Where and how interpreters are started.
-#[derive(Debug, Clone)]
-pub(super) struct InterpreterConfig {
-    /// The interpreter program (`python3`, or a path).
-    pub program: PathBuf,
-    /// The working directory; `None` inherits the current one.
-    pub cwd: Option<PathBuf>,
-    /// Bytes kept of each output stream per call.
-    pub output_limit: usize,
-    /// A program and its arguments run instead, with the interpreter's command line appended
-    /// (empty: none).
-    pub launcher: Vec<String>,
 }
 
 #[derive(Debug, Default)]

@@ -40,6 +40,8 @@
 //! # });
 //! ```
 
+mod config;
+mod error;
 mod interpreter;
 mod render;
 mod session;
@@ -51,9 +53,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-pub use interpreter::{
-    DEFAULT_OUTPUT_LIMIT, Execution, Outcome, PythonError, PythonInterpreter, Restart,
-};
+pub use error::PythonError;
+pub use interpreter::{DEFAULT_OUTPUT_LIMIT, Execution, Outcome, PythonInterpreter, Restart};
 pub use render::NO_OUTPUT;
 
 use crate::{ToolContext, ToolError, ToolResult, TypedTool};

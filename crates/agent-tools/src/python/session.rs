@@ -1,22 +1,22 @@
 //! One running interpreter process: start-up, the framed protocol of `driver.py`, and tear-down.
 //!
-//! The process is the leader of its own process group, so killing the group also kills the
-//! subprocesses the code started. The group is always killed before the leader is reaped, so its
-//! id cannot have been reused by then.
+//! The process is the leader of its own process group, supervised by agent-process (registered
+//! process-wide, killed on drop), so killing the group also kills the subprocesses the code
+//! started.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use agent_process::{GroupSignaller, ProcessGroup, Signal, Spawned};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout, Command};
 use tracing::{debug, warn};
 
-use super::interpreter::{InterpreterConfig, PythonError};
+use super::config::InterpreterConfig;
+use super::error::PythonError;
 
 /// The driver program, run with `python3 -u -c DRIVER`.
 pub(super) const DRIVER: &str = include_str!("driver.py");
@@ -217,7 +217,7 @@ impl Channel {
 /// Kills a process group when dropped while armed: a call whose future is dropped must not leave
 /// the code running.
 struct KillOnDrop {
-    group: Pid,
+    group: GroupSignaller,
     armed: bool,
 }
 
@@ -225,19 +225,11 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         if self.armed {
             debug!(
-                group = self.group.as_raw(),
+                group = self.group.pgid(),
                 "python call dropped; killing its group"
             );
-            kill_group(self.group);
+            self.group.signal(Signal::SIGKILL);
         }
-    }
-}
-
-fn kill_group(group: Pid) {
-    if let Err(e) = killpg(group, Signal::SIGKILL)
-        && e != nix::errno::Errno::ESRCH
-    {
-        warn!(group = group.as_raw(), error = %e, "could not kill the python process group");
     }
 }
 
@@ -255,24 +247,12 @@ pub(super) enum Stop {
 /// A running interpreter.
 #[derive(Debug)]
 pub(super) struct Session {
-    child: Child,
-    group: Pid,
+    /// The interpreter's process group; dropping it kills the group.
+    group: ProcessGroup,
     channel: Channel,
     /// True from the start of a call until its done frame: a session left in this state by a
     /// dropped call is unusable.
     pub in_call: bool,
-    /// True once the group was killed and the leader reaped (Drop then does nothing).
-    finished: bool,
-    /// Keeps the group in the process-wide registry (see `crate::process`).
-    _registration: crate::process::GroupRegistration,
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        if !self.finished {
-            kill_group(self.group);
-        }
-    }
 }
 
 impl Session {
@@ -293,9 +273,7 @@ impl Session {
             .arg(DRIVER)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         if let Some(dir) = &config.cwd {
             command.current_dir(dir);
         }
@@ -304,18 +282,18 @@ impl Session {
             cwd: config.cwd.as_ref().map(|d| d.display().to_string()),
             source,
         };
-        let mut child = command.spawn().map_err(spawn_error)?;
-        let pid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .ok_or_else(|| spawn_error(io::Error::other("the child has no process id")))?;
-        let (Some(requests), Some(frames)) = (child.stdin.take(), child.stdout.take()) else {
+        let Spawned {
+            group,
+            stdin,
+            stdout,
+            mut stderr,
+        } = ProcessGroup::spawn("python", &mut command).map_err(spawn_error)?;
+        let pid = group.pid();
+        let (Some(requests), Some(frames)) = (stdin, stdout) else {
             return Err(spawn_error(io::Error::other("the child has no pipes")));
         };
-        let mut stderr = child.stderr.take();
         let mut session = Self {
-            child,
-            group: Pid::from_raw(pid),
+            group,
             channel: Channel {
                 requests,
                 frames: FrameReader {
@@ -325,8 +303,6 @@ impl Session {
                 },
             },
             in_call: false,
-            finished: false,
-            _registration: crate::process::GroupRegistration::new(pid),
         };
         let first = tokio::time::timeout(STARTUP_LIMIT, session.channel.frames.next()).await;
         let failure = match first {
@@ -373,7 +349,7 @@ impl Session {
 
     /// The interpreter's process id.
     pub fn pid(&self) -> u32 {
-        self.group.as_raw().unsigned_abs()
+        self.group.pid()
     }
 
     /// Runs one cell. If the returned future is dropped before it completes, the process group is
@@ -387,7 +363,7 @@ impl Session {
     ) -> Result<Done, Stop> {
         self.in_call = true;
         let mut guard = KillOnDrop {
-            group: self.group,
+            group: self.group.signaller(),
             armed: true,
         };
         let end = tokio::select! {
@@ -403,7 +379,7 @@ impl Session {
     /// Kills the process group, collects the output frames still in flight into `capture`, and
     /// reaps the interpreter. Returns its exit status when it could be reaped.
     pub async fn shut_down(mut self, capture: Option<&mut Capture>) -> Option<ExitStatus> {
-        kill_group(self.group);
+        self.group.kill();
         let drain = async {
             let mut sink = Capture::default();
             let capture = capture.unwrap_or(&mut sink);
@@ -420,14 +396,13 @@ impl Session {
         self.finish().await
     }
 
-    /// Kills the group and reaps the leader (bounded); marks the session finished.
+    /// Kills the group and waits (bounded) for the leader to be reaped.
     async fn finish(&mut self) -> Option<ExitStatus> {
-        kill_group(self.group);
-        self.finished = true;
-        match tokio::time::timeout(TEARDOWN_LIMIT, self.child.wait()).await {
-            Ok(Ok(status)) => Some(status),
-            Ok(Err(e)) => {
-                warn!(pid = self.pid(), error = %e, "could not reap the python interpreter");
+        self.group.kill();
+        match self.group.wait_timeout(TEARDOWN_LIMIT).await {
+            Ok(Some(status)) => Some(status),
+            Ok(None) => {
+                warn!(pid = self.pid(), "could not reap the python interpreter");
                 None
             }
             Err(_) => {

@@ -1,0 +1,59 @@
+//! The one emergency shutdown: every registered process group killed, every hook run.
+
+use nix::sys::signal::Signal;
+use tracing::{debug, warn};
+
+use crate::descendants::{kill_all, stop_descendants};
+use crate::hooks::hooks;
+use crate::registry::entries;
+
+/// What [`emergency_shutdown`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EmergencyReport {
+    /// Process groups that were sent SIGKILL and had at least one process to receive it.
+    pub groups_killed: usize,
+    /// Descendant processes of this process that were sent SIGKILL (in a registered group or
+    /// not).
+    pub descendants_killed: usize,
+    /// Emergency hooks run.
+    pub hooks_run: usize,
+}
+
+/// Kills every registered process group and every descendant of this process at once (SIGKILL,
+/// no grace), then runs every registered emergency hook, in registration order; returns what it
+/// did.
+///
+/// Descendants are frozen first (SIGSTOP, the tree walked again until no new one appears), then
+/// the groups and the frozen processes are killed: so a process that left its group (`setsid`,
+/// or the bash of an MCP stdio server, in a group of that server's making) dies too, instead of
+/// being orphaned to init when its parent is killed.
+///
+/// For a program about to exit without running destructors (`std::process::exit` after a second
+/// Ctrl-C), where the owners' own kill-on-drop never happens. It is synchronous and takes only
+/// short-held locks, so it can run from a signal-handling task (`tokio::signal`) or thread; it
+/// is not meant for a raw async-signal handler. A hook that panics is reported and the others
+/// still run.
+pub fn emergency_shutdown() -> EmergencyReport {
+    let mut report = EmergencyReport::default();
+    let frozen = stop_descendants();
+    for entry in entries() {
+        if entry.signal(Signal::SIGKILL) {
+            report.groups_killed += 1;
+            debug!(
+                pgid = entry.pgid(),
+                name = entry.name(),
+                "emergency: group killed"
+            );
+        }
+    }
+    report.descendants_killed = kill_all(&frozen);
+    for (name, hook) in hooks() {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook()));
+        match ran {
+            Ok(()) => debug!(%name, "emergency hook ran"),
+            Err(_) => warn!(%name, "emergency hook panicked"),
+        }
+        report.hooks_run += 1;
+    }
+    report
+}

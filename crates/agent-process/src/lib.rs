@@ -1,0 +1,49 @@
+//! # agent-process — the process supervisor of openmanus-rs
+//!
+//! Every child process the framework starts (bash and Python sessions, sandboxes, Chromium, MCP
+//! stdio servers) is spawned through [`ProcessGroup::spawn`]:
+//!
+//! * the child leads a process group of its own, so everything it starts is signalled with it;
+//! * the group is in a process-wide registry while it may hold processes;
+//! * [`ProcessGroup::shutdown`] sends SIGTERM, waits a grace period for the leader, then sends
+//!   SIGKILL to the whole group; dropping a [`ProcessGroup`] sends SIGKILL at once;
+//! * a task reaps the leader as soon as it exits; an empty group is then unregistered and never
+//!   signalled again (its id may be reused).
+//!
+//! [`emergency_shutdown`] is the one exit path for a program that must stop at once (a second
+//! Ctrl-C, where `std::process::exit` runs no destructor): it kills every registered group and
+//! every descendant of this process (frozen first, so none escapes to init), then runs the hooks
+//! registered with [`register_emergency_hook`] (agent-sandbox registers "remove the live Docker
+//! containers").
+//!
+//! Hand-written on tokio and `nix` rather than on `process-wrap`: the registry, the grace
+//! period and the "unregister once reaped and empty" rule are ours either way, and tokio's
+//! `Command::process_group` already does the one thing `process-wrap`'s group wrapper would add.
+//!
+//! ```
+//! use std::time::Duration;
+//! use agent_process::{ProcessGroup, live_process_groups};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let mut command = tokio::process::Command::new("sleep");
+//! command.arg("30");
+//! let spawned = ProcessGroup::spawn("sleeper", &mut command).unwrap();
+//! let group = spawned.group;
+//! assert!(live_process_groups().contains(&group.pgid()));
+//! let status = group.shutdown(Duration::from_secs(10)).await;
+//! assert!(status.is_some_and(|s| !s.success()));
+//! assert!(!live_process_groups().contains(&group.pgid()));
+//! # });
+//! ```
+
+mod descendants;
+mod emergency;
+mod group;
+mod hooks;
+mod registry;
+
+pub use emergency::{EmergencyReport, emergency_shutdown};
+pub use group::{ExitWatch, GroupSignaller, ProcessGroup, Spawned};
+pub use hooks::{HookId, register_emergency_hook, unregister_emergency_hook};
+pub use nix::sys::signal::Signal;
+pub use registry::live_process_groups;

@@ -1,0 +1,123 @@
+//! The process-wide registry of live process groups.
+//!
+//! An [`Entry`] is one group: its id, a name for the logs, and whether it may still be signalled
+//! ("armed"). Signalling and disarming happen under the entry's lock, so no signal goes to a group
+//! after it was found empty and disarmed.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tracing::debug;
+
+/// The registered groups, by registration number.
+static LIVE: Mutex<BTreeMap<u64, Arc<Entry>>> = Mutex::new(BTreeMap::new());
+/// The next registration number.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// One registered process group.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    id: u64,
+    pgid: i32,
+    name: String,
+    /// False once the group must not be signalled again: killed for good, or found empty after
+    /// its leader was reaped (its id may then be reused).
+    armed: Mutex<bool>,
+}
+
+impl Entry {
+    /// Registers the group `pgid`, armed.
+    pub(crate) fn register(pgid: i32, name: &str) -> Arc<Self> {
+        let entry = Arc::new(Self {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            pgid,
+            name: name.to_owned(),
+            armed: Mutex::new(true),
+        });
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(entry.id, Arc::clone(&entry));
+        entry
+    }
+
+    /// The process group id.
+    pub(crate) fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// The name given at spawn.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sends `signal` to the whole group while it is armed; true if the signal was delivered
+    /// to at least one process.
+    pub(crate) fn signal(&self, signal: Signal) -> bool {
+        let armed = self.armed.lock().unwrap_or_else(PoisonError::into_inner);
+        *armed && self.send(signal)
+    }
+
+    /// Sends SIGKILL to the group (if armed), then disarms and unregisters it.
+    pub(crate) fn kill_for_good(&self) {
+        let mut armed = self.armed.lock().unwrap_or_else(PoisonError::into_inner);
+        if *armed {
+            self.send(Signal::SIGKILL);
+            *armed = false;
+        }
+        drop(armed);
+        self.unregister();
+    }
+
+    /// The leader was reaped: when no process is left in the group, disarm and unregister it
+    /// (its id is free for reuse from now on). A group that still has members keeps its id (the
+    /// kernel does not reuse the id of a live process group) and stays armed.
+    pub(crate) fn leader_reaped(&self) {
+        let mut armed = self.armed.lock().unwrap_or_else(PoisonError::into_inner);
+        if *armed && killpg(Pid::from_raw(self.pgid), None) == Err(Errno::ESRCH) {
+            *armed = false;
+        }
+        let disarmed = !*armed;
+        drop(armed);
+        if disarmed {
+            self.unregister();
+        }
+    }
+
+    fn send(&self, signal: Signal) -> bool {
+        match killpg(Pid::from_raw(self.pgid), signal) {
+            Ok(()) => true,
+            Err(error) => {
+                // ESRCH (nobody left in the group) is the normal case after an exit.
+                if error != Errno::ESRCH {
+                    debug!(pgid = self.pgid, name = %self.name, %signal, %error, "killpg");
+                }
+                false
+            }
+        }
+    }
+
+    fn unregister(&self) {
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+/// The registered entries right now (the lock is not held while they are used).
+pub(crate) fn entries() -> Vec<Arc<Entry>> {
+    LIVE.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .values()
+        .cloned()
+        .collect()
+}
+
+/// The ids of the process groups registered right now, in registration order.
+#[must_use]
+pub fn live_process_groups() -> Vec<i32> {
+    entries().iter().map(|e| e.pgid()).collect()
+}

@@ -1,0 +1,257 @@
+//! Two Ctrl-Cs while a bash child, a Python child and MCP stdio servers are alive: no process of
+//! the run survives, checked by pid and by process group (issue 14: one process supervisor, one
+//! emergency shutdown).
+//!
+//! Manus has `python_execute` but no `bash`; its bash here is the one of our own MCP server
+//! (`openmanus mcp-server` over stdio), in a process group of that server's making: the
+//! emergency shutdown must reach it although it is no group of the run's own.
+
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use agent_core::ToolCall;
+use agent_testkit::{Completion, MockOpenAi};
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
+
+/// A minimal MCP stdio server that will not go away by itself: it ignores SIGTERM, keeps running
+/// when its standard input closes, and starts a grandchild in its process group.
+const STUBBORN_MCP_SERVER: &str = r#"
+import json, os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+here = os.path.dirname(os.path.abspath(__file__))
+def note(name, pid):
+    with open(os.path.join(here, name), "w") as f:
+        f.write(f"{pid}\n")
+grandchild = subprocess.Popen(["sleep", "300"])
+note("mcp.pid", os.getpid())
+note("mcp-child.pid", grandchild.pid)
+def reply(id, result):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id, "result": result}) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    method, id = message.get("method"), message.get("id")
+    if id is None:
+        continue
+    if method == "initialize":
+        reply(id, {"protocolVersion": message["params"]["protocolVersion"],
+                   "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "stubborn", "version": "1"}})
+    elif method == "tools/list":
+        reply(id, {"tools": [{"name": "noop", "description": "Does nothing.",
+                              "inputSchema": {"type": "object"}}]})
+    else:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": id,
+                                     "error": {"code": -32601, "message": "no"}}) + "\n")
+        sys.stdout.flush()
+while True:
+    time.sleep(1)
+"#;
+
+fn call(id: &str, name: &str, args: Value) -> ToolCall {
+    ToolCall::new(id, name, args.to_string())
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is as good as gone: it runs nothing.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// Whether some process not yet a zombie is in the process group `pgid`.
+fn group_alive(pgid: i32) -> bool {
+    if killpg(Pid::from_raw(pgid), None) == Err(Errno::ESRCH) {
+        return false;
+    }
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                let fields: Vec<&str> = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .collect();
+                // After the command: state, ppid, pgrp.
+                fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
+            })
+        })
+}
+
+/// The pid written to `path` (waited for); `log` is openmanus's stderr, shown on failure.
+async fn pid_in(path: &Path, log: &Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text.trim().parse().unwrap();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared; openmanus said:\n{}",
+            path.display(),
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive() {
+    let server = MockOpenAi::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("config")).unwrap();
+    std::fs::create_dir_all(root.join("workspace")).unwrap();
+    let workspace = root.join("workspace").canonicalize().unwrap();
+    std::fs::write(
+        root.join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-cli-test\"\nmax_tokens = 1024\ntemperature = 0.0\nmax_attempts = 1\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let script = root.join("stubborn_mcp.py");
+    std::fs::write(&script, STUBBORN_MCP_SERVER).unwrap();
+    std::fs::write(
+        root.join("config/mcp.json"),
+        json!({"mcpServers": {
+            "stubborn": {"type": "stdio", "command": "python3", "args": [script]},
+            "local": {"type": "stdio", "command": BIN, "args": ["mcp-server"]}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    // The Python interpreter starts a child and returns; then the MCP server's bash blocks, deaf
+    // to INT and TERM, so the clean cancel of the first Ctrl-C has to wait and the second one
+    // cuts it short.
+    server.push(Completion::tool_calls(
+        None,
+        [
+            call(
+                "c1",
+                "python_execute",
+                json!({"code": "import os, subprocess\nopen('py.pid', 'w').write(f'{os.getpid()}\\n')\nchild = subprocess.Popen(['sleep', '300'])\nopen('py-child.pid', 'w').write(f'{child.pid}\\n')\nprint('started')"}),
+            ),
+            call(
+                "c2",
+                "mcp_local_bash",
+                json!({"command": format!("cd {}; trap '' TERM INT; echo $$ > bash.pid; sleep 300 & echo $! > bash-child.pid; sleep 300", workspace.display())}),
+            ),
+        ],
+    ));
+    let log = root.join("stderr.log");
+    let mut child = Command::new(BIN)
+        .current_dir(root)
+        .env_remove("OPENMANUS_CONFIG")
+        .env("NO_COLOR", "1")
+        .args(["--prompt", "start everything and wait"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let leaders = [
+        ("the MCP server", pid_in(&root.join("mcp.pid"), &log).await),
+        (
+            "the Python interpreter",
+            pid_in(&workspace.join("py.pid"), &log).await,
+        ),
+        ("bash", pid_in(&workspace.join("bash.pid"), &log).await),
+    ];
+    let children = [
+        (
+            "the MCP server's child",
+            pid_in(&root.join("mcp-child.pid"), &log).await,
+        ),
+        (
+            "the Python child",
+            pid_in(&workspace.join("py-child.pid"), &log).await,
+        ),
+        (
+            "bash's background job",
+            pid_in(&workspace.join("bash-child.pid"), &log).await,
+        ),
+    ];
+    for (what, pid) in leaders.iter().chain(&children) {
+        assert!(
+            alive(*pid),
+            "{what} ({pid}) is not running before the interrupt"
+        );
+    }
+    for (what, pgid) in &leaders {
+        assert!(group_alive(*pgid), "{what} does not lead a process group");
+    }
+
+    let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    kill(pid, Signal::SIGINT).unwrap();
+    // Wait for the first press to be seen before the second one.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = String::new();
+    while !seen.contains("interrupted") {
+        assert!(
+            Instant::now() < deadline,
+            "the first Ctrl-C was not reported:\n{seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        seen = std::fs::read_to_string(&log).unwrap_or_default();
+    }
+    kill(pid, Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("openmanus exited after the second Ctrl-C")
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "stderr:\n{seen}");
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let survivors = || {
+        leaders
+            .iter()
+            .chain(&children)
+            .filter(|(_, pid)| alive(*pid))
+            .map(|(what, _)| *what)
+            .chain(
+                leaders
+                    .iter()
+                    .filter(|(_, pgid)| group_alive(*pgid))
+                    .map(|(what, _)| *what),
+            )
+            .collect::<Vec<_>>()
+    };
+    while !survivors().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = survivors();
+    if !left.is_empty() {
+        // Do not leave them behind when the test fails.
+        for (_, pgid) in &leaders {
+            let _ = killpg(Pid::from_raw(*pgid), Signal::SIGKILL);
+        }
+    }
+    assert!(left.is_empty(), "survived two Ctrl-Cs: {left:?}");
+}
