@@ -6,4 +6,5 @@
 
 pub mod journal;
 
+pub use journal::JournalReader;
 pub use journal::{JOURNAL_DIR, Journal, JournalHandle, JournaledModel};
