@@ -2,7 +2,8 @@
 //! model and its reply — written under the workspace so a run can be inspected later.
 //!
 //! The journal grows linearly with the run: a request is not written whole (its body repeats
-//! the whole conversation, so whole bodies grow quadratically), but as what is new in it.
+//! the whole conversation, so whole bodies grow quadratically), but as what is new in it; and
+//! a long text already in the journal is written as a reference to it.
 //!
 //! # Lines
 //!
@@ -26,6 +27,16 @@
 //!     first time to the tools' full JSON.
 //! * `model_response` — the reply to request `seq`: content, tool calls, `usage` and finish
 //!   reason under `response`; `model_error` — the error text of a failed request `seq`.
+//!
+//! # Long texts
+//!
+//! A string of [`MIN_TEXT`] bytes or more that an earlier line (or an earlier place in the same
+//! line) already holds is written as the reference `"\u0000<n>"`: the n-th such long text of
+//! the journal, counting each distinct one once, in the order the lines hold them (object
+//! fields in line order, arrays in order). So an observation is written once, though it is in
+//! the `tool_call_finished` event, in the `step_finished` event and in the next request; and a
+//! file viewed twice unchanged is written once. A string that starts with `\u0000` is written
+//! with a second `\u0000` in front. The reader puts every text back.
 //!
 //! [`JournalReader`] (and [`read`], [`request_bodies`]) read a journal back and rebuild every
 //! request body exactly, equal as JSON to the body the HTTP client sent (retries resend that
@@ -54,6 +65,7 @@ mod format;
 mod handle;
 mod model;
 mod reader;
+mod texts;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -68,8 +80,11 @@ pub use handle::JournalHandle;
 pub use model::JournaledModel;
 pub use reader::{JournalLine, JournalReader, ReadError, read, request_bodies};
 
+pub use texts::MIN_TEXT;
+
 use encode::Encoder;
 use handle::{Entry, now_ms};
+use texts::TextWriter;
 
 /// Where journals go, inside the workspace.
 pub const JOURNAL_DIR: &str = ".openmanus/runs";
@@ -109,9 +124,10 @@ impl Journal {
         let writer = tokio::task::spawn_blocking(move || {
             let mut out = std::io::BufWriter::new(file);
             let mut encoder = Encoder::default();
+            let mut texts = TextWriter::default();
             let mut lines = 0;
             loop {
-                let line = match receiver.blocking_recv() {
+                let mut line = match receiver.blocking_recv() {
                     Some(Entry::Line(line)) => line,
                     Some(Entry::Request { mut head, body }) => {
                         head.extend(encoder.encode(body));
@@ -119,6 +135,7 @@ impl Journal {
                     }
                     Some(Entry::Close) | None => break,
                 };
+                texts.encode(&mut line);
                 serde_json::to_writer(&mut out, &line)?;
                 out.write_all(b"\n")?;
                 // Each entry reaches the file at once: a process that must exit without

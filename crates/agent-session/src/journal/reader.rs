@@ -12,6 +12,7 @@ use thiserror::Error;
 use super::format::{
     KIND_REQUEST, LEGACY_BODY, MESSAGES, NEW_MESSAGES, NEW_TOOLS, PARAMS, SEQ, TOOLS,
 };
+use super::texts::TextReader;
 
 /// Why a journal cannot be read.
 #[derive(Debug, Error)]
@@ -49,7 +50,8 @@ pub enum JournalLine {
         /// The body, equal as JSON to the one sent.
         body: Value,
     },
-    /// Any other line (`event`, `task`, `result`, `model_response`, ...), as written.
+    /// Any other line (`event`, `task`, `result`, `model_response`, ...), as it was sent to
+    /// the journal (long texts put back).
     Entry(Value),
 }
 
@@ -85,6 +87,7 @@ pub struct JournalReader<R> {
     line: usize,
     messages: Vec<Value>,
     tools: HashMap<String, Value>,
+    texts: TextReader,
 }
 
 impl JournalReader<BufReader<File>> {
@@ -106,6 +109,7 @@ impl<R: BufRead> JournalReader<R> {
             line: 0,
             messages: Vec::new(),
             tools: HashMap::new(),
+            texts: TextReader::default(),
         }
     }
 
@@ -214,8 +218,8 @@ impl<R: BufRead> Iterator for JournalReader<R> {
             if text.trim().is_empty() {
                 continue;
             }
-            let entry = match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Object(entry)) => entry,
+            let mut entry = match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(entry)) => Value::Object(entry),
                 Ok(_) => {
                     return Some(Err(ReadError::Json {
                         line: self.line,
@@ -228,6 +232,12 @@ impl<R: BufRead> Iterator for JournalReader<R> {
                         reason: error.to_string(),
                     }));
                 }
+            };
+            if let Err(what) = self.texts.decode(&mut entry) {
+                return Some(Err(self.malformed(what)));
+            }
+            let Value::Object(entry) = entry else {
+                return Some(Err(self.malformed("not an object".into())));
             };
             return Some(self.decode(entry));
         }
