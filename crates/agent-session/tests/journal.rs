@@ -1,6 +1,8 @@
 //! The run journal over a real SWE agent, the real HTTP client and the strict mock server: it
 //! stays small and linear, and rebuilds every request body the server received.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
