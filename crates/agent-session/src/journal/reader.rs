@@ -267,3 +267,62 @@ pub fn request_bodies(path: &Path) -> Result<Vec<Value>, ReadError> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn lines(text: &str) -> Vec<Result<JournalLine, ReadError>> {
+        JournalReader::new(text.as_bytes()).collect()
+    }
+
+    #[test]
+    fn an_older_line_with_the_whole_body_reads_as_that_body() {
+        let read = lines(r#"{"kind":"model_request","time_ms":"5","body":{"model":"m"}}"#);
+        assert_eq!(
+            read[0].as_ref().unwrap(),
+            &JournalLine::Request {
+                seq: None,
+                time_ms: Some("5".into()),
+                body: json!({"model": "m"}),
+            }
+        );
+    }
+
+    #[test]
+    fn references_to_what_the_journal_never_wrote_are_errors_with_their_line() {
+        let text = concat!(
+            "\n",
+            r#"{"kind":"task","task":"t"}"#,
+            "\n",
+            r#"{"kind":"model_request","params":{},"new_messages":[{"a":1}],"messages":[[0,2]]}"#,
+            "\n",
+            r#"{"kind":"model_request","params":{},"tools":[["bash","0123"]]}"#,
+            "\n[1]\n{not json\n",
+        );
+        let read = lines(text);
+        assert_eq!(read.len(), 5);
+        assert_eq!(
+            read[0].as_ref().unwrap(),
+            &JournalLine::Entry(json!({"kind": "task", "task": "t"}))
+        );
+        assert!(
+            matches!(read[1], Err(ReadError::Malformed { line: 3, .. })),
+            "{read:?}"
+        );
+        assert!(
+            matches!(read[2], Err(ReadError::Malformed { line: 4, .. })),
+            "{read:?}"
+        );
+        assert!(
+            matches!(read[3], Err(ReadError::Json { line: 5, .. })),
+            "{read:?}"
+        );
+        assert!(
+            matches!(read[4], Err(ReadError::Json { line: 6, .. })),
+            "{read:?}"
+        );
+    }
+}
