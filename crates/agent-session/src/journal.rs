@@ -1,44 +1,103 @@
 //! The run journal: one JSON object per line — every agent event, every request sent to the
 //! model and its reply — written under the workspace so a run can be inspected later.
+//!
+//! The journal grows linearly with the run: a request is not written whole (its body repeats
+//! the whole conversation, so whole bodies grow quadratically), but as what is new in it; and
+//! a long text already in the journal is written as a reference to it.
+//!
+//! # Lines
+//!
+//! Every line has `time_ms` (milliseconds since the Unix epoch, as a string) and `kind`:
+//!
+//! * `task`, `result`, `event` (an agent event under `event`), `flow_event`, ... — written by
+//!   the front end with [`JournalHandle::write`] / [`JournalHandle::event`], fields as given.
+//! * `model_request` — one request to the model, numbered by `seq` (0, 1, ...):
+//!   * `params`: every field of the body but `messages` and `tools`, verbatim (`model`,
+//!     `max_tokens` or `max_completion_tokens`, `temperature`, `tool_choice`, `stream`,
+//!     `stream_options`);
+//!   * `new_messages`: the messages this journal has not written before, which take the next
+//!     message numbers (the first message written is 0);
+//!   * `messages`: the body's messages, in order, as half-open ranges `[start, end)` of message
+//!     numbers. A message is written once however often it is sent: the system prompt once, each
+//!     turn once, an ephemeral next-step prompt once; a request whose list is not an extension
+//!     of the previous one (memory truncation dropped turns, another conversation shares the
+//!     model) is just other ranges;
+//!   * `tools` (when the body has tools): `[name, schema hash]` pairs, the hash being the first
+//!     16 hex digits of the SHA-256 of the tool's JSON; `new_tools` maps the hashes seen for the
+//!     first time to the tools' full JSON.
+//! * `model_response` — the reply to request `seq`: content, tool calls, `usage` and finish
+//!   reason under `response`; `model_error` — the error text of a failed request `seq`.
+//!
+//! # Long texts
+//!
+//! A string of [`MIN_TEXT`] bytes or more that an earlier line (or an earlier place in the same
+//! line) already holds is written as the reference `"\u0000<n>"`: the n-th such long text of
+//! the journal, counting each distinct one once, in the order the lines hold them (object
+//! fields in line order, arrays in order). So an observation is written once, though it is in
+//! the `tool_call_finished` event, in the `step_finished` event and in the next request; and a
+//! file viewed twice unchanged is written once. A string that starts with `\u0000` is written
+//! with a second `\u0000` in front. The reader puts every text back.
+//!
+//! [`JournalReader`] (and [`read`], [`request_bodies`]) read a journal back and rebuild every
+//! request body exactly, equal as JSON to the body the HTTP client sent (retries resend that
+//! same body). Journals of older versions, whose `model_request` lines hold the whole `body`,
+//! read the same way.
+//!
+//! ```
+//! use agent_session::journal::{self, Journal};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let workspace = tempfile::tempdir().unwrap();
+//! let journal = Journal::create(workspace.path(), "demo").unwrap();
+//! let handle = journal.handle();
+//! let system = json!({"role": "system", "content": "Be brief."});
+//! let first = json!({"model": "m", "messages": [system, {"role": "user", "content": "hi"}]});
+//! handle.request(first.clone());
+//! let path = journal.path().to_path_buf();
+//! journal.close().await.unwrap();
+//! assert_eq!(journal::request_bodies(&path).unwrap(), [first]);
+//! # });
+//! ```
+
+mod encode;
+mod format;
+mod handle;
+mod model;
+mod reader;
+mod texts;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use agent_core::{AgentEvent, EventBus};
-use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError, LlmSettings};
-use async_trait::async_trait;
-use serde_json::{Value, json};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use agent_core::EventBus;
+use agent_llm::{ChatModel, LlmClient, LlmError, LlmSettings};
+use tokio::sync::mpsc::unbounded_channel;
 use tokio::task::JoinHandle;
+
+pub use handle::JournalHandle;
+pub use model::JournaledModel;
+pub use reader::{JournalLine, JournalReader, ReadError, read, request_bodies};
+
+pub use texts::MIN_TEXT;
+
+use encode::Encoder;
+use handle::{Entry, now_ms};
+use texts::TextWriter;
 
 /// Where journals go, inside the workspace.
 pub const JOURNAL_DIR: &str = ".openmanus/runs";
 
-fn now_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or_default()
-}
-
 /// A journal being written by a background task.
 pub struct Journal {
     path: PathBuf,
-    sender: UnboundedSender<Entry>,
+    handle: JournalHandle,
     writer: Option<JoinHandle<std::io::Result<u64>>>,
 }
 
-/// What the writer task receives.
-enum Entry {
-    Line(Value),
-    /// Flush and stop, even while handles to the journal are still alive.
-    Close,
-}
-
 impl Journal {
-    /// Creates `<workspace>/.openmanus/runs/<time>-<agent>.jsonl`.
+    /// Creates `<workspace>/.openmanus/runs/<time>-<pid>-<agent>.jsonl`.
     ///
     /// # Errors
     ///
@@ -64,9 +123,20 @@ impl Journal {
         let (sender, mut receiver) = unbounded_channel::<Entry>();
         let writer = tokio::task::spawn_blocking(move || {
             let mut out = std::io::BufWriter::new(file);
+            let mut encoder = Encoder::default();
+            let mut texts = TextWriter::default();
             let mut lines = 0;
-            while let Some(Entry::Line(entry)) = receiver.blocking_recv() {
-                serde_json::to_writer(&mut out, &entry)?;
+            loop {
+                let mut line = match receiver.blocking_recv() {
+                    Some(Entry::Line(line)) => line,
+                    Some(Entry::Request { mut head, body }) => {
+                        head.extend(encoder.encode(body));
+                        serde_json::Value::Object(head)
+                    }
+                    Some(Entry::Close) | None => break,
+                };
+                texts.encode(&mut line);
+                serde_json::to_writer(&mut out, &line)?;
                 out.write_all(b"\n")?;
                 // Each entry reaches the file at once: a process that must exit without
                 // unwinding (a second Ctrl-C) loses nothing already written.
@@ -78,7 +148,7 @@ impl Journal {
         });
         Ok(Self {
             path,
-            sender,
+            handle: JournalHandle::new(sender),
             writer: Some(writer),
         })
     }
@@ -90,9 +160,7 @@ impl Journal {
 
     /// A handle for writing entries from elsewhere.
     pub fn handle(&self) -> JournalHandle {
-        JournalHandle {
-            sender: Some(self.sender.clone()),
-        }
+        self.handle.clone()
     }
 
     /// Flushes and closes the file; returns how many entries it holds.
@@ -101,15 +169,13 @@ impl Journal {
     ///
     /// A write error of the background writer.
     pub async fn close(mut self) -> std::io::Result<u64> {
-        let _ = self.sender.send(Entry::Close);
+        self.handle.close();
         match self.writer.take() {
             Some(writer) => writer.await.map_err(std::io::Error::other)?,
             None => Ok(0),
         }
     }
-}
 
-impl Journal {
     /// The model a run talks to: an HTTP client for `settings` whose retries are reported on
     /// `events` (when given), wrapped so every request and reply lands in this journal.
     ///
@@ -129,83 +195,5 @@ impl Journal {
         Ok(Arc::new(
             JournaledModel::new(client.clone(), self.handle()).with_wire_body(client),
         ))
-    }
-}
-
-/// Writes journal entries; cheap to clone. Entries sent after the journal closed are dropped.
-#[derive(Clone, Default)]
-pub struct JournalHandle {
-    sender: Option<UnboundedSender<Entry>>,
-}
-
-impl JournalHandle {
-    /// Writes one entry of kind `kind` with `data` (an object whose fields join the entry).
-    pub fn write(&self, kind: &str, data: Value) {
-        let Some(sender) = &self.sender else { return };
-        let mut entry = json!({"time_ms": now_ms().to_string(), "kind": kind});
-        if let (Some(entry), Value::Object(fields)) = (entry.as_object_mut(), data) {
-            entry.extend(fields);
-        }
-        let _ = sender.send(Entry::Line(entry));
-    }
-
-    /// Writes an agent event.
-    pub fn event(&self, event: &AgentEvent) {
-        self.write("event", json!({ "event": event }));
-    }
-}
-
-/// A model that records every request and reply in the journal, then passes them on.
-pub struct JournaledModel {
-    inner: Arc<dyn ChatModel>,
-    journal: JournalHandle,
-    wire: Option<Arc<LlmClient>>,
-}
-
-impl JournaledModel {
-    /// Wraps `inner`; requests are journaled as `ChatRequest`s.
-    pub fn new(inner: Arc<dyn ChatModel>, journal: JournalHandle) -> Self {
-        Self {
-            inner,
-            journal,
-            wire: None,
-        }
-    }
-
-    /// Journals each request as the JSON body `client` sends (model, max_tokens, the formatted
-    /// messages, ...) instead of the `ChatRequest`.
-    #[must_use]
-    pub fn with_wire_body(mut self, client: Arc<LlmClient>) -> Self {
-        self.wire = Some(client);
-        self
-    }
-}
-
-#[async_trait]
-impl ChatModel for JournaledModel {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let entry = match &self.wire {
-            Some(client) => json!({ "body": client.request_body(&request) }),
-            None => json!({ "request": &request }),
-        };
-        self.journal.write("model_request", entry);
-        let result = self.inner.complete(request).await;
-        match &result {
-            Ok(response) => self
-                .journal
-                .write("model_response", json!({ "response": response })),
-            Err(error) => self
-                .journal
-                .write("model_error", json!({ "error": error.to_string() })),
-        }
-        result
-    }
-
-    fn model_name(&self) -> &str {
-        self.inner.model_name()
-    }
-
-    fn supports_images(&self) -> bool {
-        self.inner.supports_images()
     }
 }

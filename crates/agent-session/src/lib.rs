@@ -18,6 +18,7 @@ pub mod journal;
 mod report;
 mod session;
 
+pub use journal::JournalReader;
 pub use journal::{JOURNAL_DIR, Journal, JournalHandle, JournaledModel};
 pub use report::{Ending, RunReport, RunResult, Usage};
 pub use session::{Canceller, Session, SessionError, Target};

@@ -10,6 +10,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_core::ToolCall;
+use agent_session::journal::JournalLine;
 use agent_testkit::{Completion, MockOpenAi};
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -77,7 +78,8 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The journal path the run named on stderr, and its entries.
+/// The journal path the run named on stderr, and its entries as read back (a model request as
+/// `{"kind": "model_request", "body": <the body it sent>}`).
 fn journal(output: &Output) -> (PathBuf, Vec<Value>) {
     let stderr = text(&output.stderr);
     let path = stderr
@@ -85,10 +87,13 @@ fn journal(output: &Output) -> (PathBuf, Vec<Value>) {
         .find_map(|l| l.strip_prefix("journal: "))
         .unwrap_or_else(|| panic!("no journal line in:\n{stderr}"));
     let path = PathBuf::from(path);
-    let entries = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad journal line {l}: {e}")))
+    let entries = agent_session::journal::read(&path)
+        .unwrap_or_else(|e| panic!("bad journal {}: {e}", path.display()))
+        .into_iter()
+        .map(|line| match line {
+            JournalLine::Request { body, .. } => json!({"kind": "model_request", "body": body}),
+            JournalLine::Entry(entry) => entry,
+        })
         .collect();
     (path, entries)
 }

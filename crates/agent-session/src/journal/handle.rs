@@ -1,0 +1,96 @@
+//! The writing end of a journal: what the writer task receives, and the cheap handle that sends
+//! it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agent_core::AgentEvent;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::format::{KIND_REQUEST, SEQ};
+
+/// Milliseconds since the Unix epoch (0 when the clock is before it).
+pub(crate) fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default()
+}
+
+/// What the writer task receives.
+pub(crate) enum Entry {
+    /// A line written as it is.
+    Line(Value),
+    /// A model request: `head` (time, kind, number) plus `body` encoded against what the
+    /// journal already holds.
+    Request {
+        /// The line's first fields.
+        head: Map<String, Value>,
+        /// The wire body.
+        body: Value,
+    },
+    /// Flush and stop, even while handles to the journal are still alive.
+    Close,
+}
+
+/// Writes journal entries; cheap to clone. Entries sent after the journal closed are dropped.
+#[derive(Clone, Default)]
+pub struct JournalHandle {
+    sender: Option<UnboundedSender<Entry>>,
+    /// The next request number, shared by every handle of the journal.
+    requests: Arc<AtomicU64>,
+}
+
+impl JournalHandle {
+    /// A handle sending to the writer task.
+    pub(crate) fn new(sender: UnboundedSender<Entry>) -> Self {
+        Self {
+            sender: Some(sender),
+            requests: Arc::default(),
+        }
+    }
+
+    /// Writes one entry of kind `kind` with `data` (an object whose fields join the entry).
+    pub fn write(&self, kind: &str, data: Value) {
+        let Some(sender) = &self.sender else { return };
+        let mut entry = head(kind);
+        if let Value::Object(fields) = data {
+            entry.extend(fields);
+        }
+        let _ = sender.send(Entry::Line(Value::Object(entry)));
+    }
+
+    /// Writes an agent event.
+    pub fn event(&self, event: &AgentEvent) {
+        self.write("event", json!({ "event": event }));
+    }
+
+    /// Writes a `model_request` line for the wire `body` and returns its number, which the
+    /// line of its reply carries as `seq` too.
+    pub fn request(&self, body: Value) -> u64 {
+        let seq = self.requests.fetch_add(1, Ordering::Relaxed);
+        if let Some(sender) = &self.sender {
+            let mut head = head(KIND_REQUEST);
+            head.insert(SEQ.into(), json!(seq));
+            let _ = sender.send(Entry::Request { head, body });
+        }
+        seq
+    }
+
+    /// Asks the writer task to flush and stop.
+    pub(crate) fn close(&self) {
+        if let Some(sender) = &self.sender {
+            let _ = sender.send(Entry::Close);
+        }
+    }
+}
+
+/// The first fields of every line: the time and the kind.
+fn head(kind: &str) -> Map<String, Value> {
+    let mut head = Map::new();
+    head.insert("time_ms".into(), Value::String(now_ms().to_string()));
+    head.insert("kind".into(), Value::String(kind.to_owned()));
+    head
+}
