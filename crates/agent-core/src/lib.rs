@@ -40,12 +40,12 @@ mod agent;
 mod error;
 mod event;
 mod memory;
+mod outcome;
 mod schema;
 
 pub use agent::{
-    Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, FinishReason, RunOutcome,
-    RunStatus, STUCK_PROMPT, StepRecord, StuckDetection, cancelled_observation, failed_observation,
-    run_loop,
+    Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, STUCK_PROMPT, StuckDetection,
+    cancelled_observation, failed_observation, run_loop,
 };
 pub use error::{AgentError, BoxError, TOOL_CALL_REQUIRED};
 pub use event::{AgentEvent, EventBus};
@@ -53,6 +53,7 @@ pub use memory::{
     DEFAULT_MAX_MESSAGES, Memory, PairingError, PairingItem, PairingViolation, check_pairing,
     check_tool_pairing, turns,
 };
+pub use outcome::{FinishReason, RunOutcome, RunStatus, StepRecord};
 pub use schema::{
     AgentState, Function, FunctionDefinition, Message, Role, ToolCall, ToolChoice, ToolDefinition,
 };

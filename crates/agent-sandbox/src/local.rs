@@ -1,4 +1,7 @@
 //! The local backend: bubblewrap (`bwrap`) namespaces plus `prlimit` resource limits.
+//!
+//! Why one file of ~730 lines: the probe, the `bwrap` arguments and the exec path share the
+//! backend's options and must agree on every mount; limits, paths and process output are apart.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
