@@ -3,7 +3,7 @@
 //! The command line, and later the server, A2A and the workers, run agents through this crate
 //! and never build or tear down an agent by hand. A [`Session`] owns one agent (built by
 //! [`agents::AgentFactory`] from the configuration) or the planning flow, with its workspace,
-//! its [journal](journal), its event bus and the cancellation of the run in progress:
+//! its [journal], its event bus and the cancellation of the run in progress:
 //!
 //! * [`Session::start`] builds the agent and opens the journal;
 //! * [`Session::run`] runs a task and returns a [`RunReport`] — the outcome, the final answer,

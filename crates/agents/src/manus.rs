@@ -268,7 +268,7 @@ pub(crate) fn build_manus(
 /// `str_replace_editor`, `ask_human` and `terminate`, 20 steps, observations cut at 10,000
 /// characters, the workspace in its system prompt. While one of its last three messages calls
 /// `browser_use`, each step's prompt is the browser prompt with the current browser state.
-/// [`manus_with_mcp`](crate::manus_with_mcp) and [`manus_lazy_mcp`](crate::manus_lazy_mcp) add
+/// [`manus_with_mcp`] and [`manus_lazy_mcp`] add
 /// the tools of MCP servers.
 pub fn manus(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> Manus {
     build_manus(llm, options, ManusHooks::new())
