@@ -29,7 +29,9 @@
 mod client;
 mod error;
 pub mod format;
+pub mod http;
 mod models;
+mod request;
 mod retry;
 mod settings;
 pub mod tokens;
