@@ -116,7 +116,7 @@ impl Setup {
                 l.strip_prefix("summary:")
                     .or_else(|| l.strip_prefix("totals:"))
             })
-            .and_then(|n| n.trim().split_whitespace().next()?.parse().ok())
+            .and_then(|n| n.split_whitespace().next()?.parse().ok())
     }
 }
 
