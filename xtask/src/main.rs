@@ -28,7 +28,8 @@ commands:
   integration
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
           server and fakellm), MCP against real servers, the example agent crate
-  bench   agent-loop, LLM-client, local-tool, browser and start-up benchmarks (release; prints figures)
+  bench   agent-loop, LLM-client, local-tool, browser, start-up and whole-process benchmarks
+          (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all";
 
 fn main() -> ExitCode {
@@ -489,16 +490,19 @@ fn bench(extra: &[String]) -> Result<()> {
         "build the release openmanus binary",
         cargo(&["build", "--release", "--locked", "--bin", "openmanus"]),
     )?;
-    let binary = workspace_root()
-        .join("target")
-        .join("release")
-        .join("openmanus");
+    // The binary is where cargo put it: CARGO_TARGET_DIR (relative to the workspace) or target/.
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || workspace_root().join("target"),
+        |dir| workspace_root().join(dir),
+    );
+    let binary = target.join("release").join("openmanus");
     for name in [
         "agent_loop",
         "llm_client",
         "tools",
         "browser",
         "cli_startup",
+        "process_cost",
     ] {
         let mut command = cargo(&[
             "bench",

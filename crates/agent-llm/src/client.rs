@@ -2,16 +2,18 @@
 
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use agent_core::{EventBus, Message, Role};
+use agent_core::{EventBus, Message, Role, ToolDefinition};
 use async_trait::async_trait;
+use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{CONTENT_TYPE, HeaderMap};
-use serde_json::{Map, Value, json};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::Value;
 use tracing::{debug, info};
 
-use crate::format::{format_messages, image_part};
+use crate::format::{WireContent, WireMessage, WirePart, wire_messages};
 use crate::models::{ModelProfile, model_profile};
+use crate::request::{Body, StreamOptions, WireTool};
 use crate::retry::RetryPolicy;
 use crate::settings::{ApiType, LlmSettings};
 use crate::tokens::TokenCounter;
@@ -86,19 +88,14 @@ impl LlmClient {
         if settings.context_window.is_some() {
             profile.context_window = settings.context_window;
         }
-        // No client-wide read timeout: it would also bound the wait for the response headers,
-        // cutting off models that think before answering. Streams get an idle timeout instead.
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("openmanus-rs/", env!("CARGO_PKG_VERSION")));
-        if let Some(timeout) = LlmSettings::secs(settings.connect_timeout_secs) {
-            builder = builder.connect_timeout(timeout);
-        }
-        if let Some(timeout) = LlmSettings::secs(settings.request_timeout_secs) {
-            builder = builder.timeout(timeout);
-        }
-        let http = builder
-            .build()
-            .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))?;
+        // No read timeout: it would also bound the wait for the response headers, cutting off
+        // models that think before answering. Streams get an idle timeout instead; the total
+        // request timeout is set per request. Clients with the same connect timeout share one
+        // process-wide reqwest client (one TLS set-up, one connection pool per endpoint).
+        let http = crate::http::client_with_connect_timeout(LlmSettings::secs(
+            settings.connect_timeout_secs,
+        ))
+        .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))?;
         let retry = RetryPolicy {
             max_attempts: settings.max_attempts.max(1),
             min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
@@ -180,24 +177,22 @@ impl LlmClient {
                 "the last message must be from the user to attach images".into(),
             ));
         }
-        let mut formatted = format_messages(system_msgs.iter().chain(&messages), true);
-        if let Some(Value::Object(last)) = formatted.last_mut() {
-            let mut parts = match last.remove("content") {
-                Some(Value::Array(parts)) => parts,
-                Some(Value::String(text)) if !text.is_empty() => {
-                    vec![json!({"type": "text", "text": text})]
-                }
+        let mut formatted = wire_messages(system_msgs.iter().chain(&messages), true);
+        if let Some(last) = formatted.last_mut() {
+            let mut parts = match std::mem::replace(&mut last.content, WireContent::Null) {
+                WireContent::Parts(parts) => parts,
+                WireContent::Text(text) if !text.is_empty() => vec![WirePart::text(text)],
                 _ => Vec::new(),
             };
-            for image in images {
+            for image in &images {
                 parts.push(match image {
-                    ImageInput::Url(url) => json!({"type": "image_url", "image_url": {"url": url}}),
-                    ImageInput::Base64(data) => image_part(&data),
+                    ImageInput::Url(url) => WirePart::image_url(url.as_str()),
+                    ImageInput::Base64(data) => WirePart::image(data),
                 });
             }
-            last.insert("content".into(), Value::Array(parts));
+            last.content = WireContent::Parts(parts);
         }
-        let response = self.send(formatted, Vec::new(), None, None).await?;
+        let response = self.send(self.body(formatted, &[], None, None)).await?;
         match response.content {
             Some(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
             _ => Err(LlmError::MalformedResponse(
@@ -207,24 +202,19 @@ impl LlmClient {
     }
 
     /// Checks the budget and the context window, sends with retries, and counts the tokens.
-    async fn send(
-        &self,
-        messages: Vec<Value>,
-        tools: Vec<Value>,
-        tool_choice: Option<&str>,
-        temperature: Option<f64>,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn send(&self, body: Body<'_>) -> Result<ChatResponse, LlmError> {
         // Counting needs the tokenizer tables (~0.1 s to load the first time), so the request is
         // counted before it is sent only when a budget or a configured context window needs it;
         // otherwise the provider's `usage` is used, or an estimate made after the reply.
-        let count_input = |messages: &[Value], tools: &[Value]| {
+        let count_input = || {
             let counter = self.counter();
-            u64::try_from(counter.count_messages(messages) + counter.count_tools(tools))
+            let (messages, tools) = body.counted_parts();
+            u64::try_from(counter.count_messages(&messages) + counter.count_tools(&tools))
                 .unwrap_or(u64::MAX)
         };
         let mut input = None;
         if let Some(max) = self.settings.max_input_tokens {
-            let needed = *input.get_or_insert_with(|| count_input(&messages, &tools));
+            let needed = *input.get_or_insert_with(count_input);
             let total = self.totals().input;
             if total.saturating_add(needed) > max {
                 return Err(LlmError::TokenLimitExceeded(format!(
@@ -233,7 +223,7 @@ impl LlmClient {
             }
         }
         if let Some(window) = self.settings.context_window {
-            let needed = *input.get_or_insert_with(|| count_input(&messages, &tools));
+            let needed = *input.get_or_insert_with(count_input);
             if needed > window {
                 return Err(LlmError::ContextLengthExceeded(format!(
                     "the request needs about {needed} input tokens but {}'s context window is {window}",
@@ -241,29 +231,23 @@ impl LlmClient {
                 )));
             }
         }
-        let body = self.body(messages, tools, tool_choice, temperature);
+        // Serialised once; every attempt sends the same bytes.
+        let bytes =
+            Bytes::from(serde_json::to_vec(&body).map_err(|e| {
+                LlmError::InvalidRequest(format!("cannot serialise the request: {e}"))
+            })?);
         let response = self
             .retry
             .run(self.events.as_ref(), |attempt| {
                 debug!(attempt, url = %self.url, "sending chat completion");
-                self.send_once(&body)
+                self.send_once(bytes.clone())
             })
             .await?;
         let usage = match response.usage {
             Some(usage) => usage,
             None => {
                 let counter = self.counter();
-                let input = input.unwrap_or_else(|| {
-                    let messages = body["messages"]
-                        .as_array()
-                        .map(Vec::as_slice)
-                        .unwrap_or_default();
-                    let tools = body["tools"]
-                        .as_array()
-                        .map(Vec::as_slice)
-                        .unwrap_or_default();
-                    count_input(messages, tools)
-                });
+                let input = input.unwrap_or_else(count_input);
                 let completion = counter
                     .count_text(response.content.as_deref().unwrap_or_default())
                     + response
@@ -307,63 +291,54 @@ impl LlmClient {
     /// per-model parameter rules applied), as it goes on the wire; the key is not part of it.
     #[must_use]
     pub fn request_body(&self, request: &ChatRequest) -> Value {
-        let (messages, tools) = self.wire_parts(request);
+        serde_json::to_value(self.request(request)).unwrap_or(Value::Null)
+    }
+
+    /// The typed body for `request`, borrowing from it.
+    fn request<'a>(&'a self, request: &'a ChatRequest) -> Body<'a> {
         self.body(
-            messages,
-            tools,
+            wire_messages(request.all_messages(), self.profile.vision),
+            &request.tools,
             request.tool_choice.map(|c| c.as_str()),
             request.temperature,
         )
     }
 
-    /// The request's messages formatted for this model, and its tools, as JSON.
-    fn wire_parts(&self, request: &ChatRequest) -> (Vec<Value>, Vec<Value>) {
-        let messages = format_messages(request.all_messages(), self.profile.vision);
-        let tools = request
-            .tools
-            .iter()
-            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-            .collect();
-        (messages, tools)
-    }
-
     /// The request body: per-model parameter rules applied from the profile.
-    fn body(
-        &self,
-        messages: Vec<Value>,
-        tools: Vec<Value>,
-        tool_choice: Option<&str>,
+    fn body<'a>(
+        &'a self,
+        messages: Vec<WireMessage<'a>>,
+        tools: &'a [ToolDefinition],
+        tool_choice: Option<&'a str>,
         temperature: Option<f64>,
-    ) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), Value::String(self.settings.model.clone()));
-        body.insert("messages".into(), Value::Array(messages));
-        if !tools.is_empty() {
-            body.insert("tools".into(), Value::Array(tools));
-            if let Some(choice) = tool_choice {
-                body.insert("tool_choice".into(), Value::String(choice.to_owned()));
-            }
+    ) -> Body<'a> {
+        let reasoning = self.profile.reasoning;
+        let stream = self.settings.stream;
+        Body {
+            max_completion_tokens: reasoning.then_some(self.settings.max_tokens),
+            max_tokens: (!reasoning).then_some(self.settings.max_tokens),
+            messages,
+            model: &self.settings.model,
+            stream,
+            stream_options: (stream && self.settings.stream_usage).then_some(StreamOptions {
+                include_usage: true,
+            }),
+            temperature: (!reasoning).then(|| temperature.unwrap_or(self.settings.temperature)),
+            tool_choice: tool_choice.filter(|_| !tools.is_empty()),
+            tools: tools.iter().map(WireTool::from).collect(),
         }
-        if self.profile.reasoning {
-            body.insert(
-                "max_completion_tokens".into(),
-                json!(self.settings.max_tokens),
-            );
-        } else {
-            body.insert("max_tokens".into(), json!(self.settings.max_tokens));
-            let temperature = temperature.unwrap_or(self.settings.temperature);
-            body.insert("temperature".into(), json!(temperature));
-        }
-        body.insert("stream".into(), Value::Bool(self.settings.stream));
-        if self.settings.stream && self.settings.stream_usage {
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        Value::Object(body)
     }
 
     /// One HTTP attempt.
-    async fn send_once(&self, body: &Value) -> Result<ChatResponse, LlmError> {
-        let mut request = self.http.post(&self.url).json(body);
+    async fn send_once(&self, body: Bytes) -> Result<ChatResponse, LlmError> {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body);
+        if let Some(timeout) = LlmSettings::secs(self.settings.request_timeout_secs) {
+            request = request.timeout(timeout);
+        }
         let key = &self.settings.api_key;
         if !key.is_empty() {
             request = match self.settings.api_type {
@@ -526,10 +501,7 @@ fn endpoint(settings: &LlmSettings) -> Result<String, LlmError> {
 #[async_trait]
 impl ChatModel for LlmClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let (messages, tools) = self.wire_parts(&request);
-        let choice = request.tool_choice.map(|c| c.as_str());
-        self.send(messages, tools, choice, request.temperature)
-            .await
+        self.send(self.request(&request)).await
     }
 
     fn model_name(&self) -> &str {
@@ -589,13 +561,15 @@ mod tests {
 
     #[test]
     fn reasoning_models_get_max_completion_tokens_and_no_temperature() {
+        use agent_core::ToolChoice;
+        use serde_json::json;
         let client = LlmClient::new(LlmSettings::new("o3-mini", "http://127.0.0.1:9/v1")).unwrap();
-        let body = client.body(
-            vec![json!({"role": "user", "content": "hi"})],
-            vec![],
-            Some("auto"),
-            Some(0.2),
-        );
+        let request = ChatRequest {
+            tool_choice: Some(ToolChoice::Auto),
+            temperature: Some(0.2),
+            ..ChatRequest::new(vec![Message::user_message("hi")])
+        };
+        let body = client.request_body(&request);
         assert_eq!(body["max_completion_tokens"], json!(4096));
         assert!(body.get("max_tokens").is_none() && body.get("temperature").is_none());
         assert!(
@@ -606,17 +580,49 @@ mod tests {
         let mut settings = LlmSettings::new("gpt-4o", "http://127.0.0.1:9/v1");
         settings.stream = false;
         let client = LlmClient::new(settings).unwrap();
-        let body = client.body(
-            vec![],
-            vec![json!({"type": "function"})],
-            Some("required"),
-            None,
-        );
+        let tool = ToolDefinition::new("t", "a tool", json!({"type": "object"}));
+        let request = ChatRequest::new(vec![]).with_tools(vec![tool], ToolChoice::Required);
+        let body = client.request_body(&request);
         assert_eq!(body["max_tokens"], json!(4096));
         assert_eq!(body["temperature"], json!(1.0));
         assert_eq!(body["tool_choice"], json!("required"));
         assert_eq!(body["stream"], json!(false));
         assert!(body.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn the_typed_body_prints_the_bytes_of_a_value_body() {
+        use agent_core::{ToolCall, ToolChoice};
+        use serde_json::json;
+        let client = LlmClient::new(LlmSettings::new("gpt-4o", "http://127.0.0.1:9/v1")).unwrap();
+        let mut tool_reply = Message::tool_message("out", "bash", "c1");
+        tool_reply.base64_image = Some("/9j/".into());
+        let request = ChatRequest::new(vec![
+            Message::user_message("hi \"there\"\n"),
+            Message::from_tool_calls(vec![ToolCall::new("c1", "bash", r#"{"a":1}"#)], ""),
+            tool_reply,
+            Message::assistant_message("done"),
+        ])
+        .with_system(vec![Message::system_message("sys")])
+        .with_tools(
+            vec![ToolDefinition::new(
+                "bash",
+                "run",
+                json!({"type": "object", "required": ["command"], "properties": {}}),
+            )],
+            ToolChoice::Auto,
+        )
+        .with_temperature(0.25);
+        let typed = serde_json::to_string(&client.request(&request)).unwrap();
+        let value = client.request_body(&request);
+        // A Value object prints its keys sorted: the typed body must print the same bytes.
+        assert_eq!(typed, value.to_string());
+        assert!(
+            typed
+                .starts_with(r#"{"max_tokens":4096,"messages":[{"content":"sys","role":"system"}"#)
+        );
+        assert!(typed.contains(r#"{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"a\":1}","name":"bash"},"id":"c1","type":"function"}]}"#));
+        assert!(typed.ends_with(r#""tool_choice":"auto","tools":[{"function":{"description":"run","name":"bash","parameters":{"properties":{},"required":["command"],"type":"object"}},"type":"function"}]}"#));
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Turning [`Message`]s into the JSON messages of a chat-completions request (spec §5.3), with
 //! the normalisation strict providers need.
 
-use agent_core::{Message, Role};
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+
+use agent_core::{Message, Role, ToolCall};
+use serde::Serialize;
+use serde_json::Value;
 use tracing::warn;
 
 /// The MIME type of a base64 image, sniffed from its first bytes (OpenManus always says jpeg).
@@ -23,10 +26,133 @@ pub fn image_mime(base64_image: &str) -> &'static str {
 /// A base64 image as an `image_url` content part with a data URL.
 #[must_use]
 pub fn image_part(base64_image: &str) -> Value {
-    json!({
-        "type": "image_url",
-        "image_url": {"url": format!("data:{};base64,{}", image_mime(base64_image), base64_image.trim())}
-    })
+    serde_json::to_value(WirePart::image(base64_image)).unwrap_or(Value::Null)
+}
+
+/// One message as it goes on the wire, borrowing from the [`Message`] (serialised by derive; the
+/// fields are in the order a `serde_json::Value` object would print them, so the bytes are the
+/// same as formatting through `Value`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WireMessage<'a> {
+    /// The text, `null` beside tool calls, or content parts.
+    pub content: WireContent<'a>,
+    /// The tool name of a `tool` message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'a str>,
+    /// The role.
+    pub role: &'a str,
+    /// The call a `tool` message answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+    /// The calls of an assistant message (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<WireCall<'a>>,
+}
+
+/// The `content` of a [`WireMessage`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum WireContent<'a> {
+    /// Plain text.
+    Text(&'a str),
+    /// `null` (an assistant message with tool calls and no text).
+    Null,
+    /// Content parts (text and images).
+    Parts(Vec<WirePart<'a>>),
+}
+
+/// A content part: `{"text": ..., "type": "text"}` or `{"image_url": {"url": ...}, "type":
+/// "image_url"}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum WirePart<'a> {
+    /// A text part.
+    Text {
+        /// The text.
+        text: Cow<'a, str>,
+        /// Always `"text"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    /// An image part.
+    Image {
+        /// The image's URL (`https://...` or a `data:` URL).
+        image_url: WireImageUrl<'a>,
+        /// Always `"image_url"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+impl<'a> WirePart<'a> {
+    /// A text part.
+    #[must_use]
+    pub fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        Self::Text {
+            text: text.into(),
+            kind: "text",
+        }
+    }
+
+    /// An image part for a URL.
+    #[must_use]
+    pub fn image_url(url: impl Into<Cow<'a, str>>) -> Self {
+        Self::Image {
+            image_url: WireImageUrl { url: url.into() },
+            kind: "image_url",
+        }
+    }
+
+    /// An image part for base64 bytes (a data URL; the MIME type is sniffed).
+    #[must_use]
+    pub fn image(base64_image: &str) -> Self {
+        Self::image_url(format!(
+            "data:{};base64,{}",
+            image_mime(base64_image),
+            base64_image.trim()
+        ))
+    }
+}
+
+/// The `image_url` object of an image part.
+#[derive(Debug, Clone, Serialize)]
+pub struct WireImageUrl<'a> {
+    /// The URL.
+    pub url: Cow<'a, str>,
+}
+
+/// A tool call on the wire (`{"function": {"arguments", "name"}, "id", "type"}`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WireCall<'a> {
+    /// The function and its arguments.
+    pub function: WireFunction<'a>,
+    /// The call id.
+    pub id: &'a str,
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+}
+
+/// The function of a [`WireCall`].
+#[derive(Debug, Clone, Serialize)]
+pub struct WireFunction<'a> {
+    /// The arguments as JSON text.
+    pub arguments: &'a str,
+    /// The tool name.
+    pub name: &'a str,
+}
+
+impl<'a> From<&'a ToolCall> for WireCall<'a> {
+    fn from(call: &'a ToolCall) -> Self {
+        Self {
+            function: WireFunction {
+                arguments: &call.function.arguments,
+                name: &call.function.name,
+            },
+            id: &call.id,
+            kind: &call.kind,
+        }
+    }
 }
 
 /// Formats messages for the wire:
@@ -40,10 +166,10 @@ pub fn image_part(base64_image: &str) -> Value {
 ///   user message);
 /// * the framework key `base64_image` never reaches the wire.
 #[must_use]
-pub fn format_messages<'a>(
+pub fn wire_messages<'a>(
     messages: impl IntoIterator<Item = &'a Message>,
     supports_images: bool,
-) -> Vec<Value> {
+) -> Vec<WireMessage<'a>> {
     let mut out = Vec::new();
     for message in messages {
         let text = message.content.as_deref();
@@ -59,54 +185,59 @@ pub fn format_messages<'a>(
         if text.is_none() && !has_calls && message.base64_image.is_none() {
             continue;
         }
-        let mut object = Map::new();
-        object.insert(
-            "role".into(),
-            Value::String(message.role.as_str().to_owned()),
-        );
         let image = message.base64_image.as_deref().filter(|i| !i.is_empty());
         let content = match image {
             Some(image) if supports_images && message.role == Role::User => {
-                let mut parts = Vec::new();
+                let mut parts = Vec::with_capacity(2);
                 if let Some(text) = text.filter(|t| !t.is_empty()) {
-                    parts.push(json!({"type": "text", "text": text}));
+                    parts.push(WirePart::text(text));
                 }
-                parts.push(image_part(image));
-                Value::Array(parts)
+                parts.push(WirePart::image(image));
+                WireContent::Parts(parts)
             }
             _ => {
                 if image.is_some() {
                     warn!(role = %message.role, "dropping an image the model cannot receive");
                 }
                 match text {
-                    Some(t) if !(t.is_empty() && has_calls) => Value::String(t.to_owned()),
-                    _ if has_calls => Value::Null,
-                    _ => Value::String(String::new()),
+                    Some(t) if !(t.is_empty() && has_calls) => WireContent::Text(t),
+                    _ if has_calls => WireContent::Null,
+                    _ => WireContent::Text(""),
                 }
             }
         };
-        object.insert("content".into(), content);
-        if has_calls {
-            object.insert(
-                "tool_calls".into(),
-                serde_json::to_value(message.calls()).unwrap_or(Value::Null),
-            );
-        }
-        if let Some(name) = &message.name {
-            object.insert("name".into(), Value::String(name.clone()));
-        }
-        if let Some(id) = &message.tool_call_id {
-            object.insert("tool_call_id".into(), Value::String(id.clone()));
-        }
-        out.push(Value::Object(object));
+        let tool_calls = if has_calls {
+            message.calls().iter().map(WireCall::from).collect()
+        } else {
+            Vec::new()
+        };
+        out.push(WireMessage {
+            content,
+            name: message.name.as_deref(),
+            role: message.role.as_str(),
+            tool_call_id: message.tool_call_id.as_deref(),
+            tool_calls,
+        });
     }
     out
+}
+
+/// [`wire_messages`] as JSON values (for token counting and inspection).
+#[must_use]
+pub fn format_messages<'a>(
+    messages: impl IntoIterator<Item = &'a Message>,
+    supports_images: bool,
+) -> Vec<Value> {
+    wire_messages(messages, supports_images)
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_core::ToolCall;
+    use serde_json::json;
 
     #[test]
     fn images_become_parts_for_vision_models_and_are_dropped_otherwise() {

@@ -5,6 +5,11 @@
 //! taxonomy ([`LlmError`]) that separates retryable failures from permanent ones. The HTTP client
 //! for real endpoints implements this trait; tests use the scripted model of `agent-testkit`.
 //!
+//! [`http`] is the process's one TLS set-up: the system root certificates are read once, on the
+//! first https handshake, and [`LlmClient`]s with the same connect timeout share one `reqwest`
+//! client (and its connection pool). The request body is serialised once per request, straight
+//! from borrowing structs.
+//!
 //! ```
 //! use agent_core::Message;
 //! use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
@@ -29,7 +34,9 @@
 mod client;
 mod error;
 pub mod format;
+pub mod http;
 mod models;
+mod request;
 mod retry;
 mod settings;
 pub mod tokens;

@@ -247,7 +247,14 @@ pub(super) async fn connect(
         McpTransport::Sse { url, headers } => {
             let headers = header_map(&id, headers)?;
             let opening = async {
-                let transport = SseClientTransport::connect(reqwest::Client::new(), url, headers)
+                // The process's shared client: the root certificates are read once, and only
+                // for an https server.
+                let client =
+                    agent_llm::http::shared_client().map_err(|e| McpError::Initialize {
+                        server: id.clone(),
+                        message: e.to_string(),
+                    })?;
+                let transport = SseClientTransport::connect(client, url, headers)
                     .await
                     .map_err(|e| McpError::Initialize {
                         server: id.clone(),

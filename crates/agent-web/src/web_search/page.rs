@@ -161,13 +161,15 @@ fn is_readable(media_type: &str) -> bool {
 }
 
 /// Builds the HTTP client the web tools use: `user_agent`, at most [`MAX_REDIRECTS`] redirects,
-/// and the system's proxy settings (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`).
+/// and the system's proxy settings (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`). It is built on the
+/// process's one TLS set-up ([`agent_llm::http::client_builder`]): the root certificates are read
+/// on the first https request, not here.
 ///
 /// # Errors
 ///
 /// The TLS backend could not be initialised.
 pub fn http_client(user_agent: &str) -> Result<Client, reqwest::Error> {
-    Client::builder()
+    agent_llm::http::client_builder()
         .user_agent(user_agent)
         .redirect(redirect::Policy::limited(MAX_REDIRECTS))
         .build()

@@ -1,0 +1,229 @@
+//! Whole-process cost of the release `openmanus` binary (`cargo xtask bench`): the SWE agent
+//! against the test kit's mock model on 127.0.0.1, a 1-step run (`terminate` at once) and a
+//! 20-step run (19 `str_replace_editor view` steps on a small file, then `terminate`).
+//!
+//! * instructions (callgrind, when `valgrind` is on the PATH): the 1-step run is start-up, the
+//!   first request, one step and exit; per step is (20-step − 1-step) / 19;
+//! * CPU time (user + system, from `getrusage(RUSAGE_CHILDREN)` around each child): the same two
+//!   runs, median of several.
+//!
+//! The steps use an in-process tool so that the figure is the client's own cost, not a shell's
+//! start-up. `cargo xtask bench` builds the release binary and passes its path in
+//! `OPENMANUS_BIN`. Figures only — nothing here passes or fails.
+
+#![allow(clippy::print_stdout, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use agent_core::ToolCall;
+use agent_testkit::{Completion, MockOpenAi};
+use nix::sys::resource::{UsageWho, getrusage};
+
+/// Steps of the long run (SWE's default step limit).
+const STEPS: usize = 20;
+/// Native runs per figure (the median is reported).
+const RUNS: usize = 7;
+
+struct Setup {
+    server: MockOpenAi,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+impl Setup {
+    /// Scripts one run of `steps` steps.
+    fn script(&self, steps: usize) {
+        let file = self.dir.path().join("ws").join("notes.txt");
+        let view = serde_json::json!({"command": "view", "path": file}).to_string();
+        for step in 1..steps {
+            self.server.push(Completion::tool_calls(
+                None,
+                [ToolCall::new(
+                    format!("v{step}"),
+                    "str_replace_editor",
+                    view.clone(),
+                )],
+            ));
+        }
+        self.server.push(Completion::tool_calls(
+            None,
+            [ToolCall::new(
+                "done",
+                "terminate",
+                r#"{"status":"success"}"#,
+            )],
+        ));
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(self.dir.path())
+            .env("HOME", self.dir.path())
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    fn args(&self) -> Vec<String> {
+        let path = |p: PathBuf| p.to_string_lossy().into_owned();
+        vec![
+            "--config".into(),
+            path(self.dir.path().join("config.toml")),
+            "--workspace".into(),
+            path(self.dir.path().join("ws")),
+            "--agent".into(),
+            "swe".into(),
+            "-q".into(),
+            "--prompt".into(),
+            "process-cost benchmark".into(),
+        ]
+    }
+
+    /// CPU seconds (user + system) of one native run of `steps` steps.
+    fn cpu_run(&self, steps: usize) -> Option<f64> {
+        self.script(steps);
+        let requests = self.server.request_count();
+        let before = cpu_of_children()?;
+        let status = self.command(&self.bin).args(self.args()).status().ok()?;
+        let after = cpu_of_children()?;
+        let all_steps = self.server.request_count() == requests + steps;
+        (status.success() && all_steps).then_some(after - before)
+    }
+
+    /// Instructions of one run of `steps` steps under callgrind.
+    fn instructions(&self, steps: usize) -> Option<u64> {
+        self.script(steps);
+        let requests = self.server.request_count();
+        let out = self.dir.path().join(format!("callgrind.{steps}.out"));
+        let status = self
+            .command(Path::new("valgrind"))
+            .arg("--tool=callgrind")
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg(&self.bin)
+            .args(self.args())
+            .status()
+            .ok()?;
+        if !status.success() || self.server.request_count() != requests + steps {
+            return None;
+        }
+        let text = std::fs::read_to_string(&out).ok()?;
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix("summary:")
+                    .or_else(|| l.strip_prefix("totals:"))
+            })
+            .and_then(|n| n.split_whitespace().next()?.parse().ok())
+    }
+}
+
+fn cpu_of_children() -> Option<f64> {
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    Some(secs(usage.user_time()) + secs(usage.system_time()))
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn has_valgrind() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn main() {
+    let Some(bin) = std::env::var_os("OPENMANUS_BIN") else {
+        println!(
+            "process_cost: set OPENMANUS_BIN to the openmanus binary (cargo xtask bench does)"
+        );
+        return;
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+    else {
+        println!("could not start a tokio runtime");
+        return;
+    };
+    let Ok(server) = runtime.block_on(MockOpenAi::start()) else {
+        println!("could not start the mock server");
+        return;
+    };
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let config = format!(
+        "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n",
+        server.base_url()
+    );
+    let ws = dir.path().join("ws");
+    if std::fs::write(dir.path().join("config.toml"), config).is_err()
+        || std::fs::create_dir_all(&ws).is_err()
+        || std::fs::write(ws.join("notes.txt"), "one\ntwo\nthree\n").is_err()
+    {
+        println!("could not write the benchmark's files");
+        return;
+    }
+    let setup = Setup {
+        server,
+        dir,
+        bin: PathBuf::from(bin),
+    };
+
+    let mut one = Vec::new();
+    let mut twenty = Vec::new();
+    for _ in 0..RUNS {
+        let (Some(a), Some(b)) = (setup.cpu_run(1), setup.cpu_run(STEPS)) else {
+            println!("process_cost: a run of the binary failed");
+            return;
+        };
+        one.push(a);
+        twenty.push(b);
+    }
+    let (one, twenty) = (median(one), median(twenty));
+    let per_step = (twenty - one) / (STEPS - 1) as f64;
+
+    let counted = if has_valgrind() {
+        setup.instructions(1).zip(setup.instructions(STEPS))
+    } else {
+        None
+    };
+    if let Err(violations) = setup.server.verify() {
+        println!("process_cost: the binary's requests broke the OpenAI rules: {violations}");
+    }
+
+    println!("process_cost: the release openmanus binary (SWE agent) against the mock model");
+    println!("| figure | measured | target |");
+    println!("|---|---|---|");
+    match counted {
+        Some((first, long)) => {
+            let per = long.saturating_sub(first) / (STEPS as u64 - 1);
+            println!(
+                "| instructions: start → first request + 1 step → exit | {:.1} M | ≤ 12 M |",
+                first as f64 / 1e6
+            );
+            println!(
+                "| instructions per step ({STEPS}-step run) | {:.2} M | — |",
+                per as f64 / 1e6
+            );
+        }
+        None => println!("| instructions | (valgrind not found or the run failed) | — |"),
+    }
+    println!(
+        "| CPU: 1-step run, whole process (median of {RUNS}) | {:.1} ms | — |",
+        one * 1e3
+    );
+    println!(
+        "| CPU per step ({STEPS}-step run − 1-step run) / {} | {:.3} ms | ≤ 0.3 ms |",
+        STEPS - 1,
+        per_step * 1e3
+    );
+}
