@@ -84,12 +84,12 @@ impl AgentKind {
     #[must_use]
     pub fn description(self) -> &'static str {
         match self {
-            Self::Manus => "the general-purpose agent (python, browser, file editor, ask the user)",
-            Self::Swe => "the programmer (bash and the file editor)",
-            Self::Browser => "the browser agent (a headless Chromium driven by browser_use)",
+            Self::Manus => "The general-purpose agent (python, browser, file editor, ask the user)",
+            Self::Swe => "The programmer (bash and the file editor)",
+            Self::Browser => "The browser agent (a headless Chromium driven by browser_use)",
             Self::Sandbox => "SandboxManus: shell, files, browser and image viewer in a sandbox",
-            Self::Mcp => "the MCP agent, on the tools of one MCP server",
-            Self::DataAnalysis => "data analysis: Python with pandas, charts and insights",
+            Self::Mcp => "The MCP agent, on the tools of one MCP server",
+            Self::DataAnalysis => "DataAnalysis: Python with pandas, charts and insights",
         }
     }
 }

@@ -27,8 +27,8 @@ pub struct Cli {
     #[arg(short, long)]
     pub interactive: bool,
     /// The agent to run.
-    #[arg(long, value_enum, default_value_t = AgentChoice::Manus)]
-    pub agent: AgentChoice,
+    #[arg(long, value_parser = agent_kinds(), default_value = "manus")]
+    pub agent: AgentKind,
     #[command(flatten)]
     pub global: GlobalArgs,
 }
@@ -53,35 +53,22 @@ pub struct GlobalArgs {
     pub quiet: bool,
 }
 
-/// `--agent`: the agents of [`AgentKind`], as the command line spells them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AgentChoice {
-    /// The general-purpose agent (python, browser, file editor, ask the user).
-    Manus,
-    /// The programmer (bash and the file editor).
-    Swe,
-    /// The browser agent (a headless Chromium driven by `browser_use`).
-    Browser,
-    /// SandboxManus: shell, files, browser and image viewer inside a sandbox.
-    Sandbox,
-    /// The MCP agent on this program's own MCP server over stdio (`openmanus mcp` connects to
-    /// other servers).
-    Mcp,
-    /// DataAnalysis: Python with pandas, charts and insights.
-    DataAnalysis,
+/// An agent kind as the command line spells it (`data-analysis` for `data_analysis`).
+fn spelled(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::DataAnalysis => "data-analysis",
+        other => other.as_str(),
+    }
 }
 
-impl From<AgentChoice> for AgentKind {
-    fn from(choice: AgentChoice) -> Self {
-        match choice {
-            AgentChoice::Manus => Self::Manus,
-            AgentChoice::Swe => Self::Swe,
-            AgentChoice::Browser => Self::Browser,
-            AgentChoice::Sandbox => Self::Sandbox,
-            AgentChoice::Mcp => Self::Mcp,
-            AgentChoice::DataAnalysis => Self::DataAnalysis,
-        }
-    }
+/// `--agent`'s values: every [`AgentKind`], spelled as on the command line (`data-analysis`),
+/// each with its description in `--help`.
+fn agent_kinds() -> impl clap::builder::TypedValueParser<Value = AgentKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        AgentKind::ALL.map(|kind| PossibleValue::new(spelled(kind)).help(kind.description())),
+    )
+    .try_map(|name| name.parse::<AgentKind>())
 }
 
 #[derive(Debug, Subcommand)]

@@ -112,7 +112,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             port,
         }) => mcp::serve(transport, &host, port).await,
         None => {
-            let kind = AgentKind::from(cli.agent);
+            let kind = cli.agent;
             let config = config::load(global)?;
             if kind == AgentKind::Sandbox && config.daytona.is_some() {
                 note(
