@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     init_logging(&cli.global);
     // One thread: a run is one conversation at a time, and tools that block run on tokio's
     // blocking pool. It halves the CPU a step costs (`cargo xtask bench`, process_cost: 0.8 ms
-    // against 1.4 ms per step with the multi-threaded runtime), all of it thread wake-ups.
+    // against 1.4 ms per step with the multi-threaded runtime): fewer threads woken per step.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
