@@ -3,7 +3,6 @@
 //! The workspace is a host directory bind-mounted at the work dir, so files are read and
 //! written on the host side with the same path checks as the local backend.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,12 +15,12 @@ use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{RemoveContainerOptions, StartContainerOptions};
 use futures::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, warn};
 
 use crate::process::Shared;
+use crate::sessions::ShellSessions;
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput};
 
 /// How a [`DockerSandbox`] is set up (`[sandbox]` with `backend = "docker"`).
@@ -86,7 +85,7 @@ pub struct DockerSandbox {
     /// The host directory of the workspace (canonical).
     workspace: PathBuf,
     options: DockerSandboxOptions,
-    sessions: Mutex<Option<BTreeMap<String, DockerSession>>>,
+    sessions: ShellSessions<DockerSession>,
 }
 
 impl std::fmt::Debug for DockerSandbox {
@@ -139,6 +138,57 @@ pub async fn connect_docker(docker_host: Option<&str>) -> Result<Docker, Sandbox
 }
 
 impl DockerSandbox {
+    /// Starts a shell in the container for a named session: it prints its pid first (so the
+    /// session can be killed), then reads commands.
+    async fn start_shell(&self) -> Result<DockerSession, SandboxError> {
+        let shell = &self.options.shell;
+        let cmd = vec![
+            "sh".to_owned(),
+            "-c".to_owned(),
+            format!("echo \"__OPENMANUS_PID_$$\"; exec {shell}"),
+        ];
+        let (exec_id, started) = self.exec(cmd, true).await?;
+        let StartExecResults::Attached { output, input } = started else {
+            return Err(engine("the session did not attach"));
+        };
+        let stdout = Shared::tail();
+        let stderr = Shared::tail();
+        let pump = pump_exec(
+            output,
+            Arc::clone(&stdout),
+            Arc::clone(&stderr),
+            self.options.output_limit,
+        );
+        // Read the pid line, and keep whatever followed it.
+        let mut changes = stdout.subscribe();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let pid = loop {
+            let found = stdout.with(|b| {
+                let line_end = b.data.iter().position(|&byte| byte == b'\n')?;
+                let line: Vec<u8> = b.data.drain(..=line_end).collect();
+                let pid = String::from_utf8_lossy(&line)
+                    .trim()
+                    .strip_prefix("__OPENMANUS_PID_")
+                    .and_then(|p| p.parse::<u32>().ok());
+                Some(pid)
+            });
+            if let Some(pid) = found {
+                break pid;
+            }
+            if timeout_at(deadline, changes.changed()).await.is_err() {
+                break None;
+            }
+        };
+        Ok(DockerSession {
+            input,
+            stdout,
+            stderr,
+            pump,
+            exec_id,
+            pid,
+        })
+    }
+
     /// Connects to the engine, checks the image is there, and creates and starts the container
     /// (`sleep infinity`, the workspace bound at the work dir, the limits, no network unless
     /// enabled).
@@ -237,7 +287,7 @@ impl DockerSandbox {
             container,
             workspace,
             options,
-            sessions: Mutex::new(Some(BTreeMap::new())),
+            sessions: ShellSessions::new(),
         })
     }
 
@@ -380,9 +430,7 @@ impl Sandbox for DockerSandbox {
         command: &str,
         timeout: Option<Duration>,
     ) -> Result<ExecOutput, SandboxError> {
-        if self.sessions.lock().await.is_none() {
-            return Err(SandboxError::Closed);
-        }
+        self.sessions.check_open().await?;
         let limit = timeout.unwrap_or(self.options.timeout);
         // Whole seconds, rounded up, so the command gets at least its limit.
         let seconds = limit
@@ -437,71 +485,11 @@ impl Sandbox for DockerSandbox {
     }
 
     async fn start_session(&self, name: &str) -> Result<(), SandboxError> {
-        let mut sessions = self.sessions.lock().await;
-        let sessions = sessions.as_mut().ok_or(SandboxError::Closed)?;
-        if sessions.contains_key(name) {
-            return Err(SandboxError::SessionExists(name.to_owned()));
-        }
-        // The shell prints its pid first (so the session can be killed), then reads commands.
-        let shell = &self.options.shell;
-        let cmd = vec![
-            "sh".to_owned(),
-            "-c".to_owned(),
-            format!("echo \"__OPENMANUS_PID_$$\"; exec {shell}"),
-        ];
-        let (exec_id, started) = self.exec(cmd, true).await?;
-        let StartExecResults::Attached { output, input } = started else {
-            return Err(engine("the session did not attach"));
-        };
-        let stdout = Shared::tail();
-        let stderr = Shared::tail();
-        let pump = pump_exec(
-            output,
-            Arc::clone(&stdout),
-            Arc::clone(&stderr),
-            self.options.output_limit,
-        );
-        // Read the pid line, and keep whatever followed it.
-        let mut changes = stdout.subscribe();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let pid = loop {
-            let found = stdout.with(|b| {
-                let line_end = b.data.iter().position(|&byte| byte == b'\n')?;
-                let line: Vec<u8> = b.data.drain(..=line_end).collect();
-                let pid = String::from_utf8_lossy(&line)
-                    .trim()
-                    .strip_prefix("__OPENMANUS_PID_")
-                    .and_then(|p| p.parse::<u32>().ok());
-                Some(pid)
-            });
-            if let Some(pid) = found {
-                break pid;
-            }
-            if timeout_at(deadline, changes.changed()).await.is_err() {
-                break None;
-            }
-        };
-        sessions.insert(
-            name.to_owned(),
-            DockerSession {
-                input,
-                stdout,
-                stderr,
-                pump,
-                exec_id,
-                pid,
-            },
-        );
-        Ok(())
+        self.sessions.start(name, || self.start_shell()).await
     }
 
     async fn send_to_session(&self, name: &str, input: &str) -> Result<(), SandboxError> {
-        let mut sessions = self.sessions.lock().await;
-        let session = sessions
-            .as_mut()
-            .ok_or(SandboxError::Closed)?
-            .get_mut(name)
-            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        let mut session = self.sessions.get(name).await?;
         // A shell that does not read its input must not hold every session up.
         let write = async {
             session.input.write_all(input.as_bytes()).await?;
@@ -526,12 +514,7 @@ impl Sandbox for DockerSandbox {
     ) -> Result<SessionOutput, SandboxError> {
         let deadline = Instant::now() + timeout;
         let (stdout, stderr, exec_id) = {
-            let sessions = self.sessions.lock().await;
-            let session = sessions
-                .as_ref()
-                .ok_or(SandboxError::Closed)?
-                .get(name)
-                .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+            let session = self.sessions.get(name).await?;
             (
                 Arc::clone(&session.stdout),
                 Arc::clone(&session.stderr),
@@ -559,14 +542,7 @@ impl Sandbox for DockerSandbox {
     }
 
     async fn kill_session(&self, name: &str) -> Result<(), SandboxError> {
-        let session = self
-            .sessions
-            .lock()
-            .await
-            .as_mut()
-            .ok_or(SandboxError::Closed)?
-            .remove(name)
-            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        let session = self.sessions.remove(name).await?;
         if let Some(pid) = session.pid {
             // The shell's process group (what it started), then the shell itself.
             let kill =
@@ -589,17 +565,11 @@ impl Sandbox for DockerSandbox {
     }
 
     async fn list_sessions(&self) -> Vec<String> {
-        self.sessions
-            .lock()
-            .await
-            .as_ref()
-            .map(|s| s.keys().cloned().collect())
-            .unwrap_or_default()
+        self.sessions.names().await
     }
 
     async fn cleanup(&self) -> Result<(), SandboxError> {
-        let sessions = self.sessions.lock().await.take().unwrap_or_default();
-        for session in sessions.into_values() {
+        for session in self.sessions.close().await {
             session.pump.abort();
         }
         remove(&self.docker, &self.container).await;
@@ -640,11 +610,7 @@ impl Sandbox for DockerSandbox {
 
 impl Drop for DockerSandbox {
     fn drop(&mut self) {
-        let cleaned = self
-            .sessions
-            .try_lock()
-            .map(|s| s.is_none())
-            .unwrap_or(false);
+        let cleaned = self.sessions.is_closed_now();
         if cleaned {
             return;
         }

@@ -50,6 +50,7 @@ mod local;
 mod operator;
 mod path;
 mod process;
+mod sessions;
 mod settings;
 pub mod tools;
 

@@ -1,9 +1,5 @@
 //! The local backend: bubblewrap (`bwrap`) namespaces plus `prlimit` resource limits.
-//!
-//! Why one file of ~730 lines: the probe, the `bwrap` arguments and the exec path share the
-//! backend's options and must agree on every mount; limits, paths and process output are apart.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -13,12 +9,12 @@ use agent_process::{ProcessGroup, Spawned};
 use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, Command};
-use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, info, warn};
 
 use crate::process::{Shared, pump};
+use crate::sessions::ShellSessions;
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput, parse_memory_limit};
 
 /// The `PATH` inside the sandbox (the host's own `PATH` may point into hidden directories).
@@ -146,7 +142,7 @@ pub struct LocalSandbox {
     bwrap_args: Vec<String>,
     /// `prlimit` and its arguments, ending with `--`.
     limit_args: Vec<String>,
-    sessions: Mutex<Option<BTreeMap<String, Session>>>,
+    sessions: ShellSessions<Session>,
 }
 
 impl LocalSandbox {
@@ -240,7 +236,7 @@ impl LocalSandbox {
             workspace,
             bwrap_args,
             limit_args,
-            sessions: Mutex::new(Some(BTreeMap::new())),
+            sessions: ShellSessions::new(),
         };
         let trial = sandbox.run("true", Some(Duration::from_secs(30))).await?;
         if trial.exit_code != Some(0) {
@@ -548,9 +544,7 @@ impl Sandbox for LocalSandbox {
         command: &str,
         timeout: Option<Duration>,
     ) -> Result<ExecOutput, SandboxError> {
-        if self.sessions.lock().await.is_none() {
-            return Err(SandboxError::Closed);
-        }
+        self.sessions.check_open().await?;
         let limit = timeout.unwrap_or(self.options.timeout);
         let deadline = Instant::now() + limit;
         let bwrap = self.command(&["bash", "-c", command]);
@@ -596,36 +590,26 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn start_session(&self, name: &str) -> Result<(), SandboxError> {
-        let mut sessions = self.sessions.lock().await;
-        let sessions = sessions.as_mut().ok_or(SandboxError::Closed)?;
-        if sessions.contains_key(name) {
-            return Err(SandboxError::SessionExists(name.to_owned()));
-        }
-        let mut command = self.command(&["bash", "--noprofile", "--norc"]);
-        command.stdin(Stdio::piped());
-        let (group, stdin, stdout, stderr, tasks) =
-            spawn(command, self.options.output_limit, true)?;
-        sessions.insert(
-            name.to_owned(),
-            Session {
-                group,
-                stdin,
-                stdout,
-                stderr,
-                tasks,
-            },
-        );
-        debug!(name, "sandboxed session started");
-        Ok(())
+        self.sessions
+            .start(name, || async {
+                let mut command = self.command(&["bash", "--noprofile", "--norc"]);
+                command.stdin(Stdio::piped());
+                let (group, stdin, stdout, stderr, tasks) =
+                    spawn(command, self.options.output_limit, true)?;
+                debug!(name, "sandboxed session started");
+                Ok(Session {
+                    group,
+                    stdin,
+                    stdout,
+                    stderr,
+                    tasks,
+                })
+            })
+            .await
     }
 
     async fn send_to_session(&self, name: &str, input: &str) -> Result<(), SandboxError> {
-        let mut sessions = self.sessions.lock().await;
-        let session = sessions
-            .as_mut()
-            .ok_or(SandboxError::Closed)?
-            .get_mut(name)
-            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        let mut session = self.sessions.get(name).await?;
         let stdin = session.stdin.as_mut().ok_or_else(|| {
             SandboxError::io(
                 "writing to the session",
@@ -650,25 +634,14 @@ impl Sandbox for LocalSandbox {
     ) -> Result<SessionOutput, SandboxError> {
         let deadline = Instant::now() + timeout;
         let (stdout, stderr) = {
-            let mut sessions = self.sessions.lock().await;
-            let session = sessions
-                .as_mut()
-                .ok_or(SandboxError::Closed)?
-                .get_mut(name)
-                .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+            let session = self.sessions.get(name).await?;
             (Arc::clone(&session.stdout), Arc::clone(&session.stderr))
         };
         let matched = match until {
             Some(needle) => stdout.wait_for(needle, deadline).await,
             None => false,
         };
-        let exit_code = {
-            let mut sessions = self.sessions.lock().await;
-            sessions
-                .as_mut()
-                .and_then(|s| s.get(name))
-                .and_then(Session::exit_code)
-        };
+        let exit_code = self.sessions.peek(name, Session::exit_code).await.flatten();
         let (out, _) = stdout.take();
         let (err, _) = stderr.take();
         Ok(SessionOutput {
@@ -680,30 +653,17 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn kill_session(&self, name: &str) -> Result<(), SandboxError> {
-        let session = self
-            .sessions
-            .lock()
-            .await
-            .as_mut()
-            .ok_or(SandboxError::Closed)?
-            .remove(name)
-            .ok_or_else(|| SandboxError::NoSuchSession(name.to_owned()))?;
+        let session = self.sessions.remove(name).await?;
         session.kill().await;
         Ok(())
     }
 
     async fn list_sessions(&self) -> Vec<String> {
-        self.sessions
-            .lock()
-            .await
-            .as_ref()
-            .map(|s| s.keys().cloned().collect())
-            .unwrap_or_default()
+        self.sessions.names().await
     }
 
     async fn cleanup(&self) -> Result<(), SandboxError> {
-        let sessions = self.sessions.lock().await.take().unwrap_or_default();
-        for session in sessions.into_values() {
+        for session in self.sessions.close().await {
             session.kill().await;
         }
         Ok(())
