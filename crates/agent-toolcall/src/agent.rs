@@ -50,7 +50,7 @@ pub struct ToolCallCore {
     pub policies: Policies,
     /// Clean the tools up at the end of every run (OpenManus). `false` keeps them (a shell's
     /// directory and variables, a Python interpreter's state) across the runs of a multi-turn
-    /// session; call [`ToolCallAgent::cleanup_tools`] when the session ends.
+    /// session; [`Agent::shutdown`] cleans them up when the session ends.
     pub cleanup_tools_each_run: bool,
     tool_calls: Vec<ToolCall>,
 }

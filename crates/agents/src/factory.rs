@@ -339,12 +339,7 @@ impl AgentFactory {
         kind: AgentKind,
         models: &dyn ModelSource,
     ) -> Result<BuiltAgent, FactoryError> {
-        let model = |name: &str| {
-            models.model(name).map_err(|source| FactoryError::Model {
-                agent: name.to_owned(),
-                source,
-            })
-        };
+        let model = |name: &str| model_for(models, name);
         // SandboxManus has a sandbox of its own; every other kind gets `use_sandbox`'s.
         let options = self.options(kind != AgentKind::Sandbox).await?;
         let mut sandbox = options.sandbox.clone();
@@ -460,12 +455,7 @@ impl AgentFactory {
     ///
     /// As [`AgentFactory::build`].
     pub async fn build_flow(&self, models: &dyn ModelSource) -> Result<BuiltFlow, FactoryError> {
-        let model = |name: &str| {
-            models.model(name).map_err(|source| FactoryError::Model {
-                agent: name.to_owned(),
-                source,
-            })
-        };
+        let model = |name: &str| model_for(models, name);
         let options = self.options(true).await?;
         let sandbox = options.sandbox.clone();
         let built = (|| {
@@ -510,6 +500,14 @@ impl AgentFactory {
         })?;
         Ok(self.workspace.clone())
     }
+}
+
+/// The model for the agent called `name`, its failure named after the agent.
+fn model_for(models: &dyn ModelSource, name: &str) -> Result<Arc<dyn ChatModel>, FactoryError> {
+    models.model(name).map_err(|source| FactoryError::Model {
+        agent: name.to_owned(),
+        source,
+    })
 }
 
 /// `path` made absolute against the current directory (left as it is if that cannot be read).

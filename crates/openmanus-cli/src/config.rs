@@ -20,13 +20,13 @@ pub fn load(global: &GlobalArgs) -> Result<Config> {
     Ok(Config::load(cwd, global.config.as_deref())?)
 }
 
-/// The workspace: `--workspace`, else the configured root, else `./workspace`; made absolute.
+/// The demo's workspace: `--workspace`, else `./workspace`; made absolute.
 ///
 /// # Errors
 ///
 /// When the current directory cannot be read.
-pub fn workspace_dir(explicit: Option<&Path>, configured: Option<&Path>) -> Result<PathBuf> {
-    let dir = explicit.or(configured).map_or_else(
+pub fn demo_workspace(explicit: Option<&Path>) -> Result<PathBuf> {
+    let dir = explicit.map_or_else(
         || PathBuf::from(agents::DEFAULT_WORKSPACE),
         Path::to_path_buf,
     );
@@ -38,14 +38,14 @@ pub fn workspace_dir(explicit: Option<&Path>, configured: Option<&Path>) -> Resu
         .join(dir))
 }
 
-/// The agent factory for `config`, with `--workspace` applied.
-///
-/// # Errors
-///
-/// When the current directory cannot be read.
-pub fn factory(global: &GlobalArgs, config: Config) -> Result<AgentFactory> {
-    let workspace = workspace_dir(global.workspace.as_deref(), Some(config.workspace_root()))?;
-    Ok(AgentFactory::new(config).with_workspace(workspace))
+/// The agent factory for `config`, with `--workspace` applied (the factory resolves the
+/// configured workspace itself).
+pub fn factory(global: &GlobalArgs, config: Config) -> AgentFactory {
+    let factory = AgentFactory::new(config);
+    match &global.workspace {
+        Some(workspace) => factory.with_workspace(workspace),
+        None => factory,
+    }
 }
 
 /// `openmanus config check`.
@@ -54,12 +54,10 @@ pub fn factory(global: &GlobalArgs, config: Config) -> Result<AgentFactory> {
 ///
 /// A configuration error.
 pub fn check(global: &GlobalArgs) -> Result<u8> {
-    let config = load(global)?;
+    let factory = factory(global, load(global)?);
+    let config = factory.config();
     say(&format!("configuration: {}", config.source()));
-    say(&format!(
-        "workspace: {}",
-        workspace_dir(global.workspace.as_deref(), Some(config.workspace_root()))?.display()
-    ));
+    say(&format!("workspace: {}", factory.workspace().display()));
     say("");
     say(&config.describe_llms());
     for name in [agents::MANUS, agents::SWE] {

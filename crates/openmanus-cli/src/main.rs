@@ -87,7 +87,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Some(Command::Demo) => demo(global, &interrupts).await,
         Some(Command::Flow { prompt }) => {
-            let factory = config::factory(global, config::load(global)?)?;
+            let factory = config::factory(global, config::load(global)?);
             run::run(job(Target::Flow, prompt, false), &factory).await
         }
         Some(Command::Config {
@@ -102,7 +102,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             interactive,
         }) => {
             let server = mcp::server_config(connection, server_url, command, args)?;
-            let factory = config::factory(global, config::load(global)?)?.with_mcp_server(server);
+            let factory = config::factory(global, config::load(global)?).with_mcp_server(server);
             run::run(
                 job(Target::Agent(AgentKind::Mcp), prompt, interactive),
                 &factory,
@@ -123,7 +123,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                      by [sandbox]",
                 );
             }
-            let mut factory = config::factory(global, config)?;
+            let mut factory = config::factory(global, config);
             if kind == AgentKind::Mcp {
                 factory = factory.with_mcp_server(mcp::server_config(
                     McpConnection::Stdio,
@@ -143,7 +143,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
 
 /// `openmanus demo`: Manus against the scripted local model.
 async fn demo(global: &GlobalArgs, interrupts: &Interrupts) -> Result<u8> {
-    let workspace = config::workspace_dir(global.workspace.as_deref(), None)?;
+    let workspace = config::demo_workspace(global.workspace.as_deref())?;
     std::fs::create_dir_all(&workspace)
         .with_context(|| format!("cannot create the workspace {}", workspace.display()))?;
     let server = demo::start(&workspace)

@@ -5,21 +5,20 @@
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_core::ToolCall;
 use agent_session::journal::JournalLine;
 use agent_testkit::{Completion, MockOpenAi};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
+use crate::common::{alive, call};
 
-fn call(id: &str, name: &str, args: Value) -> ToolCall {
-    ToolCall::new(id, name, args.to_string())
-}
+const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 
 /// A temp dir with `config/config.toml` pointing at `server`, and a workspace.
 struct Setup {
@@ -296,20 +295,6 @@ async fn an_empty_prompt_is_a_warning_and_nothing_runs() {
         !setup.workspace().join(".openmanus").exists(),
         "no journal for a run that never started"
     );
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie is as good as gone: it runs nothing.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .unwrap_or_default()
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
 }
 
 async fn wait_for_file(path: &Path) -> String {

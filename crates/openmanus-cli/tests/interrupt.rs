@@ -9,17 +9,20 @@
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use agent_core::ToolCall;
 use agent_testkit::{Completion, MockOpenAi};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::process::Command;
+
+use crate::common::{alive, call};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 
@@ -57,24 +60,6 @@ for line in sys.stdin:
 while True:
     time.sleep(1)
 "#;
-
-fn call(id: &str, name: &str, args: Value) -> ToolCall {
-    ToolCall::new(id, name, args.to_string())
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie is as good as gone: it runs nothing.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .unwrap_or_default()
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
 
 /// Whether some process not yet a zombie is in the process group `pgid`.
 fn group_alive(pgid: i32) -> bool {
