@@ -294,6 +294,40 @@ impl LlmClient {
         serde_json::to_value(self.request(request)).unwrap_or(Value::Null)
     }
 
+    /// Every field of the body this client sends for `request` but `messages` and `tools`
+    /// (`model`, the token limit, `temperature`, `tool_choice`, `stream`, ...), as an object.
+    /// With [`wire_message`](Self::wire_message) and [`wire_tool`](Self::wire_tool) it lets a
+    /// recorder write only what changed since the previous request instead of formatting the
+    /// whole conversation again.
+    #[must_use]
+    pub fn request_params(&self, request: &ChatRequest) -> Value {
+        let mut body = self.body(Vec::new(), &[], None, request.temperature);
+        body.tool_choice = request
+            .tool_choice
+            .map(|c| c.as_str())
+            .filter(|_| !request.tools.is_empty());
+        let mut value = serde_json::to_value(body).unwrap_or(Value::Null);
+        if let Value::Object(fields) = &mut value {
+            fields.remove("messages");
+        }
+        value
+    }
+
+    /// How this client sends `message` (`None`: it is not sent, e.g. an empty assistant turn);
+    /// the body's `messages` are these, in order.
+    #[must_use]
+    pub fn wire_message(&self, message: &Message) -> Option<Value> {
+        wire_messages([message], self.profile.vision)
+            .first()
+            .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+    }
+
+    /// How a tool goes into the body's `tools`.
+    #[must_use]
+    pub fn wire_tool(tool: &ToolDefinition) -> Value {
+        serde_json::to_value(WireTool::from(tool)).unwrap_or(Value::Null)
+    }
+
     /// The typed body for `request`, borrowing from it.
     fn request<'a>(&'a self, request: &'a ChatRequest) -> Body<'a> {
         self.body(
@@ -623,6 +657,36 @@ mod tests {
         );
         assert!(typed.contains(r#"{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"a\":1}","name":"bash"},"id":"c1","type":"function"}]}"#));
         assert!(typed.ends_with(r#""tool_choice":"auto","tools":[{"function":{"description":"run","name":"bash","parameters":{"properties":{},"required":["command"],"type":"object"}},"type":"function"}]}"#));
+    }
+
+    #[test]
+    fn the_body_in_parts_reassembles_to_the_whole_body() {
+        use agent_core::{ToolCall, ToolChoice};
+        use serde_json::json;
+        let client = LlmClient::new(LlmSettings::new("gpt-4o", "http://127.0.0.1:9/v1")).unwrap();
+        let tools = vec![ToolDefinition::new("bash", "run", json!({"type": "object"}))];
+        let request = ChatRequest::new(vec![
+            Message::user_message("hi"),
+            Message::assistant_message(""),
+            Message::from_tool_calls(vec![ToolCall::new("c1", "bash", "{}")], ""),
+            Message::tool_message("out", "bash", "c1"),
+        ])
+        .with_system(vec![Message::system_message("sys")])
+        .with_tools(tools.clone(), ToolChoice::Auto);
+        for request in [request.clone(), ChatRequest { tools: Vec::new(), ..request }] {
+            let mut parts = client.request_params(&request);
+            let messages: Vec<Value> = request
+                .all_messages()
+                .filter_map(|m| client.wire_message(m))
+                .collect();
+            // The empty assistant turn is not sent.
+            assert_eq!(messages.len(), 4);
+            parts["messages"] = Value::Array(messages);
+            if !request.tools.is_empty() {
+                parts["tools"] = request.tools.iter().map(LlmClient::wire_tool).collect();
+            }
+            assert_eq!(parts, client.request_body(&request));
+        }
     }
 
     #[test]

@@ -133,6 +133,10 @@ impl Journal {
                         head.extend(encoder.encode(body));
                         serde_json::Value::Object(head)
                     }
+                    Some(Entry::Delta { mut head, delta }) => {
+                        head.extend(encoder.encode_delta(delta));
+                        serde_json::Value::Object(head)
+                    }
                     Some(Entry::Close) | None => break,
                 };
                 texts.encode(&mut line);

@@ -8,17 +8,30 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::format::{LEGACY_BODY, MESSAGES, NEW_MESSAGES, NEW_TOOLS, PARAMS, TOOLS};
+use super::handle::{RequestDelta, ToolsDelta};
 
 /// Hex digits of SHA-256 kept in a schema hash.
 const HASH_HEX_DIGITS: usize = 16;
 
-/// What the journal has written so far: the messages by their JSON text, the tools by hash.
+/// What the journal has written so far: the messages by their JSON text, the tools by hash,
+/// and the previous request of each model that sends deltas.
 #[derive(Debug, Default)]
 pub(crate) struct Encoder {
     /// Message JSON text → its number.
     messages: HashMap<String, u64>,
     /// Tool schema hash → the tool's JSON text.
     tools: HashMap<String, String>,
+    /// The previous request of each delta stream.
+    streams: HashMap<u64, Previous>,
+}
+
+/// A stream's previous request, as written.
+#[derive(Debug, Default)]
+struct Previous {
+    /// The message numbers, in order.
+    numbers: Vec<u64>,
+    /// The `[name, hash]` pairs of its tools.
+    tools: Vec<Value>,
 }
 
 impl Encoder {
@@ -36,9 +49,13 @@ impl Encoder {
             }
         };
         if let Some(Value::Array(messages)) = params.remove("messages") {
-            let (new, ranges) = self.messages(messages);
+            let mut new = Vec::new();
+            let numbers: Vec<u64> = messages
+                .into_iter()
+                .map(|message| self.number(message, &mut new))
+                .collect();
             line.insert(NEW_MESSAGES.into(), Value::Array(new));
-            line.insert(MESSAGES.into(), ranges);
+            line.insert(MESSAGES.into(), ranges(&numbers));
         }
         if let Some(Value::Array(tools)) = params.remove("tools") {
             let (refs, new) = self.tools(tools);
@@ -51,27 +68,46 @@ impl Encoder {
         line
     }
 
-    /// The messages not written before, and the whole list as ranges of message numbers.
-    fn messages(&mut self, messages: Vec<Value>) -> (Vec<Value>, Value) {
+    /// The same fields as [`encode`](Self::encode) gives for the whole body, from what changed
+    /// since the stream's previous request: only the new messages are looked at.
+    pub(crate) fn encode_delta(&mut self, delta: RequestDelta) -> Map<String, Value> {
+        let mut previous = self.streams.remove(&delta.stream).unwrap_or_default();
+        previous.numbers.truncate(delta.keep);
         let mut new = Vec::new();
-        let mut ranges: Vec<(u64, u64)> = Vec::new();
-        for message in messages {
-            let text = message.to_string();
-            let next = u64::try_from(self.messages.len()).unwrap_or(u64::MAX);
-            let number = *self.messages.entry(text).or_insert_with(|| {
-                new.push(message);
-                next
-            });
-            match ranges.last_mut() {
-                Some((_, end)) if *end == number => *end += 1,
-                _ => ranges.push((number, number + 1)),
+        for message in delta.new_messages {
+            let number = self.number(message, &mut new);
+            previous.numbers.push(number);
+        }
+        let mut line = Map::new();
+        line.insert(NEW_MESSAGES.into(), Value::Array(new));
+        line.insert(MESSAGES.into(), ranges(&previous.numbers));
+        match delta.tools {
+            ToolsDelta::Absent => previous.tools.clear(),
+            ToolsDelta::Same => {
+                line.insert(TOOLS.into(), Value::Array(previous.tools.clone()));
+            }
+            ToolsDelta::New(tools) => {
+                let (refs, new) = self.tools(tools);
+                line.insert(TOOLS.into(), Value::Array(refs.clone()));
+                if !new.is_empty() {
+                    line.insert(NEW_TOOLS.into(), Value::Object(new));
+                }
+                previous.tools = refs;
             }
         }
-        let ranges = ranges
-            .into_iter()
-            .map(|(start, end)| json!([start, end]))
-            .collect();
-        (new, Value::Array(ranges))
+        line.insert(PARAMS.into(), Value::Object(delta.params));
+        self.streams.insert(delta.stream, previous);
+        line
+    }
+
+    /// The number of `message`: its earlier number, or the next one (and it joins `new`).
+    fn number(&mut self, message: Value, new: &mut Vec<Value>) -> u64 {
+        let text = message.to_string();
+        let next = u64::try_from(self.messages.len()).unwrap_or(u64::MAX);
+        *self.messages.entry(text).or_insert_with(|| {
+            new.push(message);
+            next
+        })
     }
 
     /// `[name, hash]` for every tool, and the tools whose hash is new.
@@ -107,6 +143,23 @@ impl Encoder {
         }
         hash
     }
+}
+
+/// Message numbers as half-open ranges `[start, end)` of consecutive numbers.
+fn ranges(numbers: &[u64]) -> Value {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &number in numbers {
+        match ranges.last_mut() {
+            Some((_, end)) if *end == number => *end += 1,
+            _ => ranges.push((number, number + 1)),
+        }
+    }
+    Value::Array(
+        ranges
+            .into_iter()
+            .map(|(start, end)| json!([start, end]))
+            .collect(),
+    )
 }
 
 /// A tool's name: `function.name` (OpenAI shape) or `name`; empty when it has neither.
@@ -146,6 +199,42 @@ mod tests {
         let second = encoder.encode(json!({"messages": [], "tools": [tool]}));
         assert_eq!(second[TOOLS], json!([["bash", hash]]));
         assert!(second.get(NEW_TOOLS).is_none());
+    }
+
+    #[test]
+    fn a_delta_writes_the_line_the_whole_body_writes() {
+        let tool = json!({"type": "function", "function": {"name": "bash", "parameters": {}}});
+        let bodies = [
+            json!({"model": "m", "messages": [{"a": 1}, {"b": 2}], "tools": [tool]}),
+            json!({"model": "m", "messages": [{"a": 1}, {"b": 2}, {"c": 3}], "tools": [tool]}),
+            // A cut: the second message is gone; the next-step prompt {"a": 1} comes back.
+            json!({"model": "m", "messages": [{"a": 1}, {"c": 3}, {"a": 1}]}),
+            json!({"model": "m", "messages": [{"a": 1}, {"c": 3}, {"a": 1}], "tools": [tool]}),
+        ];
+        let keeps = [0, 2, 1, 3];
+        let mut whole = Encoder::default();
+        let mut deltas = Encoder::default();
+        let mut previous_tools: Option<Value> = None;
+        for (body, keep) in bodies.into_iter().zip(keeps) {
+            let expected = whole.encode(body.clone());
+            let mut params = body.as_object().unwrap().clone();
+            let messages = params.remove("messages").unwrap();
+            let tools = params.remove("tools");
+            let tools_delta = match (&tools, &previous_tools) {
+                (None, _) => ToolsDelta::Absent,
+                (Some(now), Some(before)) if now == before => ToolsDelta::Same,
+                (Some(now), _) => ToolsDelta::New(now.as_array().unwrap().clone()),
+            };
+            previous_tools = tools;
+            let delta = RequestDelta {
+                stream: 7,
+                params,
+                keep,
+                new_messages: messages.as_array().unwrap()[keep..].to_vec(),
+                tools: tools_delta,
+            };
+            assert_eq!(deltas.encode_delta(delta), expected);
+        }
     }
 
     #[test]

@@ -31,8 +31,41 @@ pub(crate) enum Entry {
         /// The wire body.
         body: Value,
     },
+    /// A model request given as what changed since the previous request of the same `stream`
+    /// (one [`JournaledModel`](super::JournaledModel)): the line written is the same as for
+    /// the whole body, but nothing already known is formatted again.
+    Delta {
+        /// The line's first fields.
+        head: Map<String, Value>,
+        /// What changed.
+        delta: RequestDelta,
+    },
     /// Flush and stop, even while handles to the journal are still alive.
     Close,
+}
+
+/// A request body as the change from the previous request of its stream.
+pub(crate) struct RequestDelta {
+    /// Which model sent it: each keeps its own previous request.
+    pub stream: u64,
+    /// Every field of the body but `messages` and `tools`.
+    pub params: Map<String, Value>,
+    /// How many leading messages are those of the stream's previous request.
+    pub keep: usize,
+    /// The messages after them.
+    pub new_messages: Vec<Value>,
+    /// The tools.
+    pub tools: ToolsDelta,
+}
+
+/// The tools of a [`RequestDelta`].
+pub(crate) enum ToolsDelta {
+    /// The body has no `tools`.
+    Absent,
+    /// The same tools as the stream's previous request.
+    Same,
+    /// These tools.
+    New(Vec<Value>),
 }
 
 /// Writes journal entries; cheap to clone. Entries sent after the journal closed are dropped.
@@ -77,6 +110,23 @@ impl JournalHandle {
             let _ = sender.send(Entry::Request { head, body });
         }
         seq
+    }
+
+    /// Writes a `model_request` line for a request given as a [`RequestDelta`]; returns its
+    /// number.
+    pub(crate) fn request_delta(&self, delta: RequestDelta) -> u64 {
+        let seq = self.requests.fetch_add(1, Ordering::Relaxed);
+        if let Some(sender) = &self.sender {
+            let mut head = head(KIND_REQUEST);
+            head.insert(SEQ.into(), json!(seq));
+            let _ = sender.send(Entry::Delta { head, delta });
+        }
+        seq
+    }
+
+    /// Whether entries reach a journal (false for the default handle and after close).
+    pub(crate) fn is_open(&self) -> bool {
+        self.sender.as_ref().is_some_and(|s| !s.is_closed())
     }
 
     /// Asks the writer task to flush and stop.

@@ -1,24 +1,48 @@
 //! A [`ChatModel`] that journals every request and reply before passing them on.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_core::{Message, ToolDefinition};
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::format::{KIND_ERROR, KIND_RESPONSE, SEQ};
-use super::handle::JournalHandle;
+use super::handle::{JournalHandle, RequestDelta, ToolsDelta};
 
 /// A model that records every request and reply in the journal, then passes them on.
 ///
 /// Requests become linear `model_request` lines (see [`journal`](crate::journal)); replies
 /// become `model_response` lines (content, tool calls, usage, finish reason) or `model_error`
 /// lines, with the `seq` of their request.
+///
+/// Each request is compared with the previous one of this model, and only the messages after
+/// their common beginning are formatted for the journal: a run's requests repeat the whole
+/// conversation, and formatting it all again at every step made journaling cost grow with the
+/// square of the run's length.
 pub struct JournaledModel {
     inner: Arc<dyn ChatModel>,
     journal: JournalHandle,
     wire: Option<Arc<LlmClient>>,
+    stream: u64,
+    sent: Mutex<Sent>,
 }
+
+/// The previous request of a [`JournaledModel`], as needed to find what changed.
+#[derive(Default)]
+struct Sent {
+    /// Its messages (system messages first).
+    messages: Vec<Message>,
+    /// For each of them, whether it went into the body (an empty assistant turn does not).
+    in_body: Vec<bool>,
+    /// Its tools, when it had some.
+    tools: Option<Vec<ToolDefinition>>,
+}
+
+/// Numbers the journaled models of the process, so that each keeps its own previous request
+/// in the journal's encoder.
+static STREAMS: AtomicU64 = AtomicU64::new(0);
 
 impl JournaledModel {
     /// Wraps `inner`. Without [`with_wire_body`](Self::with_wire_body), a request is journaled
@@ -29,6 +53,8 @@ impl JournaledModel {
             inner,
             journal,
             wire: None,
+            stream: STREAMS.fetch_add(1, Ordering::Relaxed),
+            sent: Mutex::default(),
         }
     }
 
@@ -41,25 +67,74 @@ impl JournaledModel {
         self
     }
 
-    /// The body journaled for `request`.
-    fn body(&self, request: &ChatRequest) -> Value {
+    /// Writes the `model_request` line of `request` and returns its number.
+    fn journal_request(&self, request: &ChatRequest) -> u64 {
+        if !self.journal.is_open() {
+            return self.journal.request(Value::Null);
+        }
+        // The lock is held until the delta is queued, so that two requests of this model
+        // reach the writer in the order their deltas were computed.
+        let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        let keep = sent
+            .messages
+            .iter()
+            .zip(request.all_messages())
+            .take_while(|(before, now)| before == now)
+            .count();
+        sent.messages.truncate(keep);
+        sent.in_body.truncate(keep);
+        let keep_in_body = sent.in_body.iter().filter(|sent| **sent).count();
+        let mut new_messages = Vec::new();
+        for message in request.all_messages().skip(keep) {
+            let value = self.message(message);
+            sent.in_body.push(value.is_some());
+            sent.messages.push(message.clone());
+            new_messages.extend(value);
+        }
+        let tools = if request.tools.is_empty() {
+            sent.tools = None;
+            ToolsDelta::Absent
+        } else if sent.tools.as_ref() == Some(&request.tools) {
+            ToolsDelta::Same
+        } else {
+            sent.tools = Some(request.tools.clone());
+            ToolsDelta::New(request.tools.iter().map(|t| self.tool(t)).collect())
+        };
+        let params = match self.params(request) {
+            Value::Object(params) => params,
+            _ => Map::new(),
+        };
+        self.journal.request_delta(RequestDelta {
+            stream: self.stream,
+            params,
+            keep: keep_in_body,
+            new_messages,
+            tools,
+        })
+    }
+
+    /// How `message` is in the journaled body (`None`: it is not).
+    fn message(&self, message: &Message) -> Option<Value> {
+        match &self.wire {
+            Some(client) => client.wire_message(message),
+            None => Some(serde_json::to_value(message).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// How `tool` is in the journaled body.
+    fn tool(&self, tool: &ToolDefinition) -> Value {
+        match &self.wire {
+            Some(_) => LlmClient::wire_tool(tool),
+            None => serde_json::to_value(tool).unwrap_or(Value::Null),
+        }
+    }
+
+    /// Every field of the journaled body but `messages` and `tools`.
+    fn params(&self, request: &ChatRequest) -> Value {
         if let Some(client) = &self.wire {
-            return client.request_body(request);
+            return client.request_params(request);
         }
         let mut body = Map::new();
-        let messages = request
-            .all_messages()
-            .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
-            .collect();
-        body.insert("messages".into(), Value::Array(messages));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-        }
         if let Some(choice) = request.tool_choice {
             body.insert("tool_choice".into(), json!(choice));
         }
@@ -73,7 +148,7 @@ impl JournaledModel {
 #[async_trait]
 impl ChatModel for JournaledModel {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let seq = self.journal.request(self.body(&request));
+        let seq = self.journal_request(&request);
         let result = self.inner.complete(request).await;
         match &result {
             Ok(response) => self
