@@ -314,12 +314,16 @@ impl AgentFactory {
             // The tools run in the sandbox with the workspace at its own path, so paths and
             // observations are the same as without it. No fallback: if the sandbox cannot run,
             // the agent is not built.
-            let sandbox = agent_sandbox::from_settings(&config.sandbox, &workspace, true)
-                .await
-                .map_err(|source| FactoryError::Sandbox {
-                    context: "[sandbox] use_sandbox = true, but the sandbox cannot run",
-                    source,
-                })?;
+            let sandbox = agent_sandbox::from_settings(
+                &config.sandbox,
+                &workspace,
+                agent_sandbox::SandboxFeatures::MIRRORED,
+            )
+            .await
+            .map_err(|source| FactoryError::Sandbox {
+                context: "[sandbox] use_sandbox = true, but the sandbox cannot run",
+                source,
+            })?;
             options = AgentOptions {
                 workspace: sandbox.workspace().to_path_buf(),
                 ..options
@@ -378,7 +382,7 @@ impl AgentFactory {
                     let own = agent_sandbox::from_settings(
                         &self.config.sandbox,
                         &options.workspace,
-                        false,
+                        agent_sandbox::SandboxFeatures::DESKTOP,
                     )
                     .await
                     .map_err(|source| FactoryError::Sandbox {
