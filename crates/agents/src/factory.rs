@@ -34,7 +34,7 @@ pub enum AgentKind {
     Swe,
     /// BrowserAgent (a headless Chromium driven by `browser_use`).
     Browser,
-    /// SandboxManus: shell, files, browser and image viewer inside a sandbox.
+    /// SandboxManus: shell, files, browser, image viewer and a desktop inside a sandbox.
     Sandbox,
     /// MCPAgent, on the tools of one MCP server ([`AgentFactory::with_mcp_server`]).
     Mcp,
@@ -87,7 +87,9 @@ impl AgentKind {
             Self::Manus => "The general-purpose agent (python, browser, file editor, ask the user)",
             Self::Swe => "The programmer (bash and the file editor)",
             Self::Browser => "The browser agent (a headless Chromium driven by browser_use)",
-            Self::Sandbox => "SandboxManus: shell, files, browser and image viewer in a sandbox",
+            Self::Sandbox => {
+                "SandboxManus: shell, files, browser, image viewer and desktop in a sandbox"
+            }
             Self::Mcp => "The MCP agent, on the tools of one MCP server",
             Self::DataAnalysis => "DataAnalysis: Python with pandas, charts and insights",
         }
