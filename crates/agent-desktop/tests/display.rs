@@ -69,7 +69,10 @@ fn our_processes(needle: &str) -> Vec<u32> {
             let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
                 return false;
             };
-            if !String::from_utf8_lossy(&cmdline).contains(needle) {
+            if !String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(needle)
+            {
                 return false;
             }
             let mut at = pid;
