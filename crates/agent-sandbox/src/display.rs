@@ -105,6 +105,14 @@ pub(crate) async fn start_xvfb(
     x11_dir: &Path,
     size: (u32, u32),
 ) -> Result<XServer, SandboxError> {
+    if !crate::SANDBOX_PATH
+        .split(':')
+        .any(|dir| Path::new(dir).join("Xvfb").is_file())
+    {
+        return Err(SandboxError::DisplayUnavailable(
+            "the X server `Xvfb` is not installed (Debian/Ubuntu: `apt-get install xvfb`)".into(),
+        ));
+    }
     let Some((program, args)) = launcher.split_first() else {
         return Err(SandboxError::InvalidSetting(
             "the display needs a launcher".into(),
@@ -129,7 +137,7 @@ pub(crate) async fn start_xvfb(
         stderr,
         ..
     } = ProcessGroup::spawn("Xvfb", &mut command).map_err(|e| {
-        SandboxError::Unavailable(format!(
+        SandboxError::DisplayUnavailable(format!(
             "the X server (Xvfb) cannot be started ({e}); install it (Debian/Ubuntu: `apt-get install xvfb`)"
         ))
     })?;
@@ -145,7 +153,7 @@ pub(crate) async fn start_xvfb(
         line = timeout(READY_TIMEOUT, lines.next_line()) => line,
         status = group.wait() => {
             let text = errors.await.unwrap_or_default();
-            return Err(SandboxError::Unavailable(format!(
+            return Err(SandboxError::DisplayUnavailable(format!(
                 "the X server (Xvfb) exited at once ({status:?}): {}",
                 last_lines(&text)
             )));
@@ -156,7 +164,7 @@ pub(crate) async fn start_xvfb(
         Ok(Ok(None) | Err(_)) => None,
         Err(_) => {
             group.kill();
-            return Err(SandboxError::Unavailable(format!(
+            return Err(SandboxError::DisplayUnavailable(format!(
                 "the X server (Xvfb) did not accept connections within {}s",
                 READY_TIMEOUT.as_secs()
             )));
@@ -165,7 +173,7 @@ pub(crate) async fn start_xvfb(
     if number != Some(DISPLAY_NUMBER) {
         group.kill();
         let text = errors.await.unwrap_or_default();
-        return Err(SandboxError::Unavailable(format!(
+        return Err(SandboxError::DisplayUnavailable(format!(
             "the X server (Xvfb) did not start on display :{DISPLAY_NUMBER} (it reported {number:?}): {}",
             last_lines(&text)
         )));

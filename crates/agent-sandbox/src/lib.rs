@@ -13,6 +13,9 @@
 //!   [`LocalSandbox::probe`] says plainly when the machine cannot run it; nothing ever runs
 //!   unsandboxed silently.
 //! - [`DockerSandbox`] runs the same interface in a container of a Docker engine.
+//! - [`LocalSandboxOptions::with_display`] gives a sandbox a virtual X display: an Xvfb in the
+//!   sandbox, `DISPLAY` set for its programs, reached from the host through
+//!   [`Sandbox::display`] (agent-desktop's `computer_use` drives it; see `docs/desktop.md`).
 //! - [`from_settings`] turns the `[sandbox]` section of `config.toml` into one of them (the
 //!   backend is chosen here, nowhere else).
 //!

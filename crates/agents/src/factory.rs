@@ -381,12 +381,25 @@ impl AgentFactory {
                 }
                 AgentKind::Sandbox => {
                     let llm = model(kind.agent_name())?;
-                    let own = agent_sandbox::from_settings(
+                    let own = match agent_sandbox::from_settings(
                         &self.config.sandbox,
                         &options.workspace,
                         agent_sandbox::SandboxFeatures::DESKTOP,
                     )
                     .await
+                    {
+                        // Without a display SandboxManus still works, without computer_use.
+                        Err(agent_sandbox::SandboxError::DisplayUnavailable(reason)) => {
+                            warn!(%reason, "SandboxManus's sandbox has no display; computer_use is not offered");
+                            agent_sandbox::from_settings(
+                                &self.config.sandbox,
+                                &options.workspace,
+                                agent_sandbox::SandboxFeatures::default(),
+                            )
+                            .await
+                        }
+                        built => built,
+                    }
                     .map_err(|source| FactoryError::Sandbox {
                         context: "SandboxManus needs the sandbox, and it cannot run",
                         source,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agent_config::Config;
 use agent_core::{FinishReason, Role, RunStatus, ToolCall};
-use agent_llm::{ChatModel, LlmClient, LlmError, LlmSettings};
+use agent_llm::{ChatModel, LlmClient, LlmError};
 use agent_testkit::{Completion, MockOpenAi};
 use agents::{AgentFactory, AgentKind};
 use base64::Engine as _;
@@ -152,7 +152,7 @@ async fn sandbox_manus_opens_an_app_on_its_display_types_clicks_and_sees_the_cha
     let factory = AgentFactory::new(config.clone()).with_workspace(&workspace);
     let llm = config.llm_for("sandbox");
     let models = move |_: &str| -> Result<Arc<dyn ChatModel>, LlmError> {
-        Ok(Arc::new(LlmClient::new(LlmSettings::clone(&llm))?) as Arc<dyn ChatModel>)
+        Ok(Arc::new(LlmClient::new(llm.clone())?) as Arc<dyn ChatModel>)
     };
     let mut built = factory
         .build(AgentKind::Sandbox, &models)
