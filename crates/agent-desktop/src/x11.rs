@@ -287,9 +287,12 @@ impl XClient {
         Ok(())
     }
 
-    /// Waits until the server has handled every request sent so far.
+    /// Waits until the server has handled every request sent so far, and drops the events it
+    /// sent us (only `MappingNotify` arrives unasked; nothing reads them).
     fn sync(&self) -> Result<(), DesktopError> {
-        self.conn.sync().map_err(x_error)
+        self.conn.sync().map_err(x_error)?;
+        while self.conn.poll_for_event().map_err(x_error)?.is_some() {}
+        Ok(())
     }
 
     /// The keycode (and Shift) that produces `keysym`, binding a spare keycode when the
