@@ -4,12 +4,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_sandbox::tools::compress;
+use agent_sandbox::tools::{Compressed, MAX_SIZE, compress};
 use agent_sandbox::{DisplayEndpoint, Sandbox};
 use agent_tools::{Tool, ToolContext, ToolError, ToolResult};
 use async_trait::async_trait;
 use base64::Engine as _;
-use image::{DynamicImage, ImageFormat};
+use image::{DynamicImage, ImageFormat, RgbImage};
 use serde_json::{Value, json};
 use tracing::debug;
 
@@ -168,11 +168,9 @@ impl ComputerUse {
             .with_client(|client, _| client.screenshot())
             .await
             .map_err(|e| e.to_string())?;
-        let compressed = tokio::task::spawn_blocking(move || {
-            compress(&DynamicImage::ImageRgb8(image), ImageFormat::Png)
-        })
-        .await
-        .map_err(|e| e.to_string())??;
+        let compressed = tokio::task::spawn_blocking(move || encode(image))
+            .await
+            .map_err(|e| e.to_string())??;
         let name = format!("screenshots/screenshot_{}.png", timestamp());
         self.sandbox
             .write_file(&name, &compressed.bytes)
@@ -186,6 +184,27 @@ impl ComputerUse {
         debug!(file = %name, size = ?compressed.size, "screenshot taken");
         Ok(ToolResult::success(format!("Screenshot saved as {name}")).with_image(encoded))
     }
+}
+
+/// A screenshot as PNG: scaled as OpenManus scales the images it shows a model (down to fit
+/// 1920×1080, `sandbox_vision`'s rule), encoded with fast compression and no filtering (a
+/// screenshot is taken often and read once; flat screen areas compress well without filters).
+fn encode(image: RgbImage) -> Result<Compressed, String> {
+    use image::ImageEncoder as _;
+    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
+    let (width, height) = image.dimensions();
+    if width > MAX_SIZE.0 || height > MAX_SIZE.1 {
+        return compress(&DynamicImage::ImageRgb8(image), ImageFormat::Png);
+    }
+    let mut bytes = Vec::new();
+    PngEncoder::new_with_quality(&mut bytes, CompressionType::Fast, FilterType::NoFilter)
+        .write_image(image.as_raw(), width, height, image::ColorType::Rgb8)
+        .map_err(|e| format!("could not encode the screenshot: {e}"))?;
+    Ok(Compressed {
+        bytes,
+        mime: "image/png",
+        size: (width, height),
+    })
 }
 
 /// The arguments as OpenManus reads them (numbers may come as numeric strings).
@@ -643,6 +662,18 @@ mod tests {
         assert_eq!(ts.len(), 15, "{ts}");
         assert_eq!(&ts[8..9], "_");
         assert!(ts.starts_with("20"), "{ts}");
+    }
+
+    #[test]
+    fn screenshots_larger_than_the_box_are_scaled_to_fit() {
+        let big = RgbImage::from_pixel(3840, 200, image::Rgb([1, 2, 3]));
+        let small = RgbImage::from_pixel(1024, 768, image::Rgb([1, 2, 3]));
+        assert_eq!(encode(big).unwrap().size, (1920, 100));
+        let encoded = encode(small).unwrap();
+        assert_eq!(encoded.size, (1024, 768));
+        let decoded = image::load_from_memory(&encoded.bytes).unwrap().to_rgb8();
+        assert_eq!(decoded.dimensions(), (1024, 768));
+        assert_eq!(decoded.get_pixel(500, 500).0, [1, 2, 3]);
     }
 
     #[test]
