@@ -19,8 +19,10 @@
 //! sandbox for the tool. x11rb is maintained, has no C dependency and ships the XTest
 //! extension. See `docs/desktop.md`.
 
+mod args;
 mod error;
 pub mod keys;
+mod screenshot;
 mod tool;
 mod x11;
 

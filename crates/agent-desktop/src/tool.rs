@@ -4,17 +4,17 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_sandbox::tools::{Compressed, MAX_SIZE, compress};
 use agent_sandbox::{DisplayEndpoint, Sandbox};
 use agent_tools::{Tool, ToolContext, ToolError, ToolResult};
 use async_trait::async_trait;
 use base64::Engine as _;
-use image::{DynamicImage, ImageFormat, RgbImage};
 use serde_json::{Value, json};
 use tracing::debug;
 
 use crate::DesktopError;
+use crate::args::{Args, round, seconds_text, x_button};
 use crate::keys::{KEYBOARD_KEYS, MOUSE_BUTTONS, keysyms_of_combination, known_keys};
+use crate::screenshot::{encode, timestamp};
 use crate::x11::XClient;
 
 /// The tool's name.
@@ -184,137 +184,6 @@ impl ComputerUse {
         debug!(file = %name, size = ?compressed.size, "screenshot taken");
         Ok(ToolResult::success(format!("Screenshot saved as {name}")).with_image(encoded))
     }
-}
-
-/// A screenshot as PNG: scaled as OpenManus scales the images it shows a model (down to fit
-/// 1920×1080, `sandbox_vision`'s rule), encoded with fast compression and no filtering (a
-/// screenshot is taken often and read once; flat screen areas compress well without filters).
-fn encode(image: RgbImage) -> Result<Compressed, String> {
-    use image::ImageEncoder as _;
-    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
-    let (width, height) = image.dimensions();
-    if width > MAX_SIZE.0 || height > MAX_SIZE.1 {
-        return compress(&DynamicImage::ImageRgb8(image), ImageFormat::Png);
-    }
-    let mut bytes = Vec::new();
-    PngEncoder::new_with_quality(&mut bytes, CompressionType::Fast, FilterType::NoFilter)
-        .write_image(image.as_raw(), width, height, image::ColorType::Rgb8)
-        .map_err(|e| format!("could not encode the screenshot: {e}"))?;
-    Ok(Compressed {
-        bytes,
-        mime: "image/png",
-        size: (width, height),
-    })
-}
-
-/// The arguments as OpenManus reads them (numbers may come as numeric strings).
-#[derive(Debug, Default)]
-struct Args {
-    x: Option<f64>,
-    y: Option<f64>,
-    button: String,
-    num_clicks: Option<f64>,
-    amount: Option<f64>,
-    text: Option<String>,
-    key: Option<String>,
-    keys: Option<String>,
-    duration: Option<f64>,
-}
-
-fn number(args: &Value, name: &str) -> Result<Option<f64>, String> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(Value::String(s)) => s
-            .trim()
-            .parse::<f64>()
-            .map(Some)
-            .map_err(|_| format!("{name} must be a number, not {s:?}")),
-        Some(other) => Err(format!("{name} must be a number, not {other}")),
-    }
-    .and_then(|n| match n {
-        Some(n) if !n.is_finite() => Err(format!("{name} must be a finite number")),
-        n => Ok(n),
-    })
-}
-
-fn text(args: &Value, name: &str) -> Option<String> {
-    match args.get(name) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => Some(other.to_string()),
-    }
-}
-
-impl Args {
-    fn parse(args: &Value) -> Result<Self, String> {
-        Ok(Self {
-            x: number(args, "x")?,
-            y: number(args, "y")?,
-            button: text(args, "button").unwrap_or_else(|| "left".to_owned()),
-            num_clicks: number(args, "num_clicks")?,
-            amount: number(args, "amount")?,
-            text: text(args, "text"),
-            key: text(args, "key"),
-            keys: text(args, "keys"),
-            duration: number(args, "duration")?,
-        })
-    }
-}
-
-/// Python's `int(round(v))`: halves to even.
-#[allow(clippy::cast_possible_truncation)]
-fn round(value: f64) -> i64 {
-    value.round_ties_even().clamp(-1e15, 1e15) as i64
-}
-
-/// The X button of a schema button name.
-fn x_button(name: &str) -> Result<u8, String> {
-    match name.to_ascii_lowercase().as_str() {
-        "left" => Ok(1),
-        "middle" => Ok(2),
-        "right" => Ok(3),
-        _ => Err(format!(
-            "unknown mouse button {name:?} (one of {})",
-            MOUSE_BUTTONS.join(", ")
-        )),
-    }
-}
-
-/// Python's `str(float)` for a wait's duration, with `max(0, min(10, d))`'s integer ends.
-fn seconds_text(duration: f64) -> String {
-    if duration >= 10.0 {
-        "10".to_owned()
-    } else if duration <= 0.0 {
-        "0".to_owned()
-    } else {
-        format!("{duration:?}")
-    }
-}
-
-/// `YYYYmmdd_HHMMSS` in UTC.
-fn timestamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = i64::try_from(secs / 86_400).unwrap_or_default();
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}_{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 #[async_trait]
@@ -634,55 +503,5 @@ impl ComputerUse {
             },
             other => ToolResult::failure(format!("Unknown action: {other}")),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rounding_is_pythons() {
-        assert_eq!(round(2.5), 2);
-        assert_eq!(round(3.5), 4);
-        assert_eq!(round(-0.4), 0);
-    }
-
-    #[test]
-    fn waits_read_as_python_prints_them() {
-        assert_eq!(seconds_text(0.5), "0.5");
-        assert_eq!(seconds_text(2.0), "2.0");
-        assert_eq!(seconds_text(30.0), "10");
-        assert_eq!(seconds_text(-1.0), "0");
-    }
-
-    #[test]
-    fn the_timestamp_has_openmanus_shape() {
-        let ts = timestamp();
-        assert_eq!(ts.len(), 15, "{ts}");
-        assert_eq!(&ts[8..9], "_");
-        assert!(ts.starts_with("20"), "{ts}");
-    }
-
-    #[test]
-    fn screenshots_larger_than_the_box_are_scaled_to_fit() {
-        let big = RgbImage::from_pixel(3840, 200, image::Rgb([1, 2, 3]));
-        let small = RgbImage::from_pixel(1024, 768, image::Rgb([1, 2, 3]));
-        assert_eq!(encode(big).unwrap().size, (1920, 100));
-        let encoded = encode(small).unwrap();
-        assert_eq!(encoded.size, (1024, 768));
-        let decoded = image::load_from_memory(&encoded.bytes).unwrap().to_rgb8();
-        assert_eq!(decoded.dimensions(), (1024, 768));
-        assert_eq!(decoded.get_pixel(500, 500).0, [1, 2, 3]);
-    }
-
-    #[test]
-    fn buttons_are_checked() {
-        assert_eq!(x_button("Right"), Ok(3));
-        assert!(
-            x_button("thumb")
-                .unwrap_err()
-                .contains("left, right, middle")
-        );
     }
 }
