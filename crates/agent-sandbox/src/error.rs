@@ -10,6 +10,10 @@ pub enum SandboxError {
     /// message says why and how to fix it or disable the sandbox; nothing ran unsandboxed.
     #[error("the sandbox is unavailable: {0}")]
     Unavailable(String),
+    /// The sandbox's virtual display cannot run (Xvfb missing, or it failed to start). The
+    /// sandbox itself could run; a caller may build it again without a display.
+    #[error("the sandbox's display is unavailable: {0}")]
+    DisplayUnavailable(String),
     /// A setting is invalid (an unparsable memory limit, a relative work dir, ...).
     #[error("invalid sandbox setting: {0}")]
     InvalidSetting(String),

@@ -13,6 +13,9 @@
 //!   [`LocalSandbox::probe`] says plainly when the machine cannot run it; nothing ever runs
 //!   unsandboxed silently.
 //! - [`DockerSandbox`] runs the same interface in a container of a Docker engine.
+//! - [`LocalSandboxOptions::with_display`] gives a sandbox a virtual X display: an Xvfb in the
+//!   sandbox, `DISPLAY` set for its programs, reached from the host through
+//!   [`Sandbox::display`] (agent-desktop's `computer_use` drives it; see `docs/desktop.md`).
 //! - [`from_settings`] turns the `[sandbox]` section of `config.toml` into one of them (the
 //!   backend is chosen here, nowhere else).
 //!
@@ -42,6 +45,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+mod display;
 mod docker;
 mod error;
 mod host;
@@ -54,12 +58,13 @@ mod sessions;
 mod settings;
 pub mod tools;
 
+pub use display::{DEFAULT_SCREEN, DISPLAY_NUMBER, DisplayEndpoint};
 pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker, remove_live_containers_now};
 pub use error::SandboxError;
 pub use limits::parse_memory_limit;
 pub use local::{LocalSandbox, LocalSandboxOptions, Probe, SANDBOX_PATH};
 pub use operator::SandboxFileOperator;
-pub use settings::from_settings;
+pub use settings::{SandboxFeatures, from_settings};
 
 /// What a command run in a sandbox produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +172,13 @@ pub trait Sandbox: Send + Sync {
     /// The prefix a browser is started under inside the sandbox, when the backend can run one
     /// there with its DevTools endpoint reachable from this process (default: it cannot).
     fn browser_launcher(&self) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Where the host reaches the sandbox's virtual display (an X server whose programs run in
+    /// the sandbox, `DISPLAY` set for them), when the sandbox was built with one (default: it
+    /// has none).
+    fn display(&self) -> Option<DisplayEndpoint> {
         None
     }
 

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, info, warn};
 
+use crate::display::{DISPLAY_NUMBER, DisplayEndpoint, SocketDir, XServer, start_xvfb};
 use crate::process::{Shared, pump};
 use crate::sessions::ShellSessions;
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput, parse_memory_limit};
@@ -53,6 +54,10 @@ pub struct LocalSandboxOptions {
     pub env: Vec<(String, String)>,
     /// Bytes of stdout and of stderr kept per command (the rest is dropped). Default 10 MiB.
     pub output_limit: usize,
+    /// A virtual display of this size (pixels) for the sandbox's programs: an Xvfb started with
+    /// the sandbox, `DISPLAY=:0` in every instance (see [`LocalSandboxOptions::with_display`]).
+    /// Default `None`: no display, no `DISPLAY`.
+    pub display: Option<(u32, u32)>,
 }
 
 impl LocalSandboxOptions {
@@ -73,7 +78,20 @@ impl LocalSandboxOptions {
                 .collect(),
             env: Vec::new(),
             output_limit: 10 << 20,
+            display: None,
         }
+    }
+
+    /// Gives the sandbox a virtual display ([`crate::DEFAULT_SCREEN`], 1024×768): an Xvfb
+    /// started by [`LocalSandbox::new`] in a sandbox instance of its own (without the per-command
+    /// limits), its socket in a private host directory that every instance sees as
+    /// `/tmp/.X11-unix`, and `DISPLAY=:0` set in every instance, so a program started by a
+    /// command or a shell session draws on it. [`Sandbox::display`] says where the host reaches
+    /// it; [`Sandbox::cleanup`] and drop stop it.
+    #[must_use]
+    pub fn with_display(mut self) -> Self {
+        self.display = Some(crate::DEFAULT_SCREEN);
+        self
     }
 
     /// Makes the workspace appear inside the sandbox at its own host path (the work dir is the
@@ -143,6 +161,12 @@ pub struct LocalSandbox {
     /// `prlimit` and its arguments, ending with `--`.
     limit_args: Vec<String>,
     sessions: ShellSessions<Session>,
+    /// The display's X server (dropped, so killed, before its socket directory is removed).
+    x_server: std::sync::Mutex<Option<XServer>>,
+    /// Where the display is reached, while it runs.
+    display: Option<DisplayEndpoint>,
+    /// The private host directory of the display's socket.
+    _socket_dir: Option<SocketDir>,
 }
 
 impl LocalSandbox {
@@ -229,14 +253,19 @@ impl LocalSandbox {
                     e,
                 )
             })?;
-        let bwrap_args = bwrap_args(&options, &workspace)?;
+        let socket_dir = options.display.map(|_| SocketDir::create()).transpose()?;
+        let x11_dir = socket_dir.as_ref().map(SocketDir::x11_dir);
+        let bwrap_args = bwrap_args(&options, &workspace, x11_dir.as_deref())?;
         let limit_args = limit_args(&options);
-        let sandbox = Self {
+        let mut sandbox = Self {
             options,
             workspace,
             bwrap_args,
             limit_args,
             sessions: ShellSessions::new(),
+            x_server: std::sync::Mutex::new(None),
+            display: None,
+            _socket_dir: socket_dir,
         };
         let trial = sandbox.run("true", Some(Duration::from_secs(30))).await?;
         if trial.exit_code != Some(0) {
@@ -244,6 +273,14 @@ impl LocalSandbox {
                 "a trial command in the configured sandbox failed ({}); check `work_dir` and the hidden paths; {DISABLE_HINT}",
                 trial.stderr.trim()
             )));
+        }
+        if let (Some(size), Some(x11_dir)) = (sandbox.options.display, x11_dir) {
+            let server = start_xvfb(&sandbox.desktop_launcher(), &x11_dir, size).await?;
+            sandbox.display = Some(server.endpoint.clone());
+            *sandbox
+                .x_server
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(server);
         }
         info!(version = %probe.bwrap_version, workspace = %sandbox.workspace.display(), "sandbox ready");
         Ok(sandbox)
@@ -323,6 +360,22 @@ impl LocalSandbox {
         argv
     }
 
+    /// The command line the display's X server runs under: like [`LocalSandbox::launcher`]
+    /// (the same namespaces, binds and network setting) but without the per-command `prlimit`
+    /// limits, since the server lives as long as the sandbox.
+    fn desktop_launcher(&self) -> Vec<String> {
+        let mut argv = vec!["bwrap".to_owned()];
+        argv.extend(self.bwrap_args.iter().cloned());
+        argv.push("--".to_owned());
+        argv
+    }
+
+    /// Where the host reaches the sandbox's display, when it was built with one.
+    #[must_use]
+    pub fn display(&self) -> Option<&DisplayEndpoint> {
+        self.display.as_ref()
+    }
+
     /// Whether programs in this sandbox may use the network.
     #[must_use]
     pub fn network_enabled(&self) -> bool {
@@ -355,6 +408,7 @@ impl LocalSandbox {
 fn bwrap_args(
     options: &LocalSandboxOptions,
     workspace: &Path,
+    x11_dir: Option<&Path>,
 ) -> Result<Vec<String>, SandboxError> {
     let mut args: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| args.extend(items.iter().map(|s| (*s).to_owned()));
@@ -403,6 +457,9 @@ fn bwrap_args(
         }
     }
     push(&["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]);
+    if let Some(x11_dir) = x11_dir {
+        push(&["--bind", &text(x11_dir)?, "/tmp/.X11-unix"]);
+    }
     for hidden in &options.hidden_paths {
         let Ok(real) = std::fs::canonicalize(hidden) else {
             continue;
@@ -425,6 +482,9 @@ fn bwrap_args(
         ("TERM".to_owned(), "dumb".to_owned()),
         ("PYTHONUNBUFFERED".to_owned(), "1".to_owned()),
     ];
+    if x11_dir.is_some() {
+        env.push(("DISPLAY".to_owned(), format!(":{DISPLAY_NUMBER}")));
+    }
     env.extend(options.env.iter().cloned());
     for (key, value) in env {
         push(&["--setenv", &key, &value]);
@@ -666,6 +726,15 @@ impl Sandbox for LocalSandbox {
         for session in self.sessions.close().await {
             session.kill().await;
         }
+        let server = self
+            .x_server
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(server) = server {
+            server.group.shutdown(Duration::from_secs(2)).await;
+            debug!("the sandbox's display stopped");
+        }
         Ok(())
     }
 
@@ -687,5 +756,9 @@ impl Sandbox for LocalSandbox {
 
     fn browser_launcher(&self) -> Option<Vec<String>> {
         Some(LocalSandbox::browser_launcher(self))
+    }
+
+    fn display(&self) -> Option<DisplayEndpoint> {
+        LocalSandbox::display(self).cloned()
     }
 }

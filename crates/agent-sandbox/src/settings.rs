@@ -11,12 +11,36 @@ use crate::docker::{DockerSandbox, DockerSandboxOptions};
 use crate::error::SandboxError;
 use crate::local::{LocalSandbox, LocalSandboxOptions};
 
+/// What a caller of [`from_settings`] needs of the sandbox besides `[sandbox]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxFeatures {
+    /// The workspace appears at its own host path inside the sandbox.
+    pub mirrored: bool,
+    /// A virtual display (an X server in the sandbox, `DISPLAY` set for its programs).
+    pub display: bool,
+}
+
+impl SandboxFeatures {
+    /// The workspace at its own host path, no display (the tools of `use_sandbox = true`).
+    pub const MIRRORED: Self = Self {
+        mirrored: true,
+        display: false,
+    };
+    /// The workspace at `work_dir` and a display (SandboxManus).
+    pub const DESKTOP: Self = Self {
+        mirrored: false,
+        display: true,
+    };
+}
+
 /// The sandbox `[sandbox]` describes — bubblewrap on this machine (`backend = "local"`, the
 /// default) or a Docker container from `image` (`backend = "docker"`) — over `workspace`, which
 /// is created when missing and canonicalised (the sandbox needs a path without symbolic links).
 ///
-/// `mirrored` shows the workspace at its own host path inside the sandbox, so that tools see
-/// the same absolute paths with and without it; otherwise it is at `[sandbox] work_dir`.
+/// `features.mirrored` shows the workspace at its own host path inside the sandbox, so that
+/// tools see the same absolute paths with and without it; otherwise it is at `[sandbox]
+/// work_dir`. `features.display` gives the sandbox a virtual display (`computer_use`); only the
+/// bubblewrap backend has one so far, the Docker backend's sandbox has none.
 /// `use_sandbox` is not looked at: the caller decides whether a sandbox is wanted.
 ///
 /// # Errors
@@ -28,7 +52,7 @@ use crate::local::{LocalSandbox, LocalSandboxOptions};
 pub async fn from_settings(
     settings: &SandboxSettings,
     workspace: &Path,
-    mirrored: bool,
+    features: SandboxFeatures,
 ) -> Result<Arc<dyn Sandbox>, SandboxError> {
     tokio::fs::create_dir_all(workspace).await.map_err(|e| {
         SandboxError::io(
@@ -50,7 +74,16 @@ pub async fn from_settings(
         settings.timeout,
         settings.network_enabled,
     )?;
-    let local = if mirrored { local.mirrored() } else { local };
+    let local = if features.mirrored {
+        local.mirrored()
+    } else {
+        local
+    };
+    let local = if features.display {
+        local.with_display()
+    } else {
+        local
+    };
     tracing::debug!(
         backend = ?settings.backend,
         workspace = %workspace.display(),
@@ -60,6 +93,11 @@ pub async fn from_settings(
     match settings.backend {
         SandboxBackend::Local => Ok(Arc::new(LocalSandbox::new(local).await?)),
         SandboxBackend::Docker => {
+            if features.display {
+                tracing::warn!(
+                    "the Docker sandbox backend has no virtual display yet; computer_use is not offered"
+                );
+            }
             let docker = DockerSandboxOptions {
                 image: settings.image.clone(),
                 work_dir: local.work_dir,

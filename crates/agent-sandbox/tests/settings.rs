@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use agent_config::Config;
-use agent_sandbox::SandboxError;
+use agent_sandbox::{SandboxError, SandboxFeatures};
 
 const T: Option<Duration> = Some(Duration::from_secs(30));
 
@@ -25,9 +25,10 @@ async fn the_local_backend_runs_over_a_workspace_it_creates_at_work_dir() {
     // A path with a `..` on the way and a directory that does not exist yet.
     let workspace = dir.path().join("sub/../ws");
     let config = config("use_sandbox = true\nwork_dir = \"/work\"\n");
-    let sandbox = agent_sandbox::from_settings(&config.sandbox, &workspace, false)
-        .await
-        .unwrap();
+    let sandbox =
+        agent_sandbox::from_settings(&config.sandbox, &workspace, SandboxFeatures::default())
+            .await
+            .unwrap();
     let canonical = dir.path().canonicalize().unwrap().join("ws");
     assert_eq!(sandbox.workspace(), canonical);
     assert_eq!(sandbox.work_dir(), std::path::Path::new("/work"));
@@ -44,9 +45,10 @@ async fn the_local_backend_runs_over_a_workspace_it_creates_at_work_dir() {
 async fn mirrored_shows_the_workspace_at_its_own_path() {
     let dir = tempfile::tempdir().unwrap();
     let config = config("backend = \"local\"\n");
-    let sandbox = agent_sandbox::from_settings(&config.sandbox, dir.path(), true)
-        .await
-        .unwrap();
+    let sandbox =
+        agent_sandbox::from_settings(&config.sandbox, dir.path(), SandboxFeatures::MIRRORED)
+            .await
+            .unwrap();
     let canonical = dir.path().canonicalize().unwrap();
     assert_eq!(sandbox.work_dir(), canonical);
     let out = sandbox.run("pwd", T).await.unwrap();
@@ -63,7 +65,9 @@ async fn unusable_settings_are_refused_before_anything_runs() {
         ("timeout = 0\n", "timeout"),
     ] {
         let config = config(section);
-        match agent_sandbox::from_settings(&config.sandbox, dir.path(), false).await {
+        match agent_sandbox::from_settings(&config.sandbox, dir.path(), SandboxFeatures::default())
+            .await
+        {
             Err(SandboxError::InvalidSetting(message)) => {
                 assert!(message.contains(word), "{section}: {message}");
             }
@@ -79,7 +83,13 @@ async fn a_workspace_that_cannot_be_created_is_an_io_error() {
     let file = dir.path().join("a-file");
     std::fs::write(&file, "not a directory").unwrap();
     let config = config("");
-    match agent_sandbox::from_settings(&config.sandbox, &file.join("ws"), false).await {
+    match agent_sandbox::from_settings(
+        &config.sandbox,
+        &file.join("ws"),
+        SandboxFeatures::default(),
+    )
+    .await
+    {
         Err(SandboxError::Io { context, .. }) => {
             assert!(context.contains("cannot create the workspace"), "{context}");
         }

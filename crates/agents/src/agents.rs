@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use agent_browser::{BrowserConfig, BrowserContextHelper, BrowserUseTool};
+use agent_desktop::ComputerUse;
 use agent_llm::ChatModel;
 use agent_sandbox::Sandbox;
 use agent_toolcall::ToolCallAgent;
@@ -20,7 +21,9 @@ use crate::prompts::{
 /// sessions), `sandbox_files`, `sandbox_browser` (the `browser_use` actions on a Chromium
 /// started inside the sandbox; without `network_enabled` it reaches no network, only files
 /// and the workspace; offered only by backends that can run a browser, the bubblewrap one),
-/// `sandbox_vision`, `ask_human` and `terminate`. Manus's prompts with the sandbox's work dir,
+/// `sandbox_vision`, `computer_use` (the mouse, keyboard and screen of the sandbox's virtual
+/// display; offered when the sandbox has one, see `LocalSandboxOptions::with_display` — the
+/// agent factory builds SandboxManus's sandbox with it), `ask_human` and `terminate`. Manus's prompts with the sandbox's work dir,
 /// 20 steps, observations cut at 10,000 characters; while one of its last three messages calls
 /// `sandbox_browser`, the step's prompt carries the browser state.
 pub fn sandbox_manus(
@@ -69,7 +72,10 @@ pub fn sandbox_manus(
     } else {
         tracing::warn!("this sandbox backend cannot run a browser; sandbox_browser is not offered");
     }
-    tools.add_tool(SandboxVision::new(sandbox));
+    tools.add_tool(SandboxVision::new(Arc::clone(&sandbox)));
+    if let Some(computer) = ComputerUse::for_sandbox(sandbox) {
+        tools.add_tool(computer);
+    }
     tools.add_tool(options.ask_human());
     tools.add_tool(Terminate);
     let mut hooks = ManusHooks::new();

@@ -34,7 +34,7 @@ pub enum AgentKind {
     Swe,
     /// BrowserAgent (a headless Chromium driven by `browser_use`).
     Browser,
-    /// SandboxManus: shell, files, browser and image viewer inside a sandbox.
+    /// SandboxManus: shell, files, browser, image viewer and a desktop inside a sandbox.
     Sandbox,
     /// MCPAgent, on the tools of one MCP server ([`AgentFactory::with_mcp_server`]).
     Mcp,
@@ -87,7 +87,9 @@ impl AgentKind {
             Self::Manus => "The general-purpose agent (python, browser, file editor, ask the user)",
             Self::Swe => "The programmer (bash and the file editor)",
             Self::Browser => "The browser agent (a headless Chromium driven by browser_use)",
-            Self::Sandbox => "SandboxManus: shell, files, browser and image viewer in a sandbox",
+            Self::Sandbox => {
+                "SandboxManus: shell, files, browser, image viewer and desktop in a sandbox"
+            }
             Self::Mcp => "The MCP agent, on the tools of one MCP server",
             Self::DataAnalysis => "DataAnalysis: Python with pandas, charts and insights",
         }
@@ -314,12 +316,16 @@ impl AgentFactory {
             // The tools run in the sandbox with the workspace at its own path, so paths and
             // observations are the same as without it. No fallback: if the sandbox cannot run,
             // the agent is not built.
-            let sandbox = agent_sandbox::from_settings(&config.sandbox, &workspace, true)
-                .await
-                .map_err(|source| FactoryError::Sandbox {
-                    context: "[sandbox] use_sandbox = true, but the sandbox cannot run",
-                    source,
-                })?;
+            let sandbox = agent_sandbox::from_settings(
+                &config.sandbox,
+                &workspace,
+                agent_sandbox::SandboxFeatures::MIRRORED,
+            )
+            .await
+            .map_err(|source| FactoryError::Sandbox {
+                context: "[sandbox] use_sandbox = true, but the sandbox cannot run",
+                source,
+            })?;
             options = AgentOptions {
                 workspace: sandbox.workspace().to_path_buf(),
                 ..options
@@ -375,12 +381,25 @@ impl AgentFactory {
                 }
                 AgentKind::Sandbox => {
                     let llm = model(kind.agent_name())?;
-                    let own = agent_sandbox::from_settings(
+                    let own = match agent_sandbox::from_settings(
                         &self.config.sandbox,
                         &options.workspace,
-                        false,
+                        agent_sandbox::SandboxFeatures::DESKTOP,
                     )
                     .await
+                    {
+                        // Without a display SandboxManus still works, without computer_use.
+                        Err(agent_sandbox::SandboxError::DisplayUnavailable(reason)) => {
+                            warn!(%reason, "SandboxManus's sandbox has no display; computer_use is not offered");
+                            agent_sandbox::from_settings(
+                                &self.config.sandbox,
+                                &options.workspace,
+                                agent_sandbox::SandboxFeatures::default(),
+                            )
+                            .await
+                        }
+                        built => built,
+                    }
                     .map_err(|source| FactoryError::Sandbox {
                         context: "SandboxManus needs the sandbox, and it cannot run",
                         source,
