@@ -35,6 +35,9 @@ pub enum StoreError {
     /// No run has this id.
     #[error("no run {0}")]
     NoRun(i64),
+    /// The writer recording a session has stopped (the session was closed).
+    #[error("the session's recorder has stopped")]
+    Closed,
     /// A stored value could not be read back (a JSON column, an unknown state).
     #[error("the session store holds an unreadable {what}: {reason}")]
     Corrupt {
