@@ -14,6 +14,28 @@ use crate::error::StoreError;
 /// The schema, from `migrations/` (embedded at build time).
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// How many times a migration that lost a race with another process is tried again.
+const MIGRATION_ATTEMPTS: u32 = 5;
+
+/// Brings the schema up to date. SQLite has no lock for migrations: two processes opening a new
+/// database at once both see a migration as not applied, and the second one's transaction fails
+/// (the table exists) and is rolled back whole; it is tried again, and then finds the migration
+/// applied.
+async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
+    let mut attempt = 1;
+    loop {
+        match MIGRATOR.run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(error) if attempt < MIGRATION_ATTEMPTS => {
+                tracing::debug!(%error, attempt, "migrating the session store again");
+                tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+                attempt += 1;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -81,7 +103,7 @@ impl Store {
     }
 
     async fn ready(pool: SqlitePool, path: Option<PathBuf>) -> Result<Self, StoreError> {
-        MIGRATOR.run(&pool).await?;
+        migrate(&pool).await?;
         let store = Self { pool, path };
         store.mark_interrupted_runs().await?;
         Ok(store)

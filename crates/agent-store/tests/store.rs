@@ -434,3 +434,19 @@ async fn an_in_memory_store_works_and_unknown_ids_are_errors() {
         SessionState::Failed
     );
 }
+
+#[tokio::test]
+async fn stores_opened_at_once_on_a_new_file_all_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("race.db");
+    let opens: Vec<_> = (0..6)
+        .map(|_| {
+            let path = path.clone();
+            tokio::spawn(async move { Store::open(path).await })
+        })
+        .collect();
+    for open in opens {
+        let store = open.await.unwrap().unwrap();
+        store.list_sessions().await.unwrap();
+    }
+}
