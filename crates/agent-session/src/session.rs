@@ -88,6 +88,10 @@ pub enum SessionError {
     /// The session store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The stored session has a run in progress in a live process: it cannot be resumed
+    /// beside it.
+    #[error("session {0} is running in another process")]
+    Running(String),
     /// A stored session names an agent kind this program does not know.
     #[error("the stored session {id} runs `{agent}`, which this program does not know")]
     UnknownTarget {
@@ -239,14 +243,25 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// No such session, an agent kind this program does not know, or as
-    /// [`Session::start_recorded`].
+    /// No such session, a session whose run is still in progress in a live process
+    /// ([`SessionError::Running`]; a run whose process died is interrupted, not running), an
+    /// agent kind this program does not know, or as [`Session::start_recorded`].
     pub async fn resume(
         factory: &AgentFactory,
         store: &Store,
         id: &str,
     ) -> Result<Self, SessionError> {
         let record = store.find_session(id).await?;
+        // A run whose process died since the store was opened is interrupted, not running.
+        store.mark_interrupted_runs().await?;
+        if store
+            .runs(&record.id)
+            .await?
+            .last()
+            .is_some_and(|run| run.state == RunState::Running)
+        {
+            return Err(SessionError::Running(record.id));
+        }
         let target: Target = record
             .agent
             .parse()

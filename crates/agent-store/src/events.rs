@@ -36,6 +36,49 @@ pub(crate) async fn insert_event(
     })
 }
 
+/// Inserts `events` in `tx` with one statement and returns them with their ids. The rows of one
+/// `INSERT` take increasing ids in the order of its `VALUES`; `RETURNING` may list them in any
+/// order, so the ids are sorted before they are matched to the events.
+async fn insert_events(
+    tx: &mut Transaction<'static, Sqlite>,
+    session: &str,
+    events: Vec<NewEvent>,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let rows = vec!["(?, ?, ?, ?, ?)"; events.len()].join(", ");
+    let sql = format!(
+        "INSERT INTO events (session_id, run_id, at, kind, data) VALUES {rows} RETURNING id"
+    );
+    let mut query = sqlx::query_scalar::<_, EventId>(&sql);
+    for event in &events {
+        query = query
+            .bind(session)
+            .bind(event.run_id)
+            .bind(event.at)
+            .bind(event.kind.as_str())
+            .bind(event.data.to_string());
+    }
+    let mut ids = query.fetch_all(&mut **tx).await?;
+    if ids.len() != events.len() {
+        return Err(StoreError::corrupt(
+            "event insert",
+            format!("{} ids for {} events", ids.len(), events.len()),
+        ));
+    }
+    ids.sort_unstable();
+    Ok(events
+        .into_iter()
+        .zip(ids)
+        .map(|(event, id)| StoredEvent {
+            id,
+            session_id: session.to_owned(),
+            run_id: event.run_id,
+            at: event.at,
+            kind: event.kind,
+            data: event.data,
+        })
+        .collect())
+}
+
 fn event_from_row(row: &SqliteRow) -> Result<StoredEvent, StoreError> {
     let kind: String = row.try_get("kind")?;
     let data: String = row.try_get("data")?;
@@ -68,8 +111,13 @@ impl Store {
         let mut tx = self.write().await?;
         crate::messages::apply(&mut tx, session, batch.memory).await?;
         let mut stored = Vec::with_capacity(batch.events.len());
-        for event in batch.events {
-            stored.push(insert_event(&mut tx, session, event).await?);
+        let mut events = batch.events.into_iter().peekable();
+        while events.peek().is_some() {
+            let chunk: Vec<NewEvent> = events
+                .by_ref()
+                .take(crate::messages::ROWS_PER_STATEMENT)
+                .collect();
+            stored.extend(insert_events(&mut tx, session, chunk).await?);
         }
         tx.commit().await?;
         Ok(stored)

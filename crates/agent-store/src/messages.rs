@@ -10,35 +10,59 @@ use crate::error::StoreError;
 use crate::store::Store;
 use crate::types::MemoryWrite;
 
-/// Applies memory changes in `tx`.
+/// Rows of one multi-row `INSERT` (5 columns at most: far below SQLite's 32766 variables).
+pub(crate) const ROWS_PER_STATEMENT: usize = 256;
+
+/// Applies memory changes in `tx`, in order; consecutive puts go in multi-row statements (a
+/// later put of the same position replaces an earlier one, as one by one).
 pub(crate) async fn apply(
     tx: &mut Transaction<'static, Sqlite>,
     session: &str,
     writes: Vec<MemoryWrite>,
 ) -> Result<(), StoreError> {
+    let mut puts: Vec<(u64, String)> = Vec::new();
     for write in writes {
         match write {
             MemoryWrite::Put { seq, message } => {
-                sqlx::query(
-                    "INSERT OR REPLACE INTO messages (session_id, seq, message) VALUES (?, ?, ?)",
-                )
-                .bind(session)
-                .bind(seq_of(seq))
-                .bind(message)
-                .execute(&mut **tx)
-                .await?;
+                puts.push((seq, message));
+                if puts.len() == ROWS_PER_STATEMENT {
+                    put_all(tx, session, std::mem::take(&mut puts)).await?;
+                }
             }
             MemoryWrite::Remove { seqs } => {
-                for seq in seqs {
-                    sqlx::query("DELETE FROM messages WHERE session_id = ? AND seq = ?")
-                        .bind(session)
-                        .bind(seq_of(seq))
-                        .execute(&mut **tx)
-                        .await?;
+                put_all(tx, session, std::mem::take(&mut puts)).await?;
+                for chunk in seqs.chunks(ROWS_PER_STATEMENT) {
+                    let marks = vec!["?"; chunk.len()].join(", ");
+                    let sql =
+                        format!("DELETE FROM messages WHERE session_id = ? AND seq IN ({marks})");
+                    let mut query = sqlx::query(&sql).bind(session);
+                    for seq in chunk {
+                        query = query.bind(seq_of(*seq));
+                    }
+                    query.execute(&mut **tx).await?;
                 }
             }
         }
     }
+    put_all(tx, session, puts).await
+}
+
+/// Stores `puts` in one statement.
+async fn put_all(
+    tx: &mut Transaction<'static, Sqlite>,
+    session: &str,
+    puts: Vec<(u64, String)>,
+) -> Result<(), StoreError> {
+    if puts.is_empty() {
+        return Ok(());
+    }
+    let rows = vec!["(?, ?, ?)"; puts.len()].join(", ");
+    let sql = format!("INSERT OR REPLACE INTO messages (session_id, seq, message) VALUES {rows}");
+    let mut query = sqlx::query(&sql);
+    for (seq, message) in puts {
+        query = query.bind(session).bind(seq_of(seq)).bind(message);
+    }
+    query.execute(&mut **tx).await?;
     Ok(())
 }
 

@@ -450,3 +450,35 @@ async fn stores_opened_at_once_on_a_new_file_all_migrate() {
         store.list_sessions().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_large_batch_keeps_every_event_and_message_in_order() {
+    let (_dir, store) = file_store().await;
+    let s = store
+        .create_session(NewSession::new("manus", "/w"))
+        .await
+        .unwrap();
+    let messages: Vec<Message> = (0..600)
+        .map(|n| Message::assistant_message(format!("m{n}")))
+        .collect();
+    let mut memory: Vec<MemoryWrite> = messages
+        .iter()
+        .enumerate()
+        .map(|(n, m)| put(n as u64, m))
+        .collect();
+    memory.push(MemoryWrite::Remove {
+        seqs: (0..300).collect(),
+    });
+    let batch = Batch {
+        memory,
+        events: (0..700).map(|n| event(None, n)).collect(),
+    };
+    let stored = store.write_batch(&s.id, batch).await.unwrap();
+    assert_eq!(stored.len(), 700);
+    for (n, event) in stored.iter().enumerate() {
+        assert_eq!(event.data["step"], n, "the id order is the event order");
+    }
+    assert!(stored.windows(2).all(|w| w[0].id < w[1].id));
+    assert_eq!(store.events_after(&s.id, None, 1000).await.unwrap(), stored);
+    assert_eq!(store.messages(&s.id).await.unwrap(), messages[300..]);
+}
