@@ -259,3 +259,28 @@ async fn store_messages(path: &Path, id: &str) -> Vec<agent_core::Message> {
     store.close().await;
     messages
 }
+
+#[tokio::test]
+async fn a_session_running_in_a_live_process_is_not_resumed_beside_it() {
+    let server = MockOpenAi::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
+    let record = store
+        .create_session(agent_session::store::NewSession::new("swe", dir.path().join("w")))
+        .await
+        .unwrap();
+    // A run begun by this process, which is alive: it is running, not interrupted.
+    let (run, _) = store.begin_run(&record.id, "busy").await.unwrap();
+    let error = Session::resume(&factory(&server, dir.path()), &store, &record.id)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, agent_session::SessionError::Running(id) if *id == record.id),
+        "{error}"
+    );
+    assert_eq!(store.run(run).await.unwrap().state, RunState::Running);
+    let error = Session::resume(&factory(&server, dir.path()), &store, "nobody")
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("no session nobody"), "{error}");
+}
