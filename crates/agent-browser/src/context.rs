@@ -76,7 +76,7 @@ impl BrowserContextHelper {
         if let Some(image) = state.and_then(|s| s.screenshot)
             && core.llm.supports_images()
         {
-            drop_old_screenshots(core.base.memory.messages_mut());
+            core.base.memory.edit(drop_old_screenshot);
             core.base
                 .update_memory(Message::user_message(SCREENSHOT_MESSAGE).with_image(image));
         }
@@ -157,17 +157,18 @@ fn non_empty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_owned())
 }
 
-/// Replaces the image of every earlier screenshot message by [`SCREENSHOT_REPLACED`].
-fn drop_old_screenshots(messages: &mut [Message]) {
-    for message in messages {
-        if message.role == Role::User
-            && message.base64_image.is_some()
-            && message.text() == SCREENSHOT_MESSAGE
-        {
-            message.base64_image = None;
-            message.content = Some(SCREENSHOT_REPLACED.to_owned());
-        }
+/// Replaces the image of an earlier screenshot message by [`SCREENSHOT_REPLACED`]; whether it
+/// did.
+fn drop_old_screenshot(message: &mut Message) -> bool {
+    if message.role == Role::User
+        && message.base64_image.is_some()
+        && message.text() == SCREENSHOT_MESSAGE
+    {
+        message.base64_image = None;
+        message.content = Some(SCREENSHOT_REPLACED.to_owned());
+        return true;
     }
+    false
 }
 
 #[cfg(test)]
@@ -225,12 +226,14 @@ mod tests {
 
     #[test]
     fn only_the_latest_screenshot_keeps_its_image() {
-        let mut messages = vec![
+        let mut memory = agent_core::Memory::default();
+        memory.add_messages([
             Message::user_message("task"),
             Message::user_message(SCREENSHOT_MESSAGE).with_image("AAAA"),
             Message::user_message("a photo I sent").with_image("BBBB"),
-        ];
-        drop_old_screenshots(&mut messages);
+        ]);
+        assert_eq!(memory.edit(drop_old_screenshot), 1);
+        let messages = memory.messages();
         assert_eq!(messages[1].base64_image, None);
         assert_eq!(messages[1].text(), SCREENSHOT_REPLACED);
         assert_eq!(messages[2].base64_image.as_deref(), Some("BBBB"));

@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
 use crate::sections::{
     AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, RunflowSettings, SandboxSettings,
-    SearchSettings, Sections,
+    SearchSettings, Sections, StoreSettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
 
@@ -43,6 +43,8 @@ pub struct Config {
     pub runflow: RunflowSettings,
     /// `[agent]`.
     pub agent: AgentSettings,
+    /// `[store]`.
+    pub store: StoreSettings,
 }
 
 impl Config {
@@ -70,6 +72,7 @@ impl Config {
             mcp: McpSettings::default(),
             runflow: RunflowSettings::default(),
             agent: AgentSettings::default(),
+            store: StoreSettings::default(),
         }
     }
 
@@ -102,6 +105,7 @@ impl Config {
             mcp: sections.mcp,
             runflow: sections.runflow,
             agent: sections.agent,
+            store: sections.store,
         })
     }
 

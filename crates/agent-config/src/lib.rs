@@ -5,7 +5,8 @@
 //! overlaid key by key, that is **really used** — [`Config::llm_for`] picks it by agent name,
 //! [`Config::vision_llm`] picks `[llm.vision]`. `[browser]`, `[search]`, `[sandbox]`, `[mcp]`,
 //! `[runflow]` and `[daytona]` are all optional, and so is every key in them. `[agent]` holds
-//! openmanus-rs's own settings (step and observation overrides, policies, the workspace).
+//! openmanus-rs's own settings (step and observation overrides, policies, the workspace);
+//! `[store]` says where sessions are recorded ([`StoreSettings`]).
 //! `mcp.json` beside the file lists MCP servers ([`McpServerConfig`]).
 //!
 //! These are plain settings types: this crate depends on no crate of ours but `agent-llm` (whose
@@ -89,6 +90,6 @@ pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers
 pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
 pub use sections::{
     AgentSettings, BrowserSettings, DaytonaSettings, EngineBaseUrls, McpSettings, ProxySettings,
-    RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
+    RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings, StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

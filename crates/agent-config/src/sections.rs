@@ -368,6 +368,43 @@ impl Default for AgentSettings {
     }
 }
 
+/// `[store]` (openmanus-rs): the session store, the SQLite database that records every run
+/// (sessions, events, memory) so sessions can be listed, replayed and resumed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSettings {
+    /// Record sessions at all. Default `true`.
+    pub enabled: bool,
+    /// The database file. Default (`None`, or `""`): `.openmanus/sessions.db` inside the
+    /// workspace ([`StoreSettings::database_path`]). A relative path is relative to the process's
+    /// current directory, as `workspace_root` is.
+    #[serde(deserialize_with = "empty_path_as_none")]
+    pub path: Option<PathBuf>,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            path: None,
+        }
+    }
+}
+
+impl StoreSettings {
+    /// Where the default database lives inside the workspace.
+    pub const DEFAULT_FILE: &'static str = ".openmanus/sessions.db";
+
+    /// The database file for a workspace: `path` when set, else
+    /// `<workspace>/.openmanus/sessions.db`.
+    #[must_use]
+    pub fn database_path(&self, workspace: &std::path::Path) -> PathBuf {
+        self.path
+            .clone()
+            .unwrap_or_else(|| workspace.join(Self::DEFAULT_FILE))
+    }
+}
+
 /// Everything in `config.toml` except `[llm]`, deserialized in one go so that an unknown
 /// section is an error too.
 #[derive(Debug, Default, Deserialize)]
@@ -380,4 +417,5 @@ pub(crate) struct Sections {
     pub(crate) mcp: McpSettings,
     pub(crate) runflow: RunflowSettings,
     pub(crate) agent: AgentSettings,
+    pub(crate) store: StoreSettings,
 }

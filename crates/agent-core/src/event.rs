@@ -3,6 +3,7 @@
 //! Every subscriber gets its own unbounded channel: the agent never waits for a slow consumer and
 //! no event is dropped for a consumer that is still listening. A dropped receiver unsubscribes.
 
+use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
@@ -103,10 +104,46 @@ pub enum AgentEvent {
     },
 }
 
+/// A synchronous subscriber ([`EventBus::subscribe_with`]): called with each event as it is
+/// emitted; returns `false` to unsubscribe.
+pub type EventSink = Arc<dyn Fn(&AgentEvent) -> bool + Send + Sync>;
+
+/// One subscriber of a bus.
+#[derive(Clone)]
+enum Subscriber {
+    Channel(UnboundedSender<AgentEvent>),
+    Sink(EventSink),
+}
+
+impl Subscriber {
+    /// Delivers `event`; whether the subscriber is still listening.
+    fn deliver(&self, event: &AgentEvent) -> bool {
+        match self {
+            Self::Channel(tx) => tx.send(event.clone()).is_ok(),
+            Self::Sink(sink) => sink(event),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            Self::Channel(tx) => tx.is_closed(),
+            Self::Sink(_) => false,
+        }
+    }
+}
+
 /// Fan-out of [`AgentEvent`]s to any number of subscribers. Cloning shares the subscriber list.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct EventBus {
-    subscribers: Arc<Mutex<Vec<UnboundedSender<AgentEvent>>>>,
+    subscribers: Arc<Mutex<Vec<Subscriber>>>,
+}
+
+impl fmt::Debug for EventBus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventBus")
+            .field("subscribers", &self.subscriber_count())
+            .finish()
+    }
 }
 
 impl EventBus {
@@ -120,31 +157,36 @@ impl EventBus {
     #[must_use]
     pub fn subscribe(&self) -> UnboundedReceiver<AgentEvent> {
         let (tx, rx) = unbounded_channel();
-        self.subscribers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(tx);
+        self.lock().push(Subscriber::Channel(tx));
         rx
     }
 
-    /// Sends `event` to every live subscriber, forgetting the ones whose receiver was dropped.
+    /// Calls `sink` with every event emitted from now on, synchronously, in the emitting task
+    /// (keep it cheap: queue the event, do not process it there), until it returns `false`. A
+    /// sink sees the events in the exact order they are emitted, interleaved with whatever
+    /// else the emitting code does, such as memory changes; a session store records both
+    /// through one queue this way.
+    pub fn subscribe_with(&self, sink: EventSink) {
+        self.lock().push(Subscriber::Sink(sink));
+    }
+
+    /// Sends `event` to every live subscriber, forgetting the ones that stopped listening.
     pub fn emit(&self, event: AgentEvent) {
-        let mut subscribers = self
-            .subscribers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        subscribers.retain(|tx| tx.send(event.clone()).is_ok());
+        self.lock().retain(|subscriber| subscriber.deliver(&event));
     }
 
     /// Number of live subscribers.
     #[must_use]
     pub fn subscriber_count(&self) -> usize {
-        let mut subscribers = self
-            .subscribers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        subscribers.retain(|tx| !tx.is_closed());
+        let mut subscribers = self.lock();
+        subscribers.retain(|subscriber| !subscriber.is_closed());
         subscribers.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -165,6 +207,26 @@ mod tests {
         assert_eq!(a.try_recv().ok(), Some(AgentEvent::Stuck { step: 1 }));
         assert_eq!(a.try_recv().ok(), Some(AgentEvent::Stuck { step: 2 }));
         assert!(a.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_sink_sees_events_in_order_until_it_unsubscribes() {
+        let bus = EventBus::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        bus.subscribe_with(Arc::new(move |event: &AgentEvent| {
+            let mut log = log.lock().unwrap();
+            log.push(event.clone());
+            log.len() < 2
+        }));
+        for step in 1..=3 {
+            bus.emit(AgentEvent::Stuck { step });
+        }
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [AgentEvent::Stuck { step: 1 }, AgentEvent::Stuck { step: 2 }]
+        );
+        assert_eq!(bus.subscriber_count(), 0);
     }
 
     #[test]

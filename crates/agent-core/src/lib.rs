@@ -48,10 +48,10 @@ pub use agent::{
     cancelled_observation, failed_observation, run_loop,
 };
 pub use error::{AgentError, BoxError, TOOL_CALL_REQUIRED};
-pub use event::{AgentEvent, EventBus};
+pub use event::{AgentEvent, EventBus, EventSink};
 pub use memory::{
-    DEFAULT_MAX_MESSAGES, Memory, PairingError, PairingItem, PairingViolation, check_pairing,
-    check_tool_pairing, turns,
+    DEFAULT_MAX_MESSAGES, Memory, MemoryChange, MemoryObserver, PairingError, PairingItem,
+    PairingViolation, check_pairing, check_tool_pairing, turns,
 };
 pub use outcome::{FinishReason, RunOutcome, RunStatus, StepRecord};
 pub use schema::{

@@ -8,7 +8,9 @@
 //! [`Memory::add_task`]).
 
 use std::collections::HashSet;
+use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use serde_json::Value;
 use thiserror::Error;
@@ -164,14 +166,93 @@ pub fn turns(messages: &[Message]) -> Vec<Range<usize>> {
     out
 }
 
+/// A change of a [`Memory`], as its [`MemoryObserver`] is told of it, right after it happened.
+///
+/// Every message a memory holds has an id, unique within that memory and increasing in the
+/// order messages were added (messages are only ever added at the end), so the ids of the
+/// messages held are always in ascending order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryChange<'a> {
+    /// A message was added at the end.
+    Added {
+        /// Its id.
+        id: u64,
+        /// The message.
+        message: &'a Message,
+    },
+    /// A message held was changed in place ([`Memory::edit`]).
+    Edited {
+        /// Its id.
+        id: u64,
+        /// The message as it is now.
+        message: &'a Message,
+    },
+    /// Messages were removed (truncation, [`Memory::clear`]).
+    Removed {
+        /// Their ids.
+        ids: &'a [u64],
+    },
+}
+
+/// Told of every change of the memory it observes ([`Memory::set_observer`]), synchronously,
+/// while the memory is borrowed: keep it cheap (a session store serialises the message and
+/// queues it for its writer task).
+pub trait MemoryObserver: Send + Sync {
+    /// One change.
+    fn changed(&self, change: MemoryChange<'_>);
+}
+
 /// The conversation memory of one agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Memory {
     messages: Vec<Message>,
+    /// The id of each message, parallel to `messages`.
+    ids: Vec<u64>,
+    /// The id the next message added takes.
+    next_id: u64,
     max_messages: usize,
     /// Index of the current run's request, pinned like the first user message.
     task: Option<usize>,
+    /// Told of every change.
+    observer: Option<Arc<dyn MemoryObserver>>,
 }
+
+impl fmt::Debug for Memory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Memory")
+            .field("messages", &self.messages)
+            .field("max_messages", &self.max_messages)
+            .field("task", &self.task)
+            .field("observed", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A clone holds the same messages (with the same ids) but no observer: it is a copy, not the
+/// observed memory.
+impl Clone for Memory {
+    fn clone(&self) -> Self {
+        Self {
+            messages: self.messages.clone(),
+            ids: self.ids.clone(),
+            next_id: self.next_id,
+            max_messages: self.max_messages,
+            task: self.task,
+            observer: None,
+        }
+    }
+}
+
+/// Memories are equal when they hold the same messages, cap and pinned task (ids and observers
+/// are not compared).
+impl PartialEq for Memory {
+    fn eq(&self, other: &Self) -> bool {
+        self.messages == other.messages
+            && self.max_messages == other.max_messages
+            && self.task == other.task
+    }
+}
+
+impl Eq for Memory {}
 
 impl Default for Memory {
     fn default() -> Self {
@@ -186,9 +267,58 @@ impl Memory {
     pub fn new(max_messages: usize) -> Self {
         Self {
             messages: Vec::new(),
+            ids: Vec::new(),
+            next_id: 0,
             max_messages,
             task: None,
+            observer: None,
         }
+    }
+
+    /// Tells `observer` of every later change (`None`: nobody). The messages already held are
+    /// not reported: read them, with their ids, from [`Memory::messages`] and [`Memory::ids`].
+    pub fn set_observer(&mut self, observer: Option<Arc<dyn MemoryObserver>>) {
+        self.observer = observer;
+    }
+
+    /// Whether an observer is set.
+    #[must_use]
+    pub fn is_observed(&self) -> bool {
+        self.observer.is_some()
+    }
+
+    /// The id of each message held, parallel to [`Memory::messages`] (ascending).
+    #[must_use]
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// Pushes one message at the end, with the next id, and reports it.
+    fn push(&mut self, message: Message) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.messages.push(message);
+        self.ids.push(id);
+        if let (Some(observer), Some(message)) = (&self.observer, self.messages.last()) {
+            observer.changed(MemoryChange::Added { id, message });
+        }
+    }
+
+    /// Changes messages in place: `edit` is called on each message, oldest first, and returns
+    /// whether it changed it (those are reported as [`MemoryChange::Edited`]). Keep roles and
+    /// tool-call ids as they are, or the tool calls and their answers no longer pair. Returns
+    /// how many messages were changed.
+    pub fn edit(&mut self, mut edit: impl FnMut(&mut Message) -> bool) -> usize {
+        let mut changed = 0;
+        for (message, id) in self.messages.iter_mut().zip(&self.ids) {
+            if edit(message) {
+                changed += 1;
+                if let Some(observer) = &self.observer {
+                    observer.changed(MemoryChange::Edited { id: *id, message });
+                }
+            }
+        }
+        changed
     }
 
     /// The message cap.
@@ -205,20 +335,22 @@ impl Memory {
 
     /// Appends a message, then truncates.
     pub fn add_message(&mut self, message: Message) {
-        self.messages.push(message);
+        self.push(message);
         self.truncate();
     }
 
     /// Appends messages, then truncates once.
     pub fn add_messages(&mut self, messages: impl IntoIterator<Item = Message>) {
-        self.messages.extend(messages);
+        for message in messages {
+            self.push(message);
+        }
         self.truncate();
     }
 
     /// Appends the request of a new run and pins it: truncation keeps it (with the first user
     /// message) until the next `add_task` or `clear`.
     pub fn add_task(&mut self, message: Message) {
-        self.messages.push(message);
+        self.push(message);
         self.task = Some(self.messages.len() - 1);
         self.truncate();
     }
@@ -232,20 +364,19 @@ impl Memory {
     /// Removes every message.
     pub fn clear(&mut self) {
         self.messages.clear();
+        let ids = std::mem::take(&mut self.ids);
         self.task = None;
+        if let Some(observer) = &self.observer
+            && !ids.is_empty()
+        {
+            observer.changed(MemoryChange::Removed { ids: &ids });
+        }
     }
 
     /// All messages, oldest first.
     #[must_use]
     pub fn messages(&self) -> &[Message] {
         &self.messages
-    }
-
-    /// The messages, to change in place (for example to replace an old screenshot by a short
-    /// text). Messages cannot be added or removed this way; keep roles and tool-call ids as
-    /// they are, or the tool calls and their answers no longer pair.
-    pub fn messages_mut(&mut self) -> &mut [Message] {
-        &mut self.messages
     }
 
     /// The last `n` messages (`n = 0` gives none; OpenManus's `[-0:]` slice quirk, which returned
@@ -325,8 +456,23 @@ impl Memory {
             let removed_before = keep[..at].iter().filter(|k| !**k).count();
             self.task = Some(at - removed_before);
         }
-        let mut flags = keep.into_iter();
-        self.messages.retain(|_| flags.next().unwrap_or(true));
+        let removed: Vec<u64> = self
+            .ids
+            .iter()
+            .zip(&keep)
+            .filter(|(_, kept)| !**kept)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut flags = keep.iter();
+        self.messages
+            .retain(|_| flags.next().copied().unwrap_or(true));
+        let mut flags = keep.iter();
+        self.ids.retain(|_| flags.next().copied().unwrap_or(true));
+        if let Some(observer) = &self.observer
+            && !removed.is_empty()
+        {
+            observer.changed(MemoryChange::Removed { ids: &removed });
+        }
     }
 
     /// Tool calls of the newest assistant message that have no `tool` result yet (a step that
@@ -526,5 +672,54 @@ mod tests {
         assert_eq!(memory.last().map(Message::text), Some("cancelled b"));
         assert!(memory.open_tool_calls().is_empty());
         assert_eq!(check_tool_pairing(memory.messages(), false), Ok(()));
+    }
+
+    /// Records every change as text.
+    #[derive(Default)]
+    struct Log(std::sync::Mutex<Vec<String>>);
+
+    impl MemoryObserver for Log {
+        fn changed(&self, change: MemoryChange<'_>) {
+            let line = match change {
+                MemoryChange::Added { id, message } => format!("+{id} {}", message.text()),
+                MemoryChange::Edited { id, message } => format!("~{id} {}", message.text()),
+                MemoryChange::Removed { ids } => format!("-{ids:?}"),
+            };
+            self.0.lock().unwrap().push(line);
+        }
+    }
+
+    #[test]
+    fn the_observer_hears_every_addition_edit_truncation_and_clear_with_stable_ids() {
+        let log = Arc::new(Log::default());
+        let mut memory = Memory::new(3);
+        memory.add_message(Message::user_message("before"));
+        memory.set_observer(Some(log.clone()));
+        memory.add_task(Message::user_message("task"));
+        memory.add_messages([
+            Message::assistant_message("a"),
+            Message::assistant_message("b"),
+        ]);
+        assert_eq!(memory.ids(), [0, 1, 3]);
+        assert_eq!(
+            memory.edit(|m| {
+                let hit = m.text() == "b";
+                if hit {
+                    m.content = Some("B".into());
+                }
+                hit
+            }),
+            1
+        );
+        let copy = memory.clone();
+        assert!(!copy.is_observed() && memory.is_observed());
+        memory.clear();
+        assert_eq!(
+            *log.0.lock().unwrap(),
+            ["+1 task", "+2 a", "+3 b", "-[2]", "~3 B", "-[0, 1, 3]"]
+        );
+        assert_eq!(copy.ids(), [0, 1, 3]);
+        memory.add_message(Message::user_message("after"));
+        assert_eq!(memory.ids(), [4], "ids are never reused");
     }
 }

@@ -38,6 +38,9 @@
 //! file viewed twice unchanged is written once. A string that starts with `\u0000` is written
 //! with a second `\u0000` in front. The reader puts every text back.
 //!
+//! A session recorded in the store is written out in the same format by [`export_session`]
+//! (`openmanus sessions export`).
+//!
 //! [`JournalReader`] (and [`read`], [`request_bodies`]) read a journal back and rebuild every
 //! request body exactly, equal as JSON to the body the HTTP client sent (retries resend that
 //! same body). Journals of older versions, whose `model_request` lines hold the whole `body`,
@@ -61,6 +64,7 @@
 //! ```
 
 mod encode;
+mod export;
 mod format;
 mod handle;
 mod model;
@@ -76,6 +80,7 @@ use agent_llm::{ChatModel, LlmClient, LlmError, LlmSettings};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio::task::JoinHandle;
 
+pub use export::{ExportError, JournalWriter, export_session};
 pub use handle::JournalHandle;
 pub use model::JournaledModel;
 pub use reader::{JournalLine, JournalReader, ReadError, read, request_bodies};

@@ -10,11 +10,15 @@
 //!   the files created or changed, the tokens used; several tasks keep the conversation;
 //! * [`Session::canceller`] cancels the run in progress from anywhere (a Ctrl-C handler, an
 //!   HTTP request);
+//! * [`Session::start_recorded`] and [`Session::resume`] record the session in an
+//!   [`agent_store::Store`] (every event, every memory message, every run) and continue a stored
+//!   one, its memory restored; [`Session::recorded_events`] publishes each event once stored;
 //! * [`Session::close`] shuts the agent down (MCP servers, browser, processes, sandbox) and
 //!   closes the journal. A session dropped without `close` still shuts its agent down in the
 //!   background.
 
 pub mod journal;
+mod recorder;
 mod report;
 mod session;
 
@@ -22,3 +26,7 @@ pub use journal::JournalReader;
 pub use journal::{JOURNAL_DIR, Journal, JournalHandle, JournaledModel};
 pub use report::{Ending, RunReport, RunResult, Usage};
 pub use session::{Canceller, Session, SessionError, Target};
+
+/// The session store sessions are recorded in (re-exported: a front end needs no other
+/// dependency to open one).
+pub use agent_store as store;

@@ -71,6 +71,8 @@ pub struct RunReport {
     pub changes: WorkspaceChanges,
     /// Tokens used.
     pub usage: Usage,
+    /// The run's id in the session store (`None` when the session is not recorded).
+    pub run_id: Option<agent_store::RunId>,
 }
 
 impl RunReport {
@@ -85,6 +87,7 @@ impl RunReport {
             text,
             changes,
             usage,
+            run_id: None,
         }
     }
 

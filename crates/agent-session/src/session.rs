@@ -7,15 +7,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_core::{AgentError, AgentEvent, CancellationToken, EventBus};
 use agent_llm::{ChatModel, LlmError};
+use agent_store::{NewSession, RunState, RunSummary, Store, StoreError, StoredEvent, TokenUsage};
 use agents::flow::{Flow, FlowError, FlowEvent};
 use agents::{AgentFactory, AgentKind, BuiltAgent, BuiltFlow, FactoryError, Snapshot};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 use tracing::warn;
 
 use crate::journal::{Journal, JournalHandle};
-use crate::report::{RunReport, RunResult, Usage};
+use crate::recorder::Recorder;
+use crate::report::{Ending, RunReport, RunResult, Usage};
 
 /// What a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,34 @@ impl Target {
             Self::Agent(kind) => kind.agent_name(),
             Self::Flow => "flow",
         }
+    }
+
+    /// The name the session store keeps: the agent kind ([`AgentKind::as_str`]: `manus`,
+    /// `swe`, `data_analysis`, ...) or `flow`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agent(kind) => kind.as_str(),
+            Self::Flow => "flow",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Target {
+    type Err = agents::UnknownAgentKind;
+
+    /// `flow`, or an agent kind as [`AgentKind`] parses it.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().eq_ignore_ascii_case("flow") {
+            return Ok(Self::Flow);
+        }
+        s.parse().map(Self::Agent)
     }
 }
 
@@ -55,6 +85,21 @@ pub enum SessionError {
     /// The task was empty.
     #[error("the task is empty")]
     EmptyTask,
+    /// The session store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The stored session has a run in progress in a live process: it cannot be resumed
+    /// beside it.
+    #[error("session {0} is running in another process")]
+    Running(String),
+    /// A stored session names an agent kind this program does not know.
+    #[error("the stored session {id} runs `{agent}`, which this program does not know")]
+    UnknownTarget {
+        /// The session's id.
+        id: String,
+        /// The agent kind it names.
+        agent: String,
+    },
 }
 
 /// Cancels the run in progress of a [`Session`]; cheap to clone, usable from a signal handler
@@ -137,6 +182,7 @@ pub struct Session {
     flow_subscribers: FlowSubscribers,
     canceller: Canceller,
     warnings: Vec<String>,
+    recorder: Option<Recorder>,
 }
 
 impl fmt::Debug for Session {
@@ -145,6 +191,7 @@ impl fmt::Debug for Session {
             .field("target", &self.target)
             .field("workspace", &self.workspace)
             .field("journal", &self.journal.as_ref().map(Journal::path))
+            .field("recorded_as", &self.recorder.as_ref().map(Recorder::id))
             .finish_non_exhaustive()
     }
 }
@@ -158,6 +205,111 @@ impl Session {
     ///
     /// The agent cannot be built ([`SessionError::Factory`]) or the journal cannot be created.
     pub async fn start(factory: &AgentFactory, target: Target) -> Result<Self, SessionError> {
+        Self::build(factory, target).await
+    }
+
+    /// [`Session::start`], recorded in `store` as a new session (with `settings`, the
+    /// overrides it was created with, kept as JSON): every event, every message of the agent's
+    /// memory and every run is written there as it happens ([`Session::recorded_events`]
+    /// publishes each event once stored), so the session can be listed, replayed and resumed
+    /// after this process ends.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::start`]; the store cannot be written ([`SessionError::Store`]).
+    pub async fn start_recorded(
+        factory: &AgentFactory,
+        target: Target,
+        store: &Store,
+        settings: Value,
+    ) -> Result<Self, SessionError> {
+        let mut session = Self::build(factory, target).await?;
+        let new =
+            NewSession::new(target.as_str(), session.workspace.clone()).with_settings(settings);
+        let record = store.create_session(new).await?;
+        session.record(store.clone(), record.id).await?;
+        Ok(session)
+    }
+
+    /// Continues the stored session `id` (an id, or the unique start of one): the same agent
+    /// kind (or flow), in the same workspace, recorded in the same session. An agent gets its
+    /// memory back, made turn-safe ([`Store::restore_memory`]: a tool call the old process
+    /// never answered gets the cancelled observation), so the next task continues the
+    /// conversation. A flow starts a new plan (its executors keep no memory across tasks).
+    ///
+    /// `factory` gives the configuration and everything else; its workspace is replaced by the
+    /// session's. Apply the session's stored settings ([`agent_store::SessionRecord::settings`], from
+    /// [`Store::find_session`]) to it first if they change how agents are built.
+    ///
+    /// # Errors
+    ///
+    /// No such session, a session whose run is still in progress in a live process
+    /// ([`SessionError::Running`]; a run whose process died is interrupted, not running), an
+    /// agent kind this program does not know, or as [`Session::start_recorded`].
+    pub async fn resume(
+        factory: &AgentFactory,
+        store: &Store,
+        id: &str,
+    ) -> Result<Self, SessionError> {
+        let record = store.find_session(id).await?;
+        // A run whose process died since the store was opened is interrupted, not running.
+        store.mark_interrupted_runs().await?;
+        if store
+            .runs(&record.id)
+            .await?
+            .last()
+            .is_some_and(|run| run.state == RunState::Running)
+        {
+            return Err(SessionError::Running(record.id));
+        }
+        let target: Target = record
+            .agent
+            .parse()
+            .map_err(|_| SessionError::UnknownTarget {
+                id: record.id.clone(),
+                agent: record.agent.clone(),
+            })?;
+        let factory = factory.clone().with_workspace(&record.workspace);
+        let mut session = Self::build(&factory, target).await?;
+        if let Some(Runner::Agent(built)) = &mut session.runner {
+            let restored = store.restore_memory(&record.id).await?;
+            let memory = &mut built.agent_mut().base_mut().memory;
+            memory.clear();
+            memory.add_messages(restored);
+        }
+        session.record(store.clone(), record.id).await?;
+        Ok(session)
+    }
+
+    /// Starts recording into the stored session `id`: the stored memory becomes the agent's
+    /// (with the memory's message ids as positions), then every change is recorded.
+    async fn record(&mut self, store: Store, id: String) -> Result<(), SessionError> {
+        let recorder = Recorder::start(store.clone(), id.clone(), &self.bus);
+        let journal = self.journal();
+        match &mut self.runner {
+            Some(Runner::Agent(built)) => {
+                let memory = &mut built.agent_mut().base_mut().memory;
+                store
+                    .replace_messages(&id, memory.ids().iter().copied().zip(memory.messages()))
+                    .await?;
+                memory.set_observer(Some(recorder.memory_observer()));
+            }
+            Some(Runner::Flow(built)) => {
+                let sink = recorder.flow_sink();
+                let subscribers = Arc::clone(&self.flow_subscribers);
+                built.flow_mut().set_event_handler(flow_handler(
+                    journal,
+                    subscribers,
+                    Some(Box::new(sink)),
+                ));
+            }
+            None => {}
+        }
+        self.recorder = Some(recorder);
+        Ok(())
+    }
+
+    async fn build(factory: &AgentFactory, target: Target) -> Result<Self, SessionError> {
         let workspace = factory.workspace().to_path_buf();
         std::fs::create_dir_all(&workspace).map_err(SessionError::Journal)?;
         let journal =
@@ -200,15 +352,11 @@ impl Session {
                         agent.base_mut().set_event_bus(bus.clone());
                     }
                 }
-                let subscribers = Arc::clone(&flow_subscribers);
-                let handle = journal.handle();
-                flow.set_event_handler(Arc::new(move |event: &FlowEvent| {
-                    handle.write("flow_event", json!({ "event": event }));
-                    subscribers
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .retain(|s| s.send(event.clone()).is_ok());
-                }));
+                flow.set_event_handler(flow_handler(
+                    journal.handle(),
+                    Arc::clone(&flow_subscribers),
+                    None,
+                ));
                 (built.workspace().to_path_buf(), Vec::new())
             }
         };
@@ -224,6 +372,7 @@ impl Session {
             flow_subscribers,
             canceller: Canceller::default(),
             warnings,
+            recorder: None,
         })
     }
 
@@ -288,6 +437,28 @@ impl Session {
         &self.warnings
     }
 
+    /// The session's id in the store (`None` when it is not recorded).
+    #[must_use]
+    pub fn session_id(&self) -> Option<&str> {
+        self.recorder.as_ref().map(Recorder::id)
+    }
+
+    /// The store the session is recorded in (`None` when it is not recorded).
+    #[must_use]
+    pub fn store(&self) -> Option<&Store> {
+        self.recorder.as_ref().map(Recorder::store)
+    }
+
+    /// A receiver of every event of the session once it is stored, with its store id, in
+    /// order: agent events, flow events, run boundaries (`None` when the session is not
+    /// recorded). The ids are the store's, so a client that reconnects replays what it missed
+    /// with [`Store::events_after`]. A receiver that falls far behind gets
+    /// [`broadcast::error::RecvError::Lagged`] and should replay from the store.
+    #[must_use]
+    pub fn recorded_events(&self) -> Option<broadcast::Receiver<StoredEvent>> {
+        self.recorder.as_ref().map(Recorder::subscribe)
+    }
+
     /// The agent of an agent session (`None` for a flow).
     #[must_use]
     pub fn agent(&self) -> Option<&dyn agent_core::Agent> {
@@ -311,6 +482,10 @@ impl Session {
         }
         let journal = self.journal();
         journal.write("task", json!({ "task": task }));
+        let run_id = match &self.recorder {
+            Some(recorder) => Some(recorder.begin_run(task).await?),
+            None => None,
+        };
         let before = snapshot(&self.workspace).await;
         let forwarder = Forwarder::start(&self.bus, journal.clone());
         let token = CancellationToken::new();
@@ -350,11 +525,28 @@ impl Session {
             Ok(result) => result,
             Err(error) => {
                 journal.write("error", json!({ "error": error.to_string() }));
+                if let Some(recorder) = &self.recorder {
+                    let summary = RunSummary {
+                        state: RunState::Failed,
+                        status: format!("error: {error}"),
+                        answer: None,
+                        text: String::new(),
+                        changes: Value::Null,
+                        usage: token_usage(usage),
+                    };
+                    if let Err(error) = recorder.finish_run(summary).await {
+                        warn!(%error, "the run's end could not be recorded");
+                    }
+                }
                 return Err(error);
             }
         };
         let changes = before.changes(&snapshot(&self.workspace).await);
-        let report = RunReport::new(result, changes, usage);
+        let mut report = RunReport::new(result, changes, usage);
+        report.run_id = run_id;
+        if let Some(recorder) = &self.recorder {
+            recorder.finish_run(summary_of(&report)).await?;
+        }
         journal.write(
             "result",
             json!({
@@ -378,6 +570,9 @@ impl Session {
     pub async fn close(mut self) -> Result<Option<PathBuf>, SessionError> {
         if let Some(mut runner) = self.runner.take() {
             runner.shutdown().await;
+        }
+        if let Some(recorder) = self.recorder.take() {
+            recorder.close().await;
         }
         match self.journal.take() {
             Some(journal) => {
@@ -458,6 +653,52 @@ impl Forwarder {
     async fn finish(self) -> Usage {
         let _ = self.stop.send(());
         self.task.await.unwrap_or_default()
+    }
+}
+
+/// A flow's event handler: each event to the journal, the session's subscribers and, when the
+/// session is recorded, the store.
+fn flow_handler(
+    journal: JournalHandle,
+    subscribers: FlowSubscribers,
+    store: Option<Box<dyn Fn(Value) + Send + Sync>>,
+) -> Arc<dyn Fn(&FlowEvent) + Send + Sync> {
+    Arc::new(move |event: &FlowEvent| {
+        journal.write("flow_event", json!({ "event": event }));
+        if let Some(store) = &store
+            && let Ok(data) = serde_json::to_value(event)
+        {
+            store(data);
+        }
+        subscribers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|s| s.send(event.clone()).is_ok());
+    })
+}
+
+/// The session's [`Usage`] as the store counts it.
+fn token_usage(usage: Usage) -> TokenUsage {
+    TokenUsage {
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+    }
+}
+
+/// What the store keeps of a run's report.
+fn summary_of(report: &RunReport) -> RunSummary {
+    RunSummary {
+        state: match report.ending() {
+            Ending::Finished => RunState::Finished,
+            Ending::MaxSteps => RunState::MaxSteps,
+            Ending::Cancelled => RunState::Cancelled,
+            Ending::Failed => RunState::Failed,
+        },
+        status: report.status_text(),
+        answer: report.answer.clone(),
+        text: report.text.clone(),
+        changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
+        usage: token_usage(report.usage),
     }
 }
 

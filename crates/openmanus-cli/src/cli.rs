@@ -15,7 +15,8 @@ use clap::{Parser, Subcommand, ValueEnum};
         Configuration comes from --config, $OPENMANUS_CONFIG, ./config/config.toml or\n\
         ./config/config.example.toml. Try `openmanus demo` first: it needs no API key.",
     after_help = "Examples:\n  openmanus demo\n  openmanus --prompt \"Summarise the files in the workspace\"\n  \
-        openmanus --agent swe -i\n  openmanus config check"
+        openmanus --agent swe -i\n  openmanus -i --resume\n  openmanus sessions list\n  \
+        openmanus config check"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -26,6 +27,11 @@ pub struct Cli {
     /// Keep going: ask for another task after each run, keeping the conversation.
     #[arg(short, long)]
     pub interactive: bool,
+    /// Continue a recorded session instead of starting one: the one given (an id, or its first
+    /// characters), or without ID the most recent one. Its agent, workspace and conversation
+    /// come back; --agent is ignored.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
     /// The agent to run.
     #[arg(long, value_parser = agent_kinds(), default_value = "manus")]
     pub agent: AgentKind,
@@ -51,6 +57,11 @@ pub struct GlobalArgs {
     /// Print only the final answer.
     #[arg(short, long, global = true, conflicts_with = "json")]
     pub quiet: bool,
+    /// Do not record this run in the session store (default: recorded in
+    /// <workspace>/.openmanus/sessions.db, or where `[store] path` says; `[store] enabled =
+    /// false` turns recording off for good).
+    #[arg(long, global = true)]
+    pub no_store: bool,
 }
 
 /// An agent kind as the command line spells it (`data-analysis` for `data_analysis`).
@@ -118,6 +129,48 @@ pub enum Command {
     Config {
         #[command(subcommand)]
         action: ConfigAction,
+    },
+    /// The recorded sessions: list them, show one, resume one with a new task, export one as a
+    /// journal. Every run is recorded in the session store (see --no-store).
+    Sessions {
+        #[command(subcommand)]
+        action: SessionsAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// List the sessions, the most recent first.
+    List,
+    /// Show a session: its agent, workspace, state and every run with its outcome and answer.
+    Show {
+        /// The session's id, or its first characters.
+        id: String,
+    },
+    /// Continue a session: the same agent and workspace, its conversation restored; PROMPT is
+    /// the next task (asked for when missing).
+    Resume {
+        /// The session's id, or its first characters.
+        id: String,
+        /// The next task.
+        prompt: Option<String>,
+        /// Keep going: ask for another task after each run.
+        #[arg(short, long)]
+        interactive: bool,
+    },
+    /// Write a session as a JSONL journal (the format of .openmanus/runs/): its tasks, every
+    /// event, each run's result and the stored memory.
+    Export {
+        /// The session's id, or its first characters.
+        id: String,
+        /// The file to write (default: standard output).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Delete a session with its runs, events and messages (its workspace files stay).
+    Delete {
+        /// The session's id, or its first characters.
+        id: String,
     },
 }
 

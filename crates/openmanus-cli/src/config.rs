@@ -20,6 +20,25 @@ pub fn load(global: &GlobalArgs) -> Result<Config> {
     Ok(Config::load(cwd, global.config.as_deref())?)
 }
 
+/// The configuration for the `sessions` commands, which need only the workspace and `[store]`:
+/// as [`load`], but an environment variable that is not set (the API key's, typically) does
+/// not stop it.
+///
+/// # Errors
+///
+/// A configuration error other than an unset variable.
+pub fn load_for_store(global: &GlobalArgs) -> Result<Config> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let loader = agent_config::ConfigLoader::new(cwd)
+        .explicit_path(global.config.clone())
+        .with_env(|name| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| (name != agent_config::CONFIG_ENV).then(|| "unset".to_owned()))
+        });
+    Ok(loader.load()?)
+}
+
 /// The demo's workspace: `--workspace`, else `./workspace`; made absolute.
 ///
 /// # Errors

@@ -3,7 +3,9 @@
 //! `openmanus --prompt "..."` runs Manus (OpenManus's `python main.py --prompt`), `openmanus
 //! demo` runs it against a scripted local model with no API key, `openmanus flow` runs the
 //! planning flow, and `openmanus config check` shows the effective settings. Every run renders
-//! its steps live, prints the final answer and the files it changed, and writes a journal.
+//! its steps live, prints the final answer and the files it changed, writes a journal and is
+//! recorded in the session store, where `openmanus sessions` lists, shows, resumes and exports
+//! it.
 //!
 //! This file only parses arguments and dispatches: agents are built and run through
 //! [`agent_session::Session`] (see `run.rs`); events are rendered by `render.rs`.
@@ -15,6 +17,7 @@ mod mcp;
 mod output;
 mod render;
 mod run;
+mod sessions;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -26,7 +29,7 @@ use agents::{AgentFactory, AgentKind};
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use crate::cli::{Cli, Command, ConfigAction, GlobalArgs, McpConnection};
+use crate::cli::{Cli, Command, ConfigAction, GlobalArgs, McpConnection, SessionsAction};
 use crate::output::{EXIT_FAILED, note, report_error};
 use crate::run::{Interrupts, Job};
 
@@ -83,6 +86,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         target,
         prompt,
         interactive,
+        resume: None,
     };
     match cli.command {
         Some(Command::Demo) => demo(global, &interrupts).await,
@@ -93,6 +97,36 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Some(Command::Config {
             action: ConfigAction::Check,
         }) => config::check(global),
+        Some(Command::Sessions { action }) => {
+            let config = match &action {
+                SessionsAction::Resume { .. } => config::load(global)?,
+                _ => config::load_for_store(global)?,
+            };
+            let factory = config::factory(global, config);
+            let store = sessions::open(global, &factory).await?;
+            let code = match action {
+                SessionsAction::List => sessions::list(global, &store).await,
+                SessionsAction::Show { id } => sessions::show(global, &store, &id).await,
+                SessionsAction::Export { id, output } => {
+                    sessions::export(&store, &id, output).await
+                }
+                SessionsAction::Delete { id } => sessions::delete(&store, &id).await,
+                SessionsAction::Resume {
+                    id,
+                    prompt,
+                    interactive,
+                } => {
+                    store.close().await;
+                    let job = Job {
+                        resume: Some(id),
+                        ..job(Target::Agent(AgentKind::Manus), prompt, interactive)
+                    };
+                    return run::run(job, &factory).await;
+                }
+            };
+            store.close().await;
+            code
+        }
         Some(Command::Mcp {
             connection,
             server_url,
@@ -132,11 +166,11 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                     Vec::new(),
                 )?);
             }
-            run::run(
-                job(Target::Agent(kind), cli.prompt, cli.interactive),
-                &factory,
-            )
-            .await
+            let job = Job {
+                resume: cli.resume,
+                ..job(Target::Agent(kind), cli.prompt, cli.interactive)
+            };
+            run::run(job, &factory).await
         }
     }
 }
@@ -167,6 +201,7 @@ async fn demo(global: &GlobalArgs, interrupts: &Interrupts) -> Result<u8> {
         target: Target::Agent(AgentKind::Manus),
         prompt: Some(demo::DEMO_TASK.to_owned()),
         interactive: false,
+        resume: None,
     };
     let code = run::run(job, &factory).await?;
     if let Err(violations) = server.verify() {

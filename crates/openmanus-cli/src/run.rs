@@ -3,13 +3,16 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_session::store::Store;
 use agent_session::{Canceller, Session, Target};
 use agents::AgentFactory;
 use anyhow::{Context, Result};
+use serde_json::json;
 
 use crate::cli::GlobalArgs;
 use crate::output::{self, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, Style, note};
 use crate::render::{Live, Mode};
+use crate::sessions;
 
 /// Ctrl-C for the whole program: while a run is in progress the first press cancels it (tools
 /// stop, the journal is closed); at a prompt, or on a second press, every process the run
@@ -88,6 +91,8 @@ pub struct Job<'a> {
     pub prompt: Option<String>,
     /// Ask for another task after each run.
     pub interactive: bool,
+    /// Continue this recorded session (`""`: the most recent one) instead of starting one.
+    pub resume: Option<String>,
 }
 
 /// Starts a session of `job.target` with `factory`, runs its tasks, closes it; returns the exit
@@ -114,13 +119,35 @@ pub async fn run(job: Job<'_>, factory: &AgentFactory) -> Result<u8> {
             }
         }
     };
-    let mut session = Session::start(factory, job.target)
-        .await
-        .context("cannot start the agent")?;
+    let store = sessions::for_run(job.global, factory).await;
+    let mut session = match (&job.resume, &store) {
+        (Some(id), Some(store)) => resume(factory, store, id).await?,
+        (Some(_), None) => anyhow::bail!(
+            "cannot resume: the session store is turned off (--no-store, or [store] enabled = false)"
+        ),
+        (None, Some(store)) => Session::start_recorded(factory, job.target, store, json!({}))
+            .await
+            .context("cannot start the agent")?,
+        (None, None) => Session::start(factory, job.target)
+            .await
+            .context("cannot start the agent")?,
+    };
     for warning in session.warnings() {
         note(&format!("warning: {warning}"));
     }
-    let style = match job.target {
+    if job.resume.is_some()
+        && let Some(id) = session.session_id()
+        && !job.global.json
+        && !job.global.quiet
+    {
+        let messages = session.agent().map_or(0, |agent| agent.base().memory.len());
+        note(&format!(
+            "resuming session {id} ({}, {messages} messages) in {}",
+            session.target(),
+            session.workspace().display()
+        ));
+    }
+    let style = match session.target() {
         Target::Flow => Style::Flow,
         Target::Agent(_) => Style::Agent,
     };
@@ -159,11 +186,47 @@ pub async fn run(job: Job<'_>, factory: &AgentFactory) -> Result<u8> {
             break;
         }
     }
+    let recorded = session.session_id().map(str::to_owned);
     let path = session.close().await.context("writing the run journal")?;
+    if let Some(store) = store {
+        store.close().await;
+    }
     if let Some(path) = path
         && !job.global.json
     {
         note(&format!("journal: {}", path.display()));
     }
+    if let Some(id) = recorded
+        && !job.global.json
+    {
+        note(&format!("session: {id}"));
+    }
     Ok(code)
+}
+
+/// Starts the recorded session `id` again (`""`: the most recent one).
+async fn resume(factory: &AgentFactory, store: &Store, id: &str) -> Result<Session> {
+    let record = if id.is_empty() {
+        store
+            .latest_session()
+            .await?
+            .context("there is no recorded session to resume")?
+    } else {
+        store.find_session(id).await?
+    };
+    // The MCP agent needs its server: the stored session does not say which, so it gets the
+    // default one (our own tools over stdio), as `openmanus --agent mcp` does.
+    let factory = if record.agent == agents::AgentKind::Mcp.as_str() {
+        factory.clone().with_mcp_server(crate::mcp::server_config(
+            crate::cli::McpConnection::Stdio,
+            None,
+            None,
+            Vec::new(),
+        )?)
+    } else {
+        factory.clone()
+    };
+    Session::resume(&factory, store, &record.id)
+        .await
+        .with_context(|| format!("cannot resume session {}", record.id))
 }

@@ -1,0 +1,244 @@
+//! Recording a session in the [`Store`]: one writer task takes, through one queue and in the
+//! order they happen, the agent's events (a synchronous [`EventBus`] sink), the flow's events
+//! and every change of the agent's memory (a [`MemoryObserver`]); it commits them in small
+//! batches, one transaction each, and only then publishes each [`StoredEvent`] with its id on a
+//! broadcast channel. So the ids a live subscriber sees are the ids in the store, and a
+//! subscriber that reconnects replays from the store what it missed.
+//!
+//! Memory costs one serialisation per message added or edited (never the whole memory per
+//! step); a batch is committed whenever the agent awaits (a model call, a tool), so a process
+//! killed in the middle of a run loses at most what it did since its last await.
+
+use std::sync::Arc;
+
+use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver};
+use agent_store::{
+    Batch, EventKind, MemoryWrite, NewEvent, RunId, RunSummary, Store, StoreError, StoredEvent,
+};
+use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::{broadcast, oneshot};
+use tokio::task::JoinHandle;
+use tracing::warn;
+
+/// How many queued items one transaction takes at most.
+const MAX_BATCH: usize = 512;
+
+/// How many stored events a slow subscriber may fall behind before it is told it lagged (it
+/// then replays from the store).
+const BROADCAST_CAPACITY: usize = 4096;
+
+/// What the writer task receives, in the order things happened.
+enum Item {
+    /// An agent event.
+    Agent(AgentEvent),
+    /// A flow event's JSON.
+    Flow(Value),
+    /// A change of the agent's memory.
+    Memory(MemoryWrite),
+    /// Begin a run (after writing everything before it).
+    BeginRun {
+        task: String,
+        reply: oneshot::Sender<Result<RunId, StoreError>>,
+    },
+    /// End the current run (after writing everything before it).
+    FinishRun {
+        summary: Box<RunSummary>,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
+    /// Write everything before it and stop.
+    Close,
+}
+
+/// The queue into the writer task; cheap to clone.
+#[derive(Clone)]
+struct Queue(UnboundedSender<Item>);
+
+impl Queue {
+    fn send(&self, item: Item) -> bool {
+        self.0.send(item).is_ok()
+    }
+}
+
+impl MemoryObserver for Queue {
+    fn changed(&self, change: MemoryChange<'_>) {
+        let write = match change {
+            MemoryChange::Added { id, message } | MemoryChange::Edited { id, message } => {
+                match serde_json::to_string(message) {
+                    Ok(message) => MemoryWrite::Put { seq: id, message },
+                    Err(error) => {
+                        warn!(%error, "a memory message cannot be recorded");
+                        return;
+                    }
+                }
+            }
+            MemoryChange::Removed { ids } => MemoryWrite::Remove { seqs: ids.to_vec() },
+        };
+        self.send(Item::Memory(write));
+    }
+}
+
+/// A session being recorded: its id in the store and the writer task.
+pub(crate) struct Recorder {
+    store: Store,
+    id: String,
+    queue: Queue,
+    events: broadcast::Sender<StoredEvent>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl Recorder {
+    /// Starts the writer task for the stored session `id` and subscribes it to `bus`.
+    pub(crate) fn start(store: Store, id: String, bus: &EventBus) -> Self {
+        let (sender, receiver) = unbounded_channel();
+        let queue = Queue(sender);
+        let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let sink = queue.clone();
+        bus.subscribe_with(Arc::new(move |event: &AgentEvent| {
+            sink.send(Item::Agent(event.clone()))
+        }));
+        let writer = tokio::spawn(write(store.clone(), id.clone(), receiver, events.clone()));
+        Self {
+            store,
+            id,
+            queue,
+            events,
+            writer: Some(writer),
+        }
+    }
+
+    /// The session's id in the store.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The store.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A new receiver of every event stored from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<StoredEvent> {
+        self.events.subscribe()
+    }
+
+    /// The observer that records a memory's changes.
+    pub(crate) fn memory_observer(&self) -> Arc<dyn MemoryObserver> {
+        Arc::new(self.queue.clone())
+    }
+
+    /// A handle that records flow events from a synchronous handler.
+    pub(crate) fn flow_sink(&self) -> impl Fn(Value) + Send + Sync + 'static {
+        let queue = self.queue.clone();
+        move |event| {
+            queue.send(Item::Flow(event));
+        }
+    }
+
+    /// Begins a run of `task` once everything queued before is written.
+    pub(crate) async fn begin_run(&self, task: &str) -> Result<RunId, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue.send(Item::BeginRun {
+            task: task.to_owned(),
+            reply,
+        });
+        answer.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    /// Ends the current run once everything queued before is written.
+    pub(crate) async fn finish_run(&self, summary: RunSummary) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue.send(Item::FinishRun {
+            summary: Box::new(summary),
+            reply,
+        });
+        answer.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    /// Writes what is queued and stops the writer task.
+    pub(crate) async fn close(mut self) {
+        self.queue.send(Item::Close);
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.await;
+        }
+    }
+}
+
+fn closed() -> StoreError {
+    StoreError::Closed
+}
+
+/// The writer task: takes what is queued (up to [`MAX_BATCH`] items at a time), writes it in
+/// one transaction, publishes the stored events; runs and ends runs in between, in order.
+async fn write(
+    store: Store,
+    session: String,
+    mut queue: UnboundedReceiver<Item>,
+    events: broadcast::Sender<StoredEvent>,
+) {
+    let mut run: Option<RunId> = None;
+    let mut items = Vec::with_capacity(MAX_BATCH);
+    loop {
+        if queue.recv_many(&mut items, MAX_BATCH).await == 0 {
+            return;
+        }
+        let mut batch = Batch::default();
+        for item in items.drain(..) {
+            match item {
+                Item::Agent(event) => match serde_json::to_value(&event) {
+                    Ok(data) => batch
+                        .events
+                        .push(NewEvent::now(run, EventKind::Agent, data)),
+                    Err(error) => warn!(%error, "an agent event cannot be recorded"),
+                },
+                Item::Flow(data) => batch.events.push(NewEvent::now(run, EventKind::Flow, data)),
+                Item::Memory(write) => batch.memory.push(write),
+                Item::BeginRun { task, reply } => {
+                    commit(&store, &session, std::mem::take(&mut batch), &events).await;
+                    let begun = store.begin_run(&session, &task).await.map(|(id, event)| {
+                        let _ = events.send(event);
+                        id
+                    });
+                    run = begun.as_ref().ok().copied();
+                    let _ = reply.send(begun);
+                }
+                Item::FinishRun { summary, reply } => {
+                    commit(&store, &session, std::mem::take(&mut batch), &events).await;
+                    let finished = match run.take() {
+                        Some(id) => store.finish_run(id, &summary).await.map(|event| {
+                            let _ = events.send(event);
+                        }),
+                        None => Ok(()),
+                    };
+                    let _ = reply.send(finished);
+                }
+                Item::Close => {
+                    commit(&store, &session, batch, &events).await;
+                    return;
+                }
+            }
+        }
+        commit(&store, &session, batch, &events).await;
+    }
+}
+
+/// Writes `batch` and publishes its events; a failure is logged (the run goes on unrecorded
+/// rather than stopping).
+async fn commit(
+    store: &Store,
+    session: &str,
+    batch: Batch,
+    events: &broadcast::Sender<StoredEvent>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    match store.write_batch(session, batch).await {
+        Ok(stored) => {
+            for event in stored {
+                let _ = events.send(event);
+            }
+        }
+        Err(error) => warn!(%error, session, "the session store lost a batch of events"),
+    }
+}

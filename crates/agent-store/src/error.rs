@@ -1,0 +1,58 @@
+//! [`StoreError`]: why the store could not do what was asked.
+
+use thiserror::Error;
+
+/// Why a store operation failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite refused, or the database could not be reached.
+    #[error("the session store: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The schema could not be brought up to date.
+    #[error("the session store's schema: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database's directory could not be created.
+    #[error("cannot create the session store's directory {path}: {source}")]
+    Directory {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No session has this id.
+    #[error("no session {0}")]
+    NoSession(String),
+    /// More than one session id starts with this prefix.
+    #[error("{prefix} names {count} sessions; give more of the id")]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// How many sessions it names.
+        count: usize,
+    },
+    /// No run has this id.
+    #[error("no run {0}")]
+    NoRun(i64),
+    /// The writer recording a session has stopped (the session was closed).
+    #[error("the session's recorder has stopped")]
+    Closed,
+    /// A stored value could not be read back (a JSON column, an unknown state).
+    #[error("the session store holds an unreadable {what}: {reason}")]
+    Corrupt {
+        /// What could not be read.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn corrupt(what: &'static str, reason: impl ToString) -> Self {
+        Self::Corrupt {
+            what,
+            reason: reason.to_string(),
+        }
+    }
+}

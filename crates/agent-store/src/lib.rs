@@ -1,0 +1,65 @@
+//! # agent-store — sessions kept in SQLite
+//!
+//! The store every front end records its sessions in, so that a session outlives its process:
+//! a [`Store`] is one SQLite database (WAL mode, foreign keys on, a busy timeout; schema
+//! migrations in `migrations/`, embedded) holding
+//!
+//! * **sessions** ([`SessionRecord`]): the agent kind, the settings (overrides) as JSON, the
+//!   workspace, the [`SessionState`], a title (the first task, shortened), timestamps;
+//! * **runs** ([`RunRecord`]): the task, how it ended ([`RunState`]), the final answer, the
+//!   result text, the files changed, the tokens used. A run left `running` by a process that
+//!   died is shown as `interrupted` ([`Store::mark_interrupted_runs`], run at open);
+//! * **events** ([`StoredEvent`]): every agent event, flow event and run boundary, with an id
+//!   that only grows — the `Last-Event-ID` of a server-sent event stream
+//!   ([`Store::events_after`]);
+//! * **messages**: the agent's memory, in order, changed in the same transactions as the
+//!   events ([`Store::write_batch`]), and read back turn-safe ([`Store::restore_memory`]: an
+//!   assistant tool call without its result gets the cancelled observation).
+//!
+//! It depends on `agent-core` only (messages are `agent_core::Message`; events are JSON), so
+//! it sits low in the crate graph. Recording a running session is `agent-session`'s job.
+//!
+//! ```
+//! use agent_store::{EventKind, NewEvent, NewSession, RunState, RunSummary, Store};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let store = Store::open_memory().await?;
+//! let session = store.create_session(NewSession::new("manus", "/tmp/work")).await?;
+//! let (run, started) = store.begin_run(&session.id, "Say hello").await?;
+//! let event = NewEvent::now(Some(run), EventKind::Agent, json!({"type": "step_started"}));
+//! let stored = store.append_event(&session.id, event).await?;
+//! assert!(stored.id > started.id);
+//! let summary = RunSummary {
+//!     state: RunState::Finished,
+//!     status: "finished".into(),
+//!     answer: Some("hello".into()),
+//!     text: String::new(),
+//!     changes: serde_json::Value::Null,
+//!     usage: Default::default(),
+//! };
+//! store.finish_run(run, &summary).await?;
+//! let events = store.events_after(&session.id, Some(started.id), 100).await?;
+//! assert_eq!(events.len(), 2);
+//! assert_eq!(store.session(&session.id).await?.title, "Say hello");
+//! # Ok::<(), agent_store::StoreError>(())
+//! # }).unwrap();
+//! ```
+
+mod error;
+mod events;
+mod messages;
+mod owner;
+mod runs;
+mod sessions;
+mod store;
+mod types;
+
+pub use error::StoreError;
+pub use messages::turn_safe;
+pub use sessions::{TITLE_CHARS, title_of};
+pub use store::Store;
+pub use types::{
+    Batch, EventId, EventKind, MemoryWrite, NewEvent, NewSession, RunId, RunRecord, RunState,
+    RunSummary, SessionRecord, SessionState, StoredEvent, TokenUsage, now_ms,
+};

@@ -1,0 +1,171 @@
+//! A session's memory: every message in order, changed in the same transactions as the events,
+//! and read back turn-safe for a resume.
+
+use std::collections::HashSet;
+
+use agent_core::{Message, Role, ToolCall, cancelled_observation};
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::error::StoreError;
+use crate::store::Store;
+use crate::types::MemoryWrite;
+
+/// Rows of one multi-row `INSERT` (5 columns at most: far below SQLite's 32766 variables).
+pub(crate) const ROWS_PER_STATEMENT: usize = 256;
+
+/// Applies memory changes in `tx`, in order; consecutive puts go in multi-row statements (a
+/// later put of the same position replaces an earlier one, as one by one).
+pub(crate) async fn apply(
+    tx: &mut Transaction<'static, Sqlite>,
+    session: &str,
+    writes: Vec<MemoryWrite>,
+) -> Result<(), StoreError> {
+    let mut puts: Vec<(u64, String)> = Vec::new();
+    for write in writes {
+        match write {
+            MemoryWrite::Put { seq, message } => {
+                puts.push((seq, message));
+                if puts.len() == ROWS_PER_STATEMENT {
+                    put_all(tx, session, std::mem::take(&mut puts)).await?;
+                }
+            }
+            MemoryWrite::Remove { seqs } => {
+                put_all(tx, session, std::mem::take(&mut puts)).await?;
+                for chunk in seqs.chunks(ROWS_PER_STATEMENT) {
+                    let marks = vec!["?"; chunk.len()].join(", ");
+                    let sql =
+                        format!("DELETE FROM messages WHERE session_id = ? AND seq IN ({marks})");
+                    let mut query = sqlx::query(&sql).bind(session);
+                    for seq in chunk {
+                        query = query.bind(seq_of(*seq));
+                    }
+                    query.execute(&mut **tx).await?;
+                }
+            }
+        }
+    }
+    put_all(tx, session, puts).await
+}
+
+/// Stores `puts` in one statement.
+async fn put_all(
+    tx: &mut Transaction<'static, Sqlite>,
+    session: &str,
+    puts: Vec<(u64, String)>,
+) -> Result<(), StoreError> {
+    if puts.is_empty() {
+        return Ok(());
+    }
+    let rows = vec!["(?, ?, ?)"; puts.len()].join(", ");
+    let sql = format!("INSERT OR REPLACE INTO messages (session_id, seq, message) VALUES {rows}");
+    let mut query = sqlx::query(&sql);
+    for (seq, message) in puts {
+        query = query.bind(session).bind(seq_of(seq)).bind(message);
+    }
+    query.execute(&mut **tx).await?;
+    Ok(())
+}
+
+fn seq_of(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+/// `messages` made valid for a model request, whatever a crash left: every assistant tool call
+/// without a result gets the cancelled observation ([`cancelled_observation`], the text a
+/// cancelled run gives), right after the results it has; every `tool` message that answers no
+/// call of the assistant message before it is dropped.
+#[must_use]
+pub fn turn_safe(messages: Vec<Message>) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len());
+    // The calls of the newest assistant message still waiting for a result, in call order.
+    let mut open: Vec<ToolCall> = Vec::new();
+    let close = |out: &mut Vec<Message>, open: &mut Vec<ToolCall>| {
+        for call in open.drain(..) {
+            out.push(Message::tool_message(
+                cancelled_observation(&call),
+                &call.function.name,
+                &call.id,
+            ));
+        }
+    };
+    for message in messages {
+        if message.role == Role::Tool {
+            let id = message.tool_call_id.as_deref().unwrap_or_default();
+            if let Some(at) = open.iter().position(|call| call.id == id) {
+                open.remove(at);
+                out.push(message);
+            }
+            continue;
+        }
+        close(&mut out, &mut open);
+        if message.has_tool_calls() {
+            let mut seen = HashSet::new();
+            open = message
+                .calls()
+                .iter()
+                .filter(|call| seen.insert(call.id.clone()))
+                .cloned()
+                .collect();
+        }
+        out.push(message);
+    }
+    close(&mut out, &mut open);
+    out
+}
+
+impl Store {
+    /// Every message of the session's memory, in order, as stored.
+    ///
+    /// # Errors
+    ///
+    /// A database error, or a message that is not a valid `Message`.
+    pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
+        sqlx::query("SELECT message FROM messages WHERE session_id = ? ORDER BY seq")
+            .bind(session)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| {
+                let text: String = row.try_get("message")?;
+                serde_json::from_str(&text).map_err(|e| StoreError::corrupt("message", e))
+            })
+            .collect()
+    }
+
+    /// The session's memory as a resumed agent gets it: [`Store::messages`] made
+    /// [`turn_safe`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::messages`].
+    pub async fn restore_memory(&self, session: &str) -> Result<Vec<Message>, StoreError> {
+        Ok(turn_safe(self.messages(session).await?))
+    }
+
+    /// Replaces the session's stored memory by `messages`, given with their positions (the
+    /// memory's message ids), in one transaction.
+    ///
+    /// # Errors
+    ///
+    /// A database error, or a message that cannot be serialised.
+    pub async fn replace_messages<'a>(
+        &self,
+        session: &str,
+        messages: impl IntoIterator<Item = (u64, &'a Message)>,
+    ) -> Result<(), StoreError> {
+        let mut writes = Vec::new();
+        for (seq, message) in messages {
+            let message =
+                serde_json::to_string(message).map_err(|e| StoreError::corrupt("message", e))?;
+            writes.push(MemoryWrite::Put { seq, message });
+        }
+        let mut tx = self.write().await?;
+        sqlx::query("DELETE FROM messages WHERE session_id = ?")
+            .bind(session)
+            .execute(&mut *tx)
+            .await?;
+        apply(&mut tx, session, writes).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

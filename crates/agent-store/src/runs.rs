@@ -1,0 +1,248 @@
+//! Runs: begun, finished, and the ones a dead process left running.
+
+use serde_json::{Value, json};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+use tracing::info;
+
+use crate::error::StoreError;
+use crate::owner;
+use crate::sessions::title_of;
+use crate::store::Store;
+use crate::types::{
+    EventKind, NewEvent, RunId, RunRecord, RunState, RunSummary, StoredEvent, TokenUsage, now_ms,
+};
+
+const RUN_COLUMNS: &str = "id, session_id, task, state, status, answer, text, changes, \
+    prompt_tokens, completion_tokens, started_at, finished_at";
+
+fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
+    let state: String = row.try_get("state")?;
+    let changes: Option<String> = row.try_get("changes")?;
+    let tokens = |column: &str| -> Result<u64, StoreError> {
+        let n: i64 = row.try_get(column)?;
+        Ok(u64::try_from(n).unwrap_or_default())
+    };
+    Ok(RunRecord {
+        id: row.try_get("id")?,
+        session_id: row.try_get("session_id")?,
+        task: row.try_get("task")?,
+        state: state.parse()?,
+        status: row.try_get("status")?,
+        answer: row.try_get("answer")?,
+        text: row.try_get("text")?,
+        changes: match changes {
+            Some(text) => {
+                serde_json::from_str(&text).map_err(|e| StoreError::corrupt("run changes", e))?
+            }
+            None => Value::Null,
+        },
+        usage: TokenUsage {
+            prompt_tokens: tokens("prompt_tokens")?,
+            completion_tokens: tokens("completion_tokens")?,
+        },
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+/// The `run_finished` event's data.
+fn finished_data(run: RunId, summary: &RunSummary) -> Value {
+    json!({
+        "run_id": run,
+        "state": summary.state,
+        "status": summary.status,
+        "answer": summary.answer,
+        "usage": summary.usage,
+        "changes": summary.changes,
+    })
+}
+
+impl Store {
+    /// Begins a run of `task` in the session, owned by this process: the session becomes
+    /// `running` (and takes the task as its title if it has none), and a `run_started` event is
+    /// stored, all in one transaction. Returns the run's id and that event.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NoSession`], or a database error.
+    pub async fn begin_run(
+        &self,
+        session: &str,
+        task: &str,
+    ) -> Result<(RunId, StoredEvent), StoreError> {
+        let now = now_ms();
+        let mut tx = self.write().await?;
+        let updated = sqlx::query(
+            "UPDATE sessions SET state = 'running', updated_at = ?, \
+             title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+        )
+        .bind(now)
+        .bind(title_of(task))
+        .bind(session)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NoSession(session.to_owned()));
+        }
+        let run: RunId = sqlx::query_scalar(
+            "INSERT INTO runs (session_id, task, state, owner, started_at) \
+             VALUES (?, ?, 'running', ?, ?) RETURNING id",
+        )
+        .bind(session)
+        .bind(task)
+        .bind(owner::this_process())
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        let event = NewEvent {
+            run_id: Some(run),
+            at: now,
+            kind: EventKind::RunStarted,
+            data: json!({ "run_id": run, "task": task }),
+        };
+        let stored = crate::events::insert_event(&mut tx, session, event).await?;
+        tx.commit().await?;
+        Ok((run, stored))
+    }
+
+    /// Ends a run with `summary`: the run's outcome, answer, text, changes and usage, the
+    /// session's state, and a `run_finished` event, in one transaction. Returns that event.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NoRun`], or a database error.
+    pub async fn finish_run(
+        &self,
+        run: RunId,
+        summary: &RunSummary,
+    ) -> Result<StoredEvent, StoreError> {
+        let now = now_ms();
+        let mut tx = self.write().await?;
+        let session: Option<String> = sqlx::query_scalar(
+            "UPDATE runs SET state = ?, status = ?, answer = ?, text = ?, changes = ?, \
+             prompt_tokens = ?, completion_tokens = ?, finished_at = ? WHERE id = ? \
+             RETURNING session_id",
+        )
+        .bind(summary.state.as_str())
+        .bind(&summary.status)
+        .bind(&summary.answer)
+        .bind(&summary.text)
+        .bind((!summary.changes.is_null()).then(|| summary.changes.to_string()))
+        .bind(i64::try_from(summary.usage.prompt_tokens).unwrap_or(i64::MAX))
+        .bind(i64::try_from(summary.usage.completion_tokens).unwrap_or(i64::MAX))
+        .bind(now)
+        .bind(run)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let session = session.ok_or(StoreError::NoRun(run))?;
+        sqlx::query("UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?")
+            .bind(summary.state.session_state().as_str())
+            .bind(now)
+            .bind(&session)
+            .execute(&mut *tx)
+            .await?;
+        let event = NewEvent {
+            run_id: Some(run),
+            at: now,
+            kind: EventKind::RunFinished,
+            data: finished_data(run, summary),
+        };
+        let stored = crate::events::insert_event(&mut tx, &session, event).await?;
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    /// The run `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NoRun`], or a database error.
+    pub async fn run(&self, id: RunId) -> Result<RunRecord, StoreError> {
+        let row = sqlx::query(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NoRun(id))?;
+        run_from_row(&row)
+    }
+
+    /// The session's runs, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// A database error.
+    pub async fn runs(&self, session: &str) -> Result<Vec<RunRecord>, StoreError> {
+        sqlx::query(&format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY id"
+        ))
+        .bind(session)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_from_row)
+        .collect()
+    }
+
+    /// Marks every `running` run whose process is gone (killed, crashed, or ended without
+    /// finishing it) as `interrupted`, with a `run_finished` event, and its session as
+    /// `interrupted`. Runs of live processes (this one included) are left alone. [`Store::open`]
+    /// calls it; call it again whenever you like. Returns the runs it marked.
+    ///
+    /// # Errors
+    ///
+    /// A database error.
+    pub async fn mark_interrupted_runs(&self) -> Result<Vec<RunId>, StoreError> {
+        let running = sqlx::query("SELECT id, owner FROM runs WHERE state = 'running'")
+            .fetch_all(&self.pool)
+            .await?;
+        let mut marked = Vec::new();
+        for row in running {
+            let id: RunId = row.try_get("id")?;
+            let owner: String = row.try_get("owner")?;
+            if owner::is_alive(&owner) {
+                continue;
+            }
+            let summary = RunSummary {
+                state: RunState::Interrupted,
+                status: "interrupted: its process ended in the middle of the run".to_owned(),
+                answer: None,
+                text: String::new(),
+                changes: Value::Null,
+                usage: self.usage_of(id).await?,
+            };
+            // Another process may have marked it meanwhile: only a run still running is.
+            let still = sqlx::query_scalar::<_, i64>(
+                "SELECT COUNT(*) FROM runs WHERE id = ? AND state = 'running'",
+            )
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+            if still == 1 {
+                self.finish_run(id, &summary).await?;
+                info!(run = id, %owner, "marked a run of a dead process interrupted");
+                marked.push(id);
+            }
+        }
+        Ok(marked)
+    }
+
+    /// The tokens a run's stored `token_usage` events add up to.
+    async fn usage_of(&self, run: RunId) -> Result<TokenUsage, StoreError> {
+        let row = sqlx::query(
+            "SELECT COALESCE(SUM(json_extract(data, '$.prompt_tokens')), 0) AS prompt, \
+             COALESCE(SUM(json_extract(data, '$.completion_tokens')), 0) AS completion \
+             FROM events WHERE run_id = ? AND kind = 'agent' \
+             AND json_extract(data, '$.type') = 'token_usage'",
+        )
+        .bind(run)
+        .fetch_one(&self.pool)
+        .await?;
+        let prompt: i64 = row.try_get("prompt")?;
+        let completion: i64 = row.try_get("completion")?;
+        Ok(TokenUsage {
+            prompt_tokens: u64::try_from(prompt).unwrap_or_default(),
+            completion_tokens: u64::try_from(completion).unwrap_or_default(),
+        })
+    }
+}
