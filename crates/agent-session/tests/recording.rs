@@ -266,7 +266,10 @@ async fn a_session_running_in_a_live_process_is_not_resumed_beside_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
     let record = store
-        .create_session(agent_session::store::NewSession::new("swe", dir.path().join("w")))
+        .create_session(agent_session::store::NewSession::new(
+            "swe",
+            dir.path().join("w"),
+        ))
         .await
         .unwrap();
     // A run begun by this process, which is alive: it is running, not interrupted.

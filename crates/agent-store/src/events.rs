@@ -166,6 +166,19 @@ impl Store {
         .collect()
     }
 
+    /// How many events the session has.
+    ///
+    /// # Errors
+    ///
+    /// A database error.
+    pub async fn event_count(&self, session: &str) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM events WHERE session_id = ?")
+            .bind(session)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
     /// The id of the session's newest event (`None` when it has none).
     ///
     /// # Errors
