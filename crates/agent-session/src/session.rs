@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, oneshot};
 use tracing::warn;
 
 use crate::journal::{Journal, JournalHandle};
-use crate::recorder::Recorder;
+use crate::recorder::{EventFeed, Recorder};
 use crate::report::{Ending, RunReport, RunResult, Usage};
 
 /// What a session runs.
@@ -457,6 +457,13 @@ impl Session {
     #[must_use]
     pub fn recorded_events(&self) -> Option<broadcast::Receiver<StoredEvent>> {
         self.recorder.as_ref().map(Recorder::subscribe)
+    }
+
+    /// A cloneable handle on the session's stored and live events, for use while the session
+    /// runs elsewhere (`None` when the session is not recorded); see [`EventFeed::since`].
+    #[must_use]
+    pub fn event_feed(&self) -> Option<EventFeed> {
+        self.recorder.as_ref().map(Recorder::feed)
     }
 
     /// The agent of an agent session (`None` for a flow).
