@@ -551,8 +551,11 @@ impl Session {
         let changes = before.changes(&snapshot(&self.workspace).await);
         let mut report = RunReport::new(result, changes, usage);
         report.run_id = run_id;
-        if let Some(recorder) = &self.recorder {
-            recorder.finish_run(summary_of(&report)).await?;
+        if let Some(recorder) = &self.recorder
+            && let Err(error) = recorder.finish_run(summary_of(&report)).await
+        {
+            // The run happened: its report is worth more than the store's copy of its end.
+            warn!(%error, "the run's end could not be recorded");
         }
         journal.write(
             "result",
