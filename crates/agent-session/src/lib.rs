@@ -24,6 +24,7 @@ mod session;
 
 pub use journal::JournalReader;
 pub use journal::{JOURNAL_DIR, Journal, JournalHandle, JournaledModel};
+pub use recorder::EventFeed;
 pub use report::{Ending, RunReport, RunResult, Usage};
 pub use session::{Canceller, Session, SessionError, Target};
 

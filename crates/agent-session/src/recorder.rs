@@ -78,6 +78,63 @@ impl MemoryObserver for Queue {
     }
 }
 
+/// The events of a recorded session, stored and live; cheap to clone, usable while the session
+/// runs (an HTTP handler subscribes through it while another task drives
+/// [`Session::run`](crate::Session::run)).
+#[derive(Clone)]
+pub struct EventFeed {
+    store: Store,
+    session: String,
+    events: broadcast::Sender<StoredEvent>,
+}
+
+impl std::fmt::Debug for EventFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventFeed")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EventFeed {
+    /// The session's id in the store.
+    #[must_use]
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+
+    /// The store.
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A receiver of every event stored from now on, with its store id.
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<StoredEvent> {
+        self.events.subscribe()
+    }
+
+    /// Everything after event `after` (all for `None`) without a gap or a repeat: the stored
+    /// events (up to `limit`), and a receiver of the live ones. The receiver is subscribed
+    /// before the store is read, so it may also deliver events the returned list holds: skip
+    /// live events whose id is not above the last one returned (ids only grow). A client that
+    /// reconnects with `Last-Event-ID: n` calls `since(Some(n), ..)`.
+    ///
+    /// # Errors
+    ///
+    /// The store cannot be read.
+    pub async fn since(
+        &self,
+        after: Option<agent_store::EventId>,
+        limit: usize,
+    ) -> Result<(Vec<StoredEvent>, broadcast::Receiver<StoredEvent>), StoreError> {
+        let live = self.events.subscribe();
+        let stored = self.store.events_after(&self.session, after, limit).await?;
+        Ok((stored, live))
+    }
+}
+
 /// A session being recorded: its id in the store and the writer task.
 pub(crate) struct Recorder {
     store: Store,
@@ -120,6 +177,15 @@ impl Recorder {
     /// A new receiver of every event stored from now on.
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<StoredEvent> {
         self.events.subscribe()
+    }
+
+    /// A handle that subscribes from anywhere.
+    pub(crate) fn feed(&self) -> EventFeed {
+        EventFeed {
+            store: self.store.clone(),
+            session: self.id.clone(),
+            events: self.events.clone(),
+        }
     }
 
     /// The observer that records a memory's changes.

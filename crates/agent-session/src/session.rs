@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, oneshot};
 use tracing::warn;
 
 use crate::journal::{Journal, JournalHandle};
-use crate::recorder::Recorder;
+use crate::recorder::{EventFeed, Recorder};
 use crate::report::{Ending, RunReport, RunResult, Usage};
 
 /// What a session runs.
@@ -459,6 +459,13 @@ impl Session {
         self.recorder.as_ref().map(Recorder::subscribe)
     }
 
+    /// A cloneable handle on the session's stored and live events, for use while the session
+    /// runs elsewhere (`None` when the session is not recorded); see [`EventFeed::since`].
+    #[must_use]
+    pub fn event_feed(&self) -> Option<EventFeed> {
+        self.recorder.as_ref().map(Recorder::feed)
+    }
+
     /// The agent of an agent session (`None` for a flow).
     #[must_use]
     pub fn agent(&self) -> Option<&dyn agent_core::Agent> {
@@ -544,8 +551,11 @@ impl Session {
         let changes = before.changes(&snapshot(&self.workspace).await);
         let mut report = RunReport::new(result, changes, usage);
         report.run_id = run_id;
-        if let Some(recorder) = &self.recorder {
-            recorder.finish_run(summary_of(&report)).await?;
+        if let Some(recorder) = &self.recorder
+            && let Err(error) = recorder.finish_run(summary_of(&report)).await
+        {
+            // The run happened: its report is worth more than the store's copy of its end.
+            warn!(%error, "the run's end could not be recorded");
         }
         journal.write(
             "result",

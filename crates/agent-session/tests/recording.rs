@@ -84,6 +84,8 @@ async fn a_recorded_run_stores_what_it_broadcasts_and_the_agents_memory() {
     .unwrap();
     let id = session.session_id().unwrap().to_owned();
     let mut live = session.recorded_events().unwrap();
+    let feed = session.event_feed().unwrap();
+    assert_eq!(feed.session_id(), id);
     let record = store.session(&id).await.unwrap();
     assert_eq!(record.agent, "swe");
     assert_eq!(record.settings, json!({"note": "test"}));
@@ -103,6 +105,10 @@ async fn a_recorded_run_stores_what_it_broadcasts_and_the_agents_memory() {
     );
     assert!(stored.windows(2).all(|w| w[0].id < w[1].id));
     assert!(stored.iter().all(|e| e.run_id == Some(run_id)));
+    // A client reconnecting after the fourth event gets the rest from the store, nothing twice.
+    let (replayed, mut later) = feed.since(Some(stored[3].id), 10_000).await.unwrap();
+    assert_eq!(replayed, stored[4..]);
+    assert!(later.try_recv().is_err(), "nothing new since");
     let names = names(&stored);
     assert_eq!(names.first().map(String::as_str), Some("run_started"));
     assert_eq!(names.last().map(String::as_str), Some("run_finished"));
@@ -266,7 +272,10 @@ async fn a_session_running_in_a_live_process_is_not_resumed_beside_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
     let record = store
-        .create_session(agent_session::store::NewSession::new("swe", dir.path().join("w")))
+        .create_session(agent_session::store::NewSession::new(
+            "swe",
+            dir.path().join("w"),
+        ))
         .await
         .unwrap();
     // A run begun by this process, which is alive: it is running, not interrupted.

@@ -2,7 +2,7 @@
 //! one transaction.
 
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
+use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{Row, Sqlite, Transaction};
 
 use crate::error::StoreError;
@@ -40,7 +40,7 @@ pub(crate) async fn insert_event(
 /// `INSERT` take increasing ids in the order of its `VALUES`; `RETURNING` may list them in any
 /// order, so the ids are sorted before they are matched to the events.
 async fn insert_events(
-    tx: &mut Transaction<'static, Sqlite>,
+    conn: &mut SqliteConnection,
     session: &str,
     events: Vec<NewEvent>,
 ) -> Result<Vec<StoredEvent>, StoreError> {
@@ -57,7 +57,7 @@ async fn insert_events(
             .bind(event.kind.as_str())
             .bind(event.data.to_string());
     }
-    let mut ids = query.fetch_all(&mut **tx).await?;
+    let mut ids = query.fetch_all(&mut *conn).await?;
     if ids.len() != events.len() {
         return Err(StoreError::corrupt(
             "event insert",
@@ -107,6 +107,12 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
+        }
+        // One statement is atomic by itself: a batch of events alone (the usual one while a
+        // model call or a tool runs) needs no BEGIN and COMMIT round trips.
+        if batch.memory.is_empty() && batch.events.len() <= crate::messages::ROWS_PER_STATEMENT {
+            let mut conn = self.pool.acquire().await?;
+            return insert_events(&mut conn, session, batch.events).await;
         }
         let mut tx = self.write().await?;
         crate::messages::apply(&mut tx, session, batch.memory).await?;
@@ -164,6 +170,19 @@ impl Store {
         .iter()
         .map(event_from_row)
         .collect()
+    }
+
+    /// How many events the session has.
+    ///
+    /// # Errors
+    ///
+    /// A database error.
+    pub async fn event_count(&self, session: &str) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM events WHERE session_id = ?")
+            .bind(session)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or_default())
     }
 
     /// The id of the session's newest event (`None` when it has none).

@@ -79,6 +79,9 @@ impl Store {
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            // A local file: a connection cannot go stale the way a network one can, so no
+            // round trip to ping it on every acquire.
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         Self::ready(pool, Some(path)).await

@@ -105,6 +105,7 @@ async fn event_ids_grow_across_sessions_and_reads_resume_after_any_id() {
         ids.last().copied()
     );
     assert_eq!(store.events_after(&b.id, None, 100).await.unwrap().len(), 5);
+    assert_eq!(store.event_count(&b.id).await.unwrap(), 5);
 
     let run = store.run(run).await.unwrap();
     assert_eq!(run.state, RunState::Finished);

@@ -58,7 +58,7 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, conflicts_with = "json")]
     pub quiet: bool,
     /// Do not record this run in the session store (default: recorded in
-    /// <workspace>/.openmanus/sessions.db, or where `[store] path` says; `[store] enabled =
+    /// WORKSPACE/.openmanus/sessions.db, or where `[store] path` says; `[store] enabled =
     /// false` turns recording off for good).
     #[arg(long, global = true)]
     pub no_store: bool,

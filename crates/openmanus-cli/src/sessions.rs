@@ -127,10 +127,7 @@ pub async fn show(global: &GlobalArgs, store: &Store, id: &str) -> Result<u8> {
     let session = store.find_session(id).await?;
     let runs = store.runs(&session.id).await?;
     let messages = store.messages(&session.id).await?.len();
-    let events = store
-        .events_after(&session.id, None, usize::MAX)
-        .await?
-        .len();
+    let events = store.event_count(&session.id).await?;
     if global.json {
         say(
             &json!({"session": session, "runs": runs, "messages": messages, "events": events})
@@ -142,7 +139,7 @@ pub async fn show(global: &GlobalArgs, store: &Store, id: &str) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn show_text(session: &SessionRecord, runs: &[RunRecord], messages: usize, events: usize) {
+fn show_text(session: &SessionRecord, runs: &[RunRecord], messages: usize, events: u64) {
     say(&format!("session:   {}", session.id));
     say(&format!("agent:     {}", session.agent));
     say(&format!("workspace: {}", session.workspace.display()));
