@@ -1,0 +1,276 @@
+//! The sessions a server knows: every stored session, and the live ones (an agent built, ready
+//! for the next task). A stored session becomes live when it is given a task; the server's
+//! store is the truth for everything else.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_session::{Session, SessionError, Target};
+use agent_store::{SessionRecord, Store, StoreError};
+use agent_tools::ChannelInput;
+use agents::AgentFactory;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::error::ApiError;
+use crate::live::Live;
+use crate::notice::Notice;
+use crate::queue::RunQueue;
+
+/// How many notices a session's stream holds for a slow client before it must replay from
+/// the store.
+const STREAM_CAPACITY: usize = 1024;
+
+/// The sessions of a server.
+pub struct Hub {
+    store: Store,
+    factory: AgentFactory,
+    sessions_root: PathBuf,
+    queue: RunQueue,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    streams: Mutex<HashMap<String, broadcast::Sender<Notice>>>,
+    /// Serialises making sessions live, so that one session never gets two agents.
+    starting: tokio::sync::Mutex<()>,
+    /// Becomes true when the server shuts down: event streams end.
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+impl Hub {
+    /// A hub over `store`, building agents with `factory`, each session in its own directory
+    /// under `sessions_root`, at most `max_concurrent_runs` runs at once.
+    #[must_use]
+    pub fn new(
+        store: Store,
+        factory: AgentFactory,
+        sessions_root: impl Into<PathBuf>,
+        max_concurrent_runs: usize,
+    ) -> Self {
+        Self {
+            store,
+            factory,
+            sessions_root: sessions_root.into(),
+            queue: RunQueue::new(max_concurrent_runs),
+            live: Mutex::default(),
+            streams: Mutex::default(),
+            starting: tokio::sync::Mutex::new(()),
+            closing: tokio::sync::watch::channel(false).0,
+        }
+    }
+
+    /// Tells every event stream to end (the server is shutting down).
+    pub fn begin_shutdown(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// A receiver that turns true when the server shuts down.
+    #[must_use]
+    pub fn closing(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// The store.
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The run queue.
+    #[must_use]
+    pub fn queue(&self) -> &RunQueue {
+        &self.queue
+    }
+
+    /// The live session `id`, if it is live.
+    #[must_use]
+    pub fn live(&self, id: &str) -> Option<Arc<Live>> {
+        self.lock_live().get(id).cloned()
+    }
+
+    /// How many sessions are live.
+    #[must_use]
+    pub fn live_count(&self) -> usize {
+        self.lock_live().len()
+    }
+
+    /// The stream of session `id` (created on first use).
+    pub fn stream(&self, id: &str) -> broadcast::Sender<Notice> {
+        self.streams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(id.to_owned())
+            .or_insert_with(|| broadcast::channel(STREAM_CAPACITY).0)
+            .clone()
+    }
+
+    /// Creates a session of `target` with its own workspace and makes it live.
+    ///
+    /// # Errors
+    ///
+    /// The workspace cannot be created, the agent cannot be built, the store cannot be written.
+    pub async fn create(&self, target: Target, settings: Value) -> Result<Arc<Live>, ApiError> {
+        let _starting = self.starting.lock().await;
+        let workspace = self.new_workspace()?;
+        let (input, questions) = ChannelInput::new();
+        let factory = self
+            .factory
+            .clone()
+            .with_workspace(&workspace)
+            .with_human_input(Arc::new(input));
+        let session = match Session::start_recorded(&factory, target, &self.store, settings).await {
+            Ok(session) => session,
+            Err(error) => {
+                let _ = std::fs::remove_dir_all(&workspace);
+                return Err(session_error(error));
+            }
+        };
+        Ok(self.make_live(session, questions))
+    }
+
+    /// The live session `id`, resumed from the store if it is not live yet.
+    ///
+    /// # Errors
+    ///
+    /// No such session; its agent cannot be built.
+    pub async fn ensure_live(&self, id: &str) -> Result<Arc<Live>, ApiError> {
+        if let Some(live) = self.live(id) {
+            return Ok(live);
+        }
+        let _starting = self.starting.lock().await;
+        if let Some(live) = self.live(id) {
+            return Ok(live);
+        }
+        let (input, questions) = ChannelInput::new();
+        let factory = self.factory.clone().with_human_input(Arc::new(input));
+        let session = Session::resume(&factory, &self.store, id)
+            .await
+            .map_err(session_error)?;
+        Ok(self.make_live(session, questions))
+    }
+
+    /// Closes session `id` if it is live, deletes it from the store and removes its workspace
+    /// (when it lies under the sessions directory). False when there was no such session.
+    ///
+    /// # Errors
+    ///
+    /// The store cannot be written.
+    pub async fn delete(&self, id: &str) -> Result<bool, ApiError> {
+        let record = match self.store.session(id).await {
+            Ok(record) => record,
+            Err(StoreError::NoSession(_)) => return Ok(false),
+            Err(error) => return Err(ApiError::internal(error)),
+        };
+        let live = self.lock_live().remove(id);
+        if let Some(live) = live {
+            live.close().await;
+        }
+        let deleted = self
+            .store
+            .delete_session(id)
+            .await
+            .map_err(ApiError::internal)?;
+        if is_inside(&record.workspace, &self.sessions_root) {
+            let _ = tokio::fs::remove_dir_all(&record.workspace).await;
+        }
+        self.streams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        Ok(deleted)
+    }
+
+    /// The stored session `id`.
+    ///
+    /// # Errors
+    ///
+    /// No such session (404), or the store cannot be read.
+    pub async fn record(&self, id: &str) -> Result<SessionRecord, ApiError> {
+        self.store.session(id).await.map_err(store_error)
+    }
+
+    /// Closes every live session (at shutdown).
+    pub async fn close_all(&self) {
+        let live: Vec<Arc<Live>> = self.lock_live().drain().map(|(_, live)| live).collect();
+        for session in live {
+            session.close().await;
+        }
+    }
+
+    fn make_live(
+        &self,
+        session: Session,
+        questions: tokio::sync::mpsc::Receiver<agent_tools::Question>,
+    ) -> Arc<Live> {
+        let id = session.session_id().unwrap_or_default().to_owned();
+        let live = Live::start(
+            id.clone(),
+            session,
+            self.queue.clone(),
+            self.stream(&id),
+            questions,
+        );
+        self.lock_live().insert(id, Arc::clone(&live));
+        live
+    }
+
+    /// A new, empty directory under the sessions root.
+    fn new_workspace(&self) -> Result<PathBuf, ApiError> {
+        std::fs::create_dir_all(&self.sessions_root).map_err(ApiError::internal)?;
+        for _ in 0..16 {
+            let name = format!("{}-{:08x}", agent_store::now_ms(), rand_u32());
+            let path = self.sessions_root.join(name);
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(path),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(ApiError::internal(error)),
+            }
+        }
+        Err(ApiError::internal("no free workspace name"))
+    }
+
+    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A little randomness for directory names (not a secret).
+fn rand_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    hasher.finish() as u32
+}
+
+/// Whether `path` lies strictly inside `root`.
+fn is_inside(path: &Path, root: &Path) -> bool {
+    match (path.canonicalize(), root.canonicalize()) {
+        (Ok(path), Ok(root)) => path != root && path.starts_with(root),
+        _ => false,
+    }
+}
+
+/// A store error as the API answers it.
+pub(crate) fn store_error(error: StoreError) -> ApiError {
+    match &error {
+        StoreError::NoSession(_) | StoreError::NoRun(_) => ApiError::NotFound(error.to_string()),
+        StoreError::Ambiguous { .. } => ApiError::BadRequest(error.to_string()),
+        _ => ApiError::internal(error),
+    }
+}
+
+/// A session error as the API answers it.
+fn session_error(error: SessionError) -> ApiError {
+    match error {
+        SessionError::Store(error) => store_error(error),
+        SessionError::Running(id) => {
+            ApiError::Conflict(format!("session {id} has a run going in another process"))
+        }
+        SessionError::Factory(error) => ApiError::BadRequest(error.to_string()),
+        other => ApiError::internal(other),
+    }
+}

@@ -1,0 +1,246 @@
+//! A session being served: one task owns its [`Session`] and runs the tasks sent to it, one at
+//! a time, each after the run queue admits it; its events go to the session's stream.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_session::{Canceller, Session};
+use agent_store::StoredEvent;
+use agent_tools::Question;
+use tokio::sync::{Notify, broadcast, mpsc, oneshot};
+use tracing::{debug, warn};
+
+use crate::notice::{Notice, Status};
+use crate::queue::RunQueue;
+
+/// What the owner task is asked to do.
+enum Command {
+    /// Run this task.
+    Run(String),
+    /// Close the session and stop.
+    Close(oneshot::Sender<()>),
+}
+
+/// A live session: the handle the API holds.
+pub struct Live {
+    id: String,
+    commands: mpsc::UnboundedSender<Command>,
+    canceller: Canceller,
+    status: Arc<Mutex<Status>>,
+    question: Arc<Mutex<Option<oneshot::Sender<Option<String>>>>>,
+    leave_queue: Arc<Notify>,
+    stream: broadcast::Sender<Notice>,
+}
+
+/// Why a task was not accepted.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TaskError {
+    /// A run is queued or going.
+    #[error("the session is busy with another task; cancel it or wait for it to end")]
+    Busy,
+    /// The session was closed.
+    #[error("the session is closed")]
+    Closed,
+}
+
+impl Live {
+    /// Starts the owner task of `session`, whose events and notices go to `stream`, whose runs
+    /// wait in `queue`, and whose `ask_human` questions arrive on `questions`.
+    pub fn start(
+        id: String,
+        session: Session,
+        queue: RunQueue,
+        stream: broadcast::Sender<Notice>,
+        questions: mpsc::Receiver<Question>,
+    ) -> Arc<Self> {
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let live = Arc::new(Self {
+            id,
+            commands,
+            canceller: session.canceller(),
+            status: Arc::default(),
+            question: Arc::default(),
+            leave_queue: Arc::new(Notify::new()),
+            stream,
+        });
+        if let Some(events) = session.recorded_events() {
+            tokio::spawn(forward(events, live.stream.clone()));
+        }
+        tokio::spawn(Arc::clone(&live).watch_questions(questions));
+        tokio::spawn(Arc::clone(&live).own(session, queue, receiver));
+        live
+    }
+
+    /// The session's id.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The session's live state.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Queues `task`.
+    ///
+    /// # Errors
+    ///
+    /// A run is already queued or going, or the session is closed.
+    pub fn run(&self, task: String) -> Result<(), TaskError> {
+        self.update(|status| {
+            if status.busy {
+                return Err(TaskError::Busy);
+            }
+            status.busy = true;
+            status.error = None;
+            Ok(())
+        })?;
+        self.commands.send(Command::Run(task)).map_err(|_| {
+            self.update(|status| status.busy = false);
+            TaskError::Closed
+        })
+    }
+
+    /// Cancels the run going or waiting; false when there is none.
+    pub fn cancel(&self) -> bool {
+        if !self.status().busy {
+            return false;
+        }
+        self.leave_queue.notify_one();
+        self.canceller.cancel();
+        true
+    }
+
+    /// Answers the question `ask_human` is waiting on; false when none is.
+    pub fn answer(&self, answer: String) -> bool {
+        let reply = self
+            .question
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(reply) = reply else { return false };
+        let answered = reply.send(Some(answer)).is_ok();
+        self.update(|status| status.question = None);
+        answered
+    }
+
+    /// Cancels what runs, shuts the agent down and waits for it.
+    pub async fn close(&self) {
+        self.cancel();
+        let (done, closed) = oneshot::channel();
+        if self.commands.send(Command::Close(done)).is_ok() {
+            let _ = closed.await;
+        }
+    }
+
+    /// Changes the status and tells the stream.
+    fn update<T>(&self, change: impl FnOnce(&mut Status) -> T) -> T {
+        let (result, status) = {
+            let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            let result = change(&mut status);
+            (result, status.clone())
+        };
+        let _ = self.stream.send(Notice::Status(status));
+        result
+    }
+
+    /// The owner task: runs each task after the queue admits it; closes the session at the end.
+    async fn own(
+        self: Arc<Self>,
+        mut session: Session,
+        queue: RunQueue,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+    ) {
+        let mut closed = None;
+        while let Some(command) = commands.recv().await {
+            let task = match command {
+                Command::Run(task) => task,
+                Command::Close(done) => {
+                    closed = Some(done);
+                    break;
+                }
+            };
+            let Some(slot) = self.wait_for_slot(&queue).await else {
+                self.update(|status| {
+                    status.busy = false;
+                    status.queue_position = None;
+                });
+                continue;
+            };
+            self.update(|status| status.queue_position = None);
+            let error = match session.run(&task).await {
+                Ok(report) => {
+                    debug!(session = %self.id, status = %report.status_text(), "run ended");
+                    None
+                }
+                Err(error) => {
+                    warn!(session = %self.id, %error, "the task could not run");
+                    Some(error.to_string())
+                }
+            };
+            drop(slot);
+            self.update(|status| {
+                status.busy = false;
+                status.question = None;
+                status.error = error;
+            });
+        }
+        if let Err(error) = session.close().await {
+            warn!(session = %self.id, %error, "closing the session");
+        }
+        if let Some(done) = closed {
+            let _ = done.send(());
+        }
+    }
+
+    /// Waits for the queue to admit a run, telling the stream the run's place in the line;
+    /// `None` when the run was cancelled while it waited.
+    async fn wait_for_slot(&self, queue: &RunQueue) -> Option<crate::queue::Slot> {
+        let mut changes = queue.changes();
+        let admit = queue.admit(&self.id);
+        tokio::pin!(admit);
+        loop {
+            tokio::select! {
+                slot = &mut admit => return slot,
+                () = self.leave_queue.notified() => return None,
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return (&mut admit).await;
+                    }
+                    let position = queue.position(&self.id);
+                    if self.status().queue_position != position {
+                        self.update(|status| status.queue_position = position);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keeps the question `ask_human` asks until the API answers it.
+    async fn watch_questions(self: Arc<Self>, mut questions: mpsc::Receiver<Question>) {
+        while let Some(question) = questions.recv().await {
+            *self.question.lock().unwrap_or_else(PoisonError::into_inner) = Some(question.reply);
+            self.update(|status| status.question = Some(question.inquire));
+        }
+    }
+}
+
+/// Forwards the session's stored events to its stream.
+async fn forward(mut events: broadcast::Receiver<StoredEvent>, stream: broadcast::Sender<Notice>) {
+    loop {
+        match events.recv().await {
+            Ok(event) => {
+                let _ = stream.send(Notice::Stored(event));
+            }
+            // Clients replay what was skipped from the store, by id.
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                let _ = stream.send(Notice::Resync);
+            }
+            Err(broadcast::error::RecvError::Closed) => break,
+        }
+    }
+}

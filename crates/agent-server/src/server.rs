@@ -1,0 +1,120 @@
+//! The server: the routes, the guards around them, and serving until shut down.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+
+use crate::api::{self, AppState};
+use crate::assets;
+use crate::guard::{self, Access};
+use crate::hub::Hub;
+use crate::options::{ServerError, ServerOptions};
+
+/// A server bound to its address, ready to serve.
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    hub: Arc<Hub>,
+}
+
+impl Server {
+    /// Checks `options` and binds the address.
+    ///
+    /// # Errors
+    ///
+    /// A non-loopback address without a token, a weak token, an address that cannot be bound.
+    pub async fn bind(options: &ServerOptions, hub: Arc<Hub>) -> Result<Self, ServerError> {
+        options.validate()?;
+        let listener =
+            TcpListener::bind(options.bind)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    address: options.bind,
+                    source,
+                })?;
+        let access = Arc::new(Access {
+            token: options.token.clone(),
+            loopback: options.is_loopback(),
+            allowed_hosts: options.allowed_hosts.clone(),
+            allowed_origins: options.allowed_origins.clone(),
+        });
+        Ok(Self {
+            listener,
+            router: router(Arc::clone(&hub), access),
+            hub,
+        })
+    }
+
+    /// The address it listens on.
+    ///
+    /// # Errors
+    ///
+    /// The socket cannot tell.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` completes, then closes every live session.
+    ///
+    /// # Errors
+    ///
+    /// Serving failed.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let hub = Arc::clone(&self.hub);
+        let result = axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                // Event streams never end by themselves: end them so the connections close.
+                hub.begin_shutdown();
+            })
+            .await
+            .map_err(ServerError::Serve);
+        self.hub.close_all().await;
+        result
+    }
+}
+
+/// Every route: the page and the API, the API behind the token, everything behind the Host and
+/// Origin checks.
+pub fn router(hub: Arc<Hub>, access: Arc<Access>) -> Router {
+    let state = AppState {
+        hub,
+        access: Arc::clone(&access),
+    };
+    let protected = Router::new()
+        .route(
+            "/api/sessions",
+            get(api::list_sessions).post(api::create_session),
+        )
+        .route(
+            "/api/sessions/{id}",
+            get(api::get_session).delete(api::delete_session),
+        )
+        .route("/api/sessions/{id}/tasks", post(api::post_task))
+        .route("/api/sessions/{id}/cancel", post(api::cancel))
+        .route("/api/sessions/{id}/answer", post(api::answer))
+        .route("/api/sessions/{id}/events", get(api::events))
+        .route("/api/sessions/{id}/files", get(api::list_files))
+        .route("/api/sessions/{id}/files/{*path}", get(api::get_file))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&access),
+            guard::token,
+        ));
+    Router::new()
+        .route("/", get(assets::index))
+        .route("/app.js", get(assets::script))
+        .route("/app.css", get(assets::style))
+        .route("/api/health", get(api::health))
+        .route("/api/login", post(api::login))
+        .merge(protected)
+        .layer(middleware::from_fn_with_state(access, guard::site))
+        .with_state(state)
+}

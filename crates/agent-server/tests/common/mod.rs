@@ -1,0 +1,234 @@
+//! A server on 127.0.0.1 over a real SQLite store, agents talking to the strict mock model,
+//! and a small SSE client.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_config::Config;
+use agent_core::ToolCall;
+use agent_llm::LlmSettings;
+use agent_server::{Hub, Server, ServerOptions};
+use agent_store::Store;
+use agent_testkit::MockOpenAi;
+use agents::AgentFactory;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+/// A generous bound for anything a test waits on (the machine may be loaded).
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+pub fn call(id: &str, name: &str, args: &Value) -> ToolCall {
+    ToolCall::new(id, name, args.to_string())
+}
+
+pub struct TestServer {
+    pub url: String,
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    pub mock: MockOpenAi,
+    pub http: reqwest::Client,
+    pub hub: Arc<Hub>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+pub fn factory(mock: &MockOpenAi, root: &Path) -> AgentFactory {
+    let mut llm = LlmSettings::new("gpt-4o", mock.base_url()).with_api_key("sk-server");
+    llm.max_attempts = 1;
+    AgentFactory::new(Config::new(llm)).with_workspace(root)
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(change: impl FnOnce(&mut ServerOptions)) -> Self {
+        let mock = MockOpenAi::start().await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
+        let mut options = ServerOptions::new(dir.path().join("sessions"));
+        options.bind = "127.0.0.1:0".parse().unwrap();
+        change(&mut options);
+        let hub = Arc::new(Hub::new(
+            store,
+            factory(&mock, &dir.path().join("default")),
+            &options.sessions_root,
+            options.max_concurrent_runs,
+        ));
+        let server = Server::bind(&options, Arc::clone(&hub)).await.unwrap();
+        let addr = server.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            server
+                .serve(async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+        });
+        let url = format!("http://127.0.0.1:{}", addr.port());
+        Self {
+            url,
+            addr,
+            dir,
+            mock,
+            http: reqwest::Client::new(),
+            hub,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// Creates a session of `agent` and returns its id.
+    pub async fn create(&self, agent: &str) -> String {
+        let (status, body) = self.post("/api/sessions", json!({ "agent": agent })).await;
+        assert_eq!(status, 201, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn events(&self, id: &str, last_event_id: Option<i64>) -> SseClient {
+        SseClient::connect(
+            &self.http,
+            &format!("{}/api/sessions/{id}/events", self.url),
+            last_event_id,
+        )
+        .await
+    }
+
+    pub fn sessions_root(&self) -> PathBuf {
+        self.dir.path().join("sessions")
+    }
+}
+
+/// One SSE message.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: Option<i64>,
+    pub event: String,
+    pub data: Value,
+}
+
+impl SseEvent {
+    /// The agent event's `type`, or the event name.
+    pub fn name(&self) -> String {
+        if self.event == "agent" {
+            self.data["data"]["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        } else {
+            self.event.clone()
+        }
+    }
+}
+
+/// A minimal SSE client over reqwest.
+pub struct SseClient {
+    stream: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buffer: String,
+}
+
+impl SseClient {
+    pub async fn connect(http: &reqwest::Client, url: &str, last_event_id: Option<i64>) -> Self {
+        let mut request = http.get(url).header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id.to_string());
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        Self {
+            stream: response.bytes_stream().boxed(),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next message (comments and keep-alives skipped).
+    pub async fn next(&mut self) -> SseEvent {
+        tokio::time::timeout(PATIENCE, self.next_inner())
+            .await
+            .expect("no SSE event in time")
+    }
+
+    async fn next_inner(&mut self) -> SseEvent {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = SseEvent {
+                    id: None,
+                    event: "message".into(),
+                    data: Value::Null,
+                };
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        event.id = v.trim().parse().ok();
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        event.event = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                event.data = serde_json::from_str(&data).unwrap();
+                return event;
+            }
+            let chunk = self.stream.next().await.expect("the stream ended").unwrap();
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Messages until one matches `stop` (included).
+    pub async fn until(&mut self, stop: impl Fn(&SseEvent) -> bool) -> Vec<SseEvent> {
+        let mut seen = Vec::new();
+        loop {
+            let event = self.next().await;
+            let done = stop(&event);
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
