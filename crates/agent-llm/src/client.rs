@@ -343,7 +343,7 @@ impl LlmClient {
         if !key.is_empty() {
             request = match self.settings.api_type {
                 ApiType::Azure => request.header("api-key", key.expose()),
-                ApiType::Openai | ApiType::Ollama => request.bearer_auth(key.expose()),
+                _ => request.bearer_auth(key.expose()),
             };
         }
         let response = request
@@ -479,6 +479,13 @@ fn endpoint(settings: &LlmSettings) -> Result<String, LlmError> {
     }
     Ok(match settings.api_type {
         ApiType::Openai => format!("{base}/chat/completions"),
+        ApiType::Anthropic | ApiType::Aws => {
+            return Err(LlmError::InvalidRequest(format!(
+                "api_type = \"{}\" is not an OpenAI-compatible endpoint: build the model with \
+                 agent_llm::Model::new",
+                settings.api_type.as_str()
+            )));
+        }
         ApiType::Ollama if base.ends_with("/v1") => format!("{base}/chat/completions"),
         ApiType::Ollama => format!("{base}/v1/chat/completions"),
         ApiType::Azure => {
