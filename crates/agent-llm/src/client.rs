@@ -436,7 +436,7 @@ impl LlmClient {
 }
 
 /// The full chain of an error's sources, on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -447,14 +447,14 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(crate) fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
 }
 
-async fn read_limited(response: reqwest::Response, limit: usize) -> String {
+pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> String {
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(Ok(chunk)) = stream.next().await {

@@ -31,11 +31,13 @@
 //! # }).unwrap();
 //! ```
 
+pub mod anthropic;
 mod client;
 mod error;
 pub mod format;
 pub mod http;
 mod models;
+mod provider;
 mod request;
 mod retry;
 mod settings;
@@ -46,9 +48,11 @@ mod wire;
 
 use async_trait::async_trait;
 
+pub use anthropic::AnthropicClient;
 pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient, TokenTotals};
 pub use error::{LlmError, classify, parse_retry_after};
 pub use models::{ModelProfile, model_profile};
+pub use provider::Model;
 pub use retry::RetryPolicy;
 pub use settings::{ApiKey, ApiType, LlmSettings, ToolCallMode};
 pub use tokens::TokenCounter;
