@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use agent_config::{ConfigLoader, ConfigOrigin, McpTransport};
-use agent_llm::ApiType;
+use agent_llm::{ApiType, ToolCallMode};
 use common::env_of;
 
 fn repo_config_dir() -> PathBuf {
@@ -120,6 +120,12 @@ fn provider_examples_say_what_they_promise() {
     assert!(ollama.default_llm().api_key.is_empty());
     assert_eq!(ollama.vision_llm().model, "llama3.2-vision");
     assert_eq!(ollama.vision_llm().supports_images, Some(true));
+    assert_eq!(ollama.default_llm().tool_call_mode, ToolCallMode::Auto);
+    assert_eq!(
+        ollama.vision_llm().tool_call_mode,
+        ToolCallMode::Auto,
+        "inherited"
+    );
 
     let openai = load("config.example-openai.toml");
     assert_eq!(openai.llm_for("swe").model, "o3");
@@ -131,6 +137,8 @@ fn provider_examples_say_what_they_promise() {
 
     let anthropic = load("config.example-anthropic.toml");
     assert_eq!(anthropic.default_llm().api_key.expose(), "sk-anthropic");
+    assert_eq!(anthropic.default_llm().api_type, ApiType::Anthropic);
+    assert_eq!(anthropic.default_llm().tool_call_mode, ToolCallMode::Native);
 }
 
 #[test]

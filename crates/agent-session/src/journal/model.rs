@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError};
+use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Model};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
@@ -17,7 +17,7 @@ use super::handle::JournalHandle;
 pub struct JournaledModel {
     inner: Arc<dyn ChatModel>,
     journal: JournalHandle,
-    wire: Option<Arc<LlmClient>>,
+    wire: Option<Arc<Model>>,
 }
 
 impl JournaledModel {
@@ -33,10 +33,10 @@ impl JournaledModel {
     }
 
     /// Journals each request as the JSON body `client` sends (model, max_tokens, the formatted
-    /// messages, ...), so that [`JournalReader`](super::JournalReader) rebuilds exactly what
+    /// messages, ...; in text mode, the request as converted to text), so that [`JournalReader`](super::JournalReader) rebuilds exactly what
     /// went over the wire.
     #[must_use]
-    pub fn with_wire_body(mut self, client: Arc<LlmClient>) -> Self {
+    pub fn with_wire_body(mut self, client: Arc<Model>) -> Self {
         self.wire = Some(client);
         self
     }
