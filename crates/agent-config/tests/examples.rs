@@ -45,7 +45,11 @@ fn every_shipped_example_loads() {
             .load_file(&path)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let llm = config.default_llm();
-        assert!(!llm.model.is_empty() && !llm.base_url.is_empty(), "{name}");
+        // Bedrock may leave the endpoint to the AWS SDK (the region's).
+        assert!(
+            !llm.model.is_empty() && (!llm.base_url.is_empty() || llm.api_type == ApiType::Aws),
+            "{name}"
+        );
         seen.push(name);
     }
     seen.sort();
@@ -54,6 +58,7 @@ fn every_shipped_example_loads() {
         [
             "config.example-anthropic.toml",
             "config.example-azure.toml",
+            "config.example-bedrock.toml",
             "config.example-deepseek.toml",
             "config.example-ollama.toml",
             "config.example-openai.toml",
@@ -139,6 +144,10 @@ fn provider_examples_say_what_they_promise() {
     assert_eq!(anthropic.default_llm().api_key.expose(), "sk-anthropic");
     assert_eq!(anthropic.default_llm().api_type, ApiType::Anthropic);
     assert_eq!(anthropic.default_llm().tool_call_mode, ToolCallMode::Native);
+
+    let bedrock = load("config.example-bedrock.toml");
+    assert_eq!(bedrock.default_llm().api_type, ApiType::Aws);
+    assert!(bedrock.default_llm().base_url.is_empty());
 }
 
 #[test]

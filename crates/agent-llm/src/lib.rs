@@ -32,6 +32,8 @@
 //! ```
 
 pub mod anthropic;
+#[cfg(feature = "bedrock")]
+pub mod bedrock;
 mod client;
 mod error;
 pub mod format;

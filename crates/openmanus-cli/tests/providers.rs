@@ -11,7 +11,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use agent_core::ToolCall;
-use agent_testkit::{Completion, MockAnthropic, MockOpenAi};
+use agent_testkit::{Completion, MockAnthropic, MockBedrock, MockOpenAi};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -42,7 +42,12 @@ impl Setup {
     }
 
     async fn run(&self, args: &[&str]) -> Output {
+        self.run_with_env(args, &[]).await
+    }
+
+    async fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut command = Command::new(BIN);
+        command.envs(env.iter().copied());
         command
             .current_dir(self.dir.path())
             .env_remove("OPENMANUS_CONFIG")
@@ -253,6 +258,48 @@ async fn native_anthropic_streamed() {
 #[tokio::test]
 async fn native_anthropic_not_streamed() {
     anthropic_run(false).await;
+}
+
+#[tokio::test]
+async fn bedrock_through_the_aws_sdk_against_a_local_endpoint() {
+    let server = MockBedrock::start().await.unwrap();
+    let setup = Setup::new(&format!(
+        "api_type = \"aws\"\nmodel = \"anthropic.claude-3-7-sonnet-20250219-v1:0\"\nbase_url = \"{}\"\n",
+        server.endpoint()
+    ));
+    for reply in native_replies(&setup.workspace()) {
+        server.push(reply);
+    }
+    // Region and credentials from the AWS environment, as the SDK resolves them; nothing else
+    // of this machine's AWS set-up is read.
+    let missing = setup.dir.path().join("no-such-aws-file");
+    let missing = missing.to_str().unwrap();
+    let env = [
+        ("AWS_REGION", "eu-west-3"),
+        ("AWS_ACCESS_KEY_ID", "AKIDOPENMANUSTEST"),
+        ("AWS_SECRET_ACCESS_KEY", "not-a-secret"),
+        ("AWS_CONFIG_FILE", missing),
+        ("AWS_SHARED_CREDENTIALS_FILE", missing),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("AWS_PROFILE", "default"),
+    ];
+    let output = setup.run_with_env(&["--prompt", TASK], &env).await;
+    assert_demo_done(&setup, &output);
+    server.verify().unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(
+        requests[0]
+            .header("authorization")
+            .unwrap()
+            .contains("AKIDOPENMANUSTEST/")
+            && requests[0]
+                .header("authorization")
+                .unwrap()
+                .contains("/eu-west-3/bedrock/"),
+        "{:?}",
+        requests[0].header("authorization")
+    );
 }
 
 #[tokio::test]
