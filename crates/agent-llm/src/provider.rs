@@ -25,7 +25,7 @@ enum Backend {
     OpenAi(LlmClient),
     Anthropic(AnthropicClient),
     #[cfg(feature = "bedrock")]
-    Bedrock(crate::bedrock::BedrockClient),
+    Bedrock(Box<crate::bedrock::BedrockClient>),
 }
 
 /// A chat model for one settings section: the client its `api_type` names, speaking tools the
@@ -53,7 +53,9 @@ impl Model {
             }
             ApiType::Anthropic => Backend::Anthropic(AnthropicClient::new(settings.clone())?),
             #[cfg(feature = "bedrock")]
-            ApiType::Aws => Backend::Bedrock(crate::bedrock::BedrockClient::new(settings.clone())?),
+            ApiType::Aws => Backend::Bedrock(Box::new(crate::bedrock::BedrockClient::new(
+                settings.clone(),
+            )?)),
             #[cfg(not(feature = "bedrock"))]
             ApiType::Aws => {
                 return Err(LlmError::InvalidRequest(
@@ -79,7 +81,7 @@ impl Model {
             Backend::OpenAi(client) => Backend::OpenAi(client.with_events(events)),
             Backend::Anthropic(client) => Backend::Anthropic(client.with_events(events)),
             #[cfg(feature = "bedrock")]
-            Backend::Bedrock(client) => Backend::Bedrock(client.with_events(events)),
+            Backend::Bedrock(client) => Backend::Bedrock(Box::new(client.with_events(events))),
         };
         self
     }
@@ -127,7 +129,7 @@ impl Model {
             Backend::OpenAi(client) => client,
             Backend::Anthropic(client) => client,
             #[cfg(feature = "bedrock")]
-            Backend::Bedrock(client) => client,
+            Backend::Bedrock(client) => client.as_ref(),
         }
     }
 
