@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agent_core::EventBus;
+use agent_core::{EventBus, Role};
 use async_trait::async_trait;
 use serde_json::Value;
 use tracing::warn;
@@ -108,7 +108,7 @@ impl Model {
     /// when it is on); the key is never part of it.
     #[must_use]
     pub fn request_body(&self, request: &ChatRequest) -> Value {
-        if self.text_mode_active() {
+        if self.text_mode_active() || self.history_as_text(request) {
             self.backend_body(&text_request(request))
         } else {
             self.backend_body(request)
@@ -137,12 +137,24 @@ impl Model {
         let response = self.inner().complete(text_request(&request)).await?;
         Ok(text_response(response, &request))
     }
+
+    /// Whether `request` offers no tools but its conversation holds tool calls or results,
+    /// which Anthropic and Bedrock refuse without tool definitions (OpenAI-compatible servers
+    /// take them): such a history is sent as text.
+    fn history_as_text(&self, request: &ChatRequest) -> bool {
+        !matches!(self.backend, Backend::OpenAi(_))
+            && request.tools.is_empty()
+            && request
+                .messages
+                .iter()
+                .any(|m| m.has_tool_calls() || m.role == Role::Tool)
+    }
 }
 
 #[async_trait]
 impl ChatModel for Model {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        if self.text_mode_active() {
+        if self.text_mode_active() || self.history_as_text(&request) {
             return self.complete_text(request).await;
         }
         if self.mode != ToolCallMode::Auto || request.tools.is_empty() {

@@ -274,3 +274,47 @@ async fn auto_switches_to_text_after_ollamas_400_and_stays_there() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_history_with_tool_blocks_but_no_tools_reaches_anthropic_as_text() {
+    let server = MockAnthropic::start().await.unwrap();
+    server
+        .push(Completion::text("The plan is done."))
+        .push(Completion::text("Nothing to call."));
+    let model = anthropic(&server, false);
+    let history = vec![
+        Message::user_message("task"),
+        Message::from_tool_calls(
+            vec![ToolCall::new("toolu_9", "bash", r#"{"command": "ls"}"#)],
+            "",
+        ),
+        Message::tool_message("a.txt", "bash", "toolu_9"),
+        Message::user_message("Summarise."),
+    ];
+    // `ask` sends no tools (a flow's final summary does this).
+    let summary = model.ask(history.clone(), vec![]).await.unwrap();
+    assert_eq!(summary, "The plan is done.");
+    // tool_choice none keeps the tools declared and says "none".
+    let reply = model
+        .complete(ChatRequest::new(history).with_tools(vec![bash_tool()], ToolChoice::None))
+        .await
+        .unwrap();
+    assert_eq!(reply.content.as_deref(), Some("Nothing to call."));
+    server.verify().unwrap();
+    let requests = server.requests();
+    let first = &requests[0].body;
+    assert!(first.get("tools").is_none());
+    assert!(
+        first["messages"][1]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("<tool_call>")
+    );
+    assert!(
+        first["messages"][2]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("<tool_response name=\"bash\">")
+    );
+    assert_eq!(requests[1].body["tool_choice"], json!({"type": "none"}));
+}

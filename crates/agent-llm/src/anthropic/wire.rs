@@ -66,7 +66,7 @@ pub(crate) fn body(request: &ChatRequest, options: BodyOptions<'_>) -> Value {
         Value::Array(messages(&request.messages, options.vision)),
     );
 
-    if !request.tools.is_empty() && request.tool_choice != Some(ToolChoice::None) {
+    if !request.tools.is_empty() {
         let mut tools: Vec<Value> = request
             .tools
             .iter()
@@ -84,6 +84,8 @@ pub(crate) fn body(request: &ChatRequest, options: BodyOptions<'_>) -> Value {
         body.insert("tools".into(), Value::Array(tools));
         let choice = match request.tool_choice {
             Some(ToolChoice::Required) => "any",
+            // Tools stay declared (the conversation may hold tool blocks, which need them).
+            Some(ToolChoice::None) => "none",
             _ => "auto",
         };
         body.insert("tool_choice".into(), json!({"type": choice}));

@@ -224,6 +224,7 @@ fn messages(body: &Map<String, Value>, breakpoints: &mut usize) -> Result<(), St
     // The tool_use ids of the previous assistant turn, still to be answered.
     let mut open: Vec<String> = Vec::new();
     let mut previous_role = "";
+    let mut holds_tool_blocks = false;
     for (i, message) in messages.iter().enumerate() {
         let path = format!("messages.{i}");
         if let Some(object) = message.as_object() {
@@ -280,6 +281,7 @@ fn messages(body: &Map<String, Value>, breakpoints: &mut usize) -> Result<(), St
                     after_results = true;
                 }
                 ("assistant", "tool_use") => {
+                    holds_tool_blocks = true;
                     let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
                     if !id_like(id, 256) {
                         return Err(format!(
@@ -305,6 +307,7 @@ fn messages(body: &Map<String, Value>, breakpoints: &mut usize) -> Result<(), St
                     uses.push(id.to_owned());
                 }
                 ("user", "tool_result") => {
+                    holds_tool_blocks = true;
                     if after_results {
                         return Err(format!(
                             "{path}: tool_result blocks must come before any other content in a user message"
@@ -367,6 +370,11 @@ fn messages(body: &Map<String, Value>, breakpoints: &mut usize) -> Result<(), St
         } else {
             open = uses;
         }
+    }
+    if holds_tool_blocks && body.get("tools").is_none() {
+        return Err(
+            "Requests which include `tool_use` or `tool_result` blocks must define tools.".into(),
+        );
     }
     if !open.is_empty() && body.get("tools").is_some() {
         return Err(format!(
