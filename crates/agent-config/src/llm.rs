@@ -66,7 +66,6 @@ pub(crate) fn build(
             return Err(missing(Some(header_line), key));
         }
     }
-    reject_bedrock(doc, &base)?;
     lowercase_api_type(&mut base);
     let default: LlmSettings = doc.deserialize_table(base.clone(), table_span, "llm")?;
 
@@ -96,7 +95,6 @@ pub(crate) fn build(
             overrides.keys().map(|k| k.get_ref().to_string()).collect(),
         );
         spelled.insert(name.clone(), key.get_ref().to_string());
-        reject_bedrock(doc, &overrides)?;
         let mut overrides = overrides;
         lowercase_api_type(&mut overrides);
         let mut merged = base.clone();
@@ -117,27 +115,6 @@ pub(crate) fn build(
         own_keys,
         spelled,
     })
-}
-
-/// OpenManus's `api_type = "aws"` (Amazon Bedrock through boto3) has no equivalent here.
-fn reject_bedrock(doc: &Document<'_>, table: &DeTable<'_>) -> Result<(), ConfigError> {
-    match table.get("api_type") {
-        Some(value)
-            if value
-                .get_ref()
-                .as_str()
-                .is_some_and(|t| t.eq_ignore_ascii_case("aws")) =>
-        {
-            Err(doc.invalid_at(
-                value.span(),
-                "api_type",
-                "Amazon Bedrock (api_type = \"aws\") is not supported; use an \
-                 OpenAI-compatible endpoint (api_type = \"openai\"), for example a Bedrock \
-                 access gateway",
-            ))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// `api_type = "Azure"` means `azure` (OpenManus compares the exact string and would treat

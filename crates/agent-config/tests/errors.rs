@@ -199,11 +199,16 @@ fn an_unset_environment_variable_names_the_key_and_the_variable() {
 
 #[test]
 fn openmanus_values_we_cannot_honour_are_explained() {
-    let (err, path) = load_err("[llm]\nmodel = \"m\"\nbase_url = \"u\"\napi_type = \"aws\"\n");
+    let (err, path) = load_err("[llm]\nmodel = \"m\"\nbase_url = \"u\"\napi_type = \"bedrock\"\n");
     assert!(
-        err.to_string().starts_with(&format!(
-            "{path}:4:12: `llm.api_type`: Amazon Bedrock (api_type = \"aws\") is not supported"
-        )),
+        err.to_string().starts_with(&format!("{path}:4:12: ")) && err.to_string().contains("aws"),
+        "{err}"
+    );
+    let (err, path) =
+        load_err("[llm]\nmodel = \"m\"\nbase_url = \"u\"\ntool_call_mode = \"json\"\n");
+    assert!(
+        err.to_string().starts_with(&format!("{path}:4:"))
+            && err.to_string().contains("`native`, `text`, `auto`"),
         "{err}"
     );
 

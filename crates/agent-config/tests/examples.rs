@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use agent_config::{ConfigLoader, ConfigOrigin, McpTransport};
-use agent_llm::ApiType;
+use agent_llm::{ApiType, ToolCallMode};
 use common::env_of;
 
 fn repo_config_dir() -> PathBuf {
@@ -45,7 +45,11 @@ fn every_shipped_example_loads() {
             .load_file(&path)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let llm = config.default_llm();
-        assert!(!llm.model.is_empty() && !llm.base_url.is_empty(), "{name}");
+        // Bedrock may leave the endpoint to the AWS SDK (the region's).
+        assert!(
+            !llm.model.is_empty() && (!llm.base_url.is_empty() || llm.api_type == ApiType::Aws),
+            "{name}"
+        );
         seen.push(name);
     }
     seen.sort();
@@ -54,6 +58,7 @@ fn every_shipped_example_loads() {
         [
             "config.example-anthropic.toml",
             "config.example-azure.toml",
+            "config.example-bedrock.toml",
             "config.example-deepseek.toml",
             "config.example-ollama.toml",
             "config.example-openai.toml",
@@ -120,6 +125,12 @@ fn provider_examples_say_what_they_promise() {
     assert!(ollama.default_llm().api_key.is_empty());
     assert_eq!(ollama.vision_llm().model, "llama3.2-vision");
     assert_eq!(ollama.vision_llm().supports_images, Some(true));
+    assert_eq!(ollama.default_llm().tool_call_mode, ToolCallMode::Auto);
+    assert_eq!(
+        ollama.vision_llm().tool_call_mode,
+        ToolCallMode::Auto,
+        "inherited"
+    );
 
     let openai = load("config.example-openai.toml");
     assert_eq!(openai.llm_for("swe").model, "o3");
@@ -131,6 +142,12 @@ fn provider_examples_say_what_they_promise() {
 
     let anthropic = load("config.example-anthropic.toml");
     assert_eq!(anthropic.default_llm().api_key.expose(), "sk-anthropic");
+    assert_eq!(anthropic.default_llm().api_type, ApiType::Anthropic);
+    assert_eq!(anthropic.default_llm().tool_call_mode, ToolCallMode::Native);
+
+    let bedrock = load("config.example-bedrock.toml");
+    assert_eq!(bedrock.default_llm().api_type, ApiType::Aws);
+    assert!(bedrock.default_llm().base_url.is_empty());
 }
 
 #[test]

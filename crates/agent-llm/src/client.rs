@@ -377,7 +377,7 @@ impl LlmClient {
         if !key.is_empty() {
             request = match self.settings.api_type {
                 ApiType::Azure => request.header("api-key", key.expose()),
-                ApiType::Openai | ApiType::Ollama => request.bearer_auth(key.expose()),
+                _ => request.bearer_auth(key.expose()),
             };
         }
         let response = request
@@ -470,7 +470,7 @@ impl LlmClient {
 }
 
 /// The full chain of an error's sources, on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -481,14 +481,14 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(crate) fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
 }
 
-async fn read_limited(response: reqwest::Response, limit: usize) -> String {
+pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> String {
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(Ok(chunk)) = stream.next().await {
@@ -513,6 +513,13 @@ fn endpoint(settings: &LlmSettings) -> Result<String, LlmError> {
     }
     Ok(match settings.api_type {
         ApiType::Openai => format!("{base}/chat/completions"),
+        ApiType::Anthropic | ApiType::Aws => {
+            return Err(LlmError::InvalidRequest(format!(
+                "api_type = \"{}\" is not an OpenAI-compatible endpoint: build the model with \
+                 agent_llm::Model::new",
+                settings.api_type.as_str()
+            )));
+        }
         ApiType::Ollama if base.ends_with("/v1") => format!("{base}/chat/completions"),
         ApiType::Ollama => format!("{base}/v1/chat/completions"),
         ApiType::Azure => {

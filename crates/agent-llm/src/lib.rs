@@ -2,8 +2,13 @@
 //!
 //! The [`ChatModel`] trait every agent talks to, the request/response types of an
 //! OpenAI-compatible chat completion ([`ChatRequest`], [`ChatResponse`], [`Usage`]) and the error
-//! taxonomy ([`LlmError`]) that separates retryable failures from permanent ones. The HTTP client
-//! for real endpoints implements this trait; tests use the scripted model of `agent-testkit`.
+//! taxonomy ([`LlmError`]) that separates retryable failures from permanent ones. The clients
+//! for real endpoints implement this trait: [`LlmClient`] (OpenAI-compatible), [`AnthropicClient`]
+//! (Anthropic's Messages API) and, with the `bedrock` feature, `bedrock::BedrockClient` (Amazon
+//! Bedrock's Converse). [`Model`] builds the one a settings section's `api_type` names and adds
+//! text-mode tool calls ([`text_mode`]) for models without function calling
+//! (`tool_call_mode`). Tests use the scripted model and the strict mock servers of
+//! `agent-testkit`.
 //!
 //! [`http`] is the process's one TLS set-up: the system root certificates are read once, on the
 //! first https handshake, and [`LlmClient`]s with the same connect timeout share one `reqwest`
@@ -31,25 +36,32 @@
 //! # }).unwrap();
 //! ```
 
+pub mod anthropic;
+#[cfg(feature = "bedrock")]
+pub mod bedrock;
 mod client;
 mod error;
 pub mod format;
 pub mod http;
 mod models;
+mod provider;
 mod request;
 mod retry;
 mod settings;
+pub mod text_mode;
 pub mod tokens;
 mod types;
 mod wire;
 
 use async_trait::async_trait;
 
+pub use anthropic::AnthropicClient;
 pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient, TokenTotals};
 pub use error::{LlmError, classify, parse_retry_after};
 pub use models::{ModelProfile, model_profile};
+pub use provider::Model;
 pub use retry::RetryPolicy;
-pub use settings::{ApiKey, ApiType, LlmSettings};
+pub use settings::{ApiKey, ApiType, LlmSettings, ToolCallMode};
 pub use tokens::TokenCounter;
 pub use types::{ChatRequest, ChatResponse, Usage};
 pub use wire::{StreamAssembler, parse_completion, parse_usage};

@@ -25,6 +25,55 @@ pub enum ApiType {
     Azure,
     /// Ollama's OpenAI-compatible `/v1` endpoint (no key needed).
     Ollama,
+    /// Anthropic's Messages API, native (`{base_url}/v1/messages`, an `x-api-key` header,
+    /// `tool_use`/`tool_result` blocks, prompt caching).
+    Anthropic,
+    /// Amazon Bedrock's Converse API through the AWS SDK (OpenManus's `api_type = "aws"`): region
+    /// and credentials from the AWS environment; `base_url`, when set, overrides the endpoint.
+    /// Needs the `bedrock` cargo feature.
+    Aws,
+}
+
+impl ApiType {
+    /// The name as written in the configuration.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Azure => "azure",
+            Self::Ollama => "ollama",
+            Self::Anthropic => "anthropic",
+            Self::Aws => "aws",
+        }
+    }
+}
+
+/// How tool calls travel between the client and the model (`tool_call_mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallMode {
+    /// The provider's own function calling (`tools` in the request, structured calls back).
+    #[default]
+    Native,
+    /// Tool schemas and a call format in the system prompt; calls parsed from the reply's text
+    /// (`<tool_call>` tags, fenced JSON, a bare JSON object); results sent back as text. For
+    /// models without function calling.
+    Text,
+    /// Native until the server rejects `tools` (Ollama's 400 "does not support tools" and the
+    /// like), then text mode for the rest of the client's life.
+    Auto,
+}
+
+impl ToolCallMode {
+    /// The name as written in the configuration.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Text => "text",
+            Self::Auto => "auto",
+        }
+    }
 }
 
 /// An API key. Its `Debug`, `Display` and `Serialize` never show it (serialising writes
@@ -133,6 +182,10 @@ pub struct LlmSettings {
     /// The API flavour.
     #[serde(default)]
     pub api_type: ApiType,
+    /// How tool calls travel: the provider's function calling, text in the prompt and reply, or
+    /// native with a switch to text when the server refuses tools.
+    #[serde(default)]
+    pub tool_call_mode: ToolCallMode,
     /// Azure's `api-version` query parameter.
     #[serde(default)]
     pub api_version: Option<String>,
@@ -205,6 +258,7 @@ impl LlmSettings {
             base_url: base_url.into(),
             api_key: ApiKey::default(),
             api_type: ApiType::default(),
+            tool_call_mode: ToolCallMode::default(),
             api_version: None,
             deployment: None,
             max_tokens: default_max_tokens(),
@@ -236,6 +290,13 @@ impl LlmSettings {
     #[must_use]
     pub fn with_api_type(mut self, api_type: ApiType) -> Self {
         self.api_type = api_type;
+        self
+    }
+
+    /// Sets the tool-call mode.
+    #[must_use]
+    pub fn with_tool_call_mode(mut self, mode: ToolCallMode) -> Self {
+        self.tool_call_mode = mode;
         self
     }
 

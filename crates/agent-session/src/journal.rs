@@ -76,7 +76,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_core::EventBus;
-use agent_llm::{ChatModel, LlmClient, LlmError, LlmSettings};
+use agent_llm::{ChatModel, LlmError, LlmSettings, Model};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio::task::JoinHandle;
 
@@ -185,18 +185,19 @@ impl Journal {
         }
     }
 
-    /// The model a run talks to: an HTTP client for `settings` whose retries are reported on
-    /// `events` (when given), wrapped so every request and reply lands in this journal.
+    /// The model a run talks to: the client `settings.api_type` names, speaking tools as
+    /// `settings.tool_call_mode` says ([`Model`]), whose retries are reported on `events` (when
+    /// given), wrapped so every request and reply lands in this journal.
     ///
     /// # Errors
     ///
-    /// Settings the client cannot use (see [`LlmClient::new`]).
+    /// Settings the client cannot use (see [`Model::new`]).
     pub fn model(
         &self,
         settings: LlmSettings,
         events: Option<&EventBus>,
     ) -> Result<Arc<dyn ChatModel>, LlmError> {
-        let mut client = LlmClient::new(settings)?;
+        let mut client = Model::new(settings)?;
         if let Some(events) = events {
             client = client.with_events(events.clone());
         }

@@ -11,6 +11,11 @@
 //!   completions, streamed as SSE when asked, or [`Fault`]s (429 with `Retry-After`, 5xx, slow
 //!   first byte, cut streams, malformed JSON, `context_length_exceeded`, ...). The `mock-openai`
 //!   binary serves it from the command line (`--help`).
+//! * [`MockAnthropic`]: the same for Anthropic's Messages API (`/v1/messages`): strict about
+//!   alternating roles, `tool_use`/`tool_result` pairing and empty text blocks, streamed or
+//!   JSON replies, 529/429 faults, prompt caching modelled in the usage it reports.
+//! * [`MockBedrock`]: Bedrock's Converse API (`/model/{id}/converse`, SigV4 required), strict
+//!   about the Converse shapes, for the AWS SDK with its endpoint overridden.
 //! * Small tools for driving agents: [`EchoTool`], [`ImageTool`], [`FailTool`], [`BlockingTool`].
 //!
 //! ```
@@ -34,16 +39,23 @@
 //! # });
 //! ```
 
+pub mod mock_anthropic;
+pub mod mock_bedrock;
 pub mod mock_openai;
 mod model;
 mod server;
 mod tools;
+mod violation;
 pub mod web_fixtures;
 
 pub use mock_openai::{
     Completion, Fault, MockOpenAi, MockReply, RecordedRequest, Violation, ViolationRule,
     ViolationsError,
 };
+
+pub use mock_anthropic::{AnthropicReply, MockAnthropic, validate_messages_request};
+pub use mock_bedrock::{BedrockReply, MockBedrock, validate_converse_request};
+pub use violation::{ProtocolViolation, ViolationList};
 
 pub use model::{ScriptedModel, ScriptedReply, tool_call, validate_request};
 pub use tools::{

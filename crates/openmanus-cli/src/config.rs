@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_config::Config;
-use agent_llm::LlmClient;
+use agent_llm::{ApiType, Model, ToolCallMode};
 use agents::AgentFactory;
 use anyhow::{Context, Result};
 
@@ -79,10 +79,40 @@ pub fn check(global: &GlobalArgs) -> Result<u8> {
     say(&format!("workspace: {}", factory.workspace().display()));
     say("");
     say(&config.describe_llms());
+    say("");
     for name in [agents::MANUS, agents::SWE] {
-        LlmClient::new(config.llm_for(name).clone())
+        let settings = config.llm_for(name);
+        Model::new(settings.clone())
             .with_context(|| format!("the model settings for `{name}` are not usable"))?;
+        say(&format!(
+            "{name}: {} through {}; tool calls: {}",
+            settings.model,
+            api_name(settings.api_type),
+            mode_name(settings.tool_call_mode)
+        ));
     }
     say("\nok: the configuration loads and every model setting is usable");
     Ok(EXIT_OK)
+}
+
+/// The API a setting talks to, for `config check`.
+fn api_name(api_type: ApiType) -> &'static str {
+    match api_type {
+        ApiType::Openai => "an OpenAI-compatible API",
+        ApiType::Azure => "Azure OpenAI",
+        ApiType::Ollama => "Ollama (OpenAI-compatible)",
+        ApiType::Anthropic => "Anthropic's Messages API",
+        ApiType::Aws => "Amazon Bedrock (Converse)",
+    }
+}
+
+/// The tool-call mode, as `config check` reports it.
+fn mode_name(mode: ToolCallMode) -> &'static str {
+    match mode {
+        ToolCallMode::Native => "native (the API's function calling)",
+        ToolCallMode::Text => "text (schemas in the prompt, calls read from the reply)",
+        ToolCallMode::Auto => {
+            "auto (native; text for the rest of the run if the server refuses tools)"
+        }
+    }
 }

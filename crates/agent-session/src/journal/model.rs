@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_core::{Message, ToolDefinition};
-use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError};
+use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError, Model};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
@@ -24,7 +24,7 @@ use super::handle::{JournalHandle, RequestDelta, ToolsDelta};
 pub struct JournaledModel {
     inner: Arc<dyn ChatModel>,
     journal: JournalHandle,
-    wire: Option<Arc<LlmClient>>,
+    wire: Option<Arc<Model>>,
     stream: u64,
     sent: Mutex<Sent>,
 }
@@ -59,10 +59,10 @@ impl JournaledModel {
     }
 
     /// Journals each request as the JSON body `client` sends (model, max_tokens, the formatted
-    /// messages, ...), so that [`JournalReader`](super::JournalReader) rebuilds exactly what
+    /// messages, ...; in text mode, the request as converted to text), so that [`JournalReader`](super::JournalReader) rebuilds exactly what
     /// went over the wire.
     #[must_use]
-    pub fn with_wire_body(mut self, client: Arc<LlmClient>) -> Self {
+    pub fn with_wire_body(mut self, client: Arc<Model>) -> Self {
         self.wire = Some(client);
         self
     }
@@ -72,9 +72,21 @@ impl JournaledModel {
         if !self.journal.is_open() {
             return self.journal.request(Value::Null);
         }
-        // The lock is held until the delta is queued, so that two requests of this model
+        // The lock is held until the entry is queued, so that two requests of this model
         // reach the writer in the order their deltas were computed.
         let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+        let openai = match &self.wire {
+            Some(model) => match model.native_openai(request) {
+                Some(client) => Some(client),
+                None => {
+                    // Another provider's body, or text mode: formatted whole, and the next
+                    // delta starts from nothing.
+                    *sent = Sent::default();
+                    return self.journal.request(model.request_body(request));
+                }
+            },
+            None => None,
+        };
         let keep = sent
             .messages
             .iter()
@@ -86,7 +98,7 @@ impl JournaledModel {
         let keep_in_body = sent.in_body.iter().filter(|sent| **sent).count();
         let mut new_messages = Vec::new();
         for message in request.all_messages().skip(keep) {
-            let value = self.message(message);
+            let value = message_value(openai, message);
             sent.in_body.push(value.is_some());
             sent.messages.push(message.clone());
             new_messages.extend(value);
@@ -98,9 +110,9 @@ impl JournaledModel {
             ToolsDelta::Same
         } else {
             sent.tools = Some(request.tools.clone());
-            ToolsDelta::New(request.tools.iter().map(|t| self.tool(t)).collect())
+            ToolsDelta::New(request.tools.iter().map(|t| tool_value(openai, t)).collect())
         };
-        let params = match self.params(request) {
+        let params = match params_value(openai, request) {
             Value::Object(params) => params,
             _ => Map::new(),
         };
@@ -113,36 +125,37 @@ impl JournaledModel {
         })
     }
 
-    /// How `message` is in the journaled body (`None`: it is not).
-    fn message(&self, message: &Message) -> Option<Value> {
-        match &self.wire {
-            Some(client) => client.wire_message(message),
-            None => Some(serde_json::to_value(message).unwrap_or(Value::Null)),
-        }
-    }
+}
 
-    /// How `tool` is in the journaled body.
-    fn tool(&self, tool: &ToolDefinition) -> Value {
-        match &self.wire {
-            Some(_) => LlmClient::wire_tool(tool),
-            None => serde_json::to_value(tool).unwrap_or(Value::Null),
-        }
+/// How `message` is in the journaled body (`None`: it is not sent).
+fn message_value(openai: Option<&LlmClient>, message: &Message) -> Option<Value> {
+    match openai {
+        Some(client) => client.wire_message(message),
+        None => Some(serde_json::to_value(message).unwrap_or(Value::Null)),
     }
+}
 
-    /// Every field of the journaled body but `messages` and `tools`.
-    fn params(&self, request: &ChatRequest) -> Value {
-        if let Some(client) = &self.wire {
-            return client.request_params(request);
-        }
-        let mut body = Map::new();
-        if let Some(choice) = request.tool_choice {
-            body.insert("tool_choice".into(), json!(choice));
-        }
-        if let Some(temperature) = request.temperature {
-            body.insert("temperature".into(), json!(temperature));
-        }
-        Value::Object(body)
+/// How `tool` is in the journaled body.
+fn tool_value(openai: Option<&LlmClient>, tool: &ToolDefinition) -> Value {
+    match openai {
+        Some(_) => LlmClient::wire_tool(tool),
+        None => serde_json::to_value(tool).unwrap_or(Value::Null),
     }
+}
+
+/// Every field of the journaled body but `messages` and `tools`.
+fn params_value(openai: Option<&LlmClient>, request: &ChatRequest) -> Value {
+    if let Some(client) = openai {
+        return client.request_params(request);
+    }
+    let mut body = Map::new();
+    if let Some(choice) = request.tool_choice {
+        body.insert("tool_choice".into(), json!(choice));
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    Value::Object(body)
 }
 
 #[async_trait]

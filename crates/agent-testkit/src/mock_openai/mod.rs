@@ -201,6 +201,8 @@ struct Inner {
     recording: bool,
     violations: Vec<Violation>,
     api_key: Option<String>,
+    /// When set, every request offering `tools` gets this model's Ollama-style 400.
+    rejects_tools: Option<String>,
 }
 
 impl Default for Inner {
@@ -212,6 +214,7 @@ impl Default for Inner {
             recording: true,
             violations: Vec::new(),
             api_key: None,
+            rejects_tools: None,
         }
     }
 }
@@ -324,6 +327,15 @@ impl MockOpenAi {
     /// the Azure route. Other requests get a 401 (`invalid_api_key`), which is not a violation.
     pub fn require_api_key(&self, key: impl Into<String>) -> &Self {
         self.shared.lock().api_key = Some(key.into());
+        self
+    }
+
+    /// Answers every request that offers `tools` as Ollama does for a model without function
+    /// calling: 400, `{"error": {"message": "registry.ollama.ai/library/<model>:latest does not
+    /// support tools", "type": "api_error", ...}}`. Such a request takes no script entry and is
+    /// not a violation; [`MockOpenAi::requests`] still records it.
+    pub fn reject_tools(&self, model: impl Into<String>) -> &Self {
+        self.shared.lock().rejects_tools = Some(model.into());
         self
     }
 
@@ -615,6 +627,19 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if let Some(problem) = request_problem(&recorded, &route, body_error) {
         let violation = shared.violation(index, problem);
         return violation_response(StatusCode::BAD_REQUEST, &violation);
+    }
+
+    let rejects_tools = shared.lock().rejects_tools.clone();
+    if let Some(model) = rejects_tools
+        && recorded.body.get("tools").is_some()
+    {
+        return wire::error_response(
+            StatusCode::BAD_REQUEST,
+            &format!("registry.ollama.ai/library/{model}:latest does not support tools"),
+            "api_error",
+            None,
+            None,
+        );
     }
 
     let key = recorded.conversation_key();

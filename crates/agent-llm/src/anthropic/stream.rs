@@ -1,0 +1,220 @@
+//! Assembling a streamed Messages reply from its server-sent events (`message_start`,
+//! `content_block_start`/`_delta`/`_stop`, `message_delta`, `message_stop`, `ping`, `error`).
+
+use agent_core::ToolCall;
+use serde_json::Value;
+
+use super::wire::{embedded_error, finish_reason, usage};
+use crate::{ChatResponse, LlmError, Usage};
+
+/// One content block being received.
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    /// Thinking and other blocks the agent does not use.
+    Other,
+}
+
+/// The reply so far.
+#[derive(Debug, Default)]
+pub(crate) struct MessageAssembler {
+    blocks: Vec<(u64, Block)>,
+    input: Option<Usage>,
+    output_tokens: u64,
+    stop_reason: Option<String>,
+    stopped: bool,
+    received_tokens: bool,
+}
+
+impl MessageAssembler {
+    /// Whether any text or tool input has arrived.
+    pub(crate) fn received_tokens(&self) -> bool {
+        self.received_tokens
+    }
+
+    /// Whether `message_stop` has arrived.
+    pub(crate) fn finished(&self) -> bool {
+        self.stopped
+    }
+
+    /// Takes one event's `data`.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::MalformedResponse`] for data that is not JSON; an `error` event is classified
+    /// like the HTTP error it stands for (`overloaded_error`: 529, retryable).
+    pub(crate) fn push(&mut self, data: &str) -> Result<(), LlmError> {
+        let event: Value = serde_json::from_str(data).map_err(|e| {
+            LlmError::MalformedResponse(format!("invalid JSON in a stream event: {e}"))
+        })?;
+        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "error" => return Err(embedded_error(event.get("error").unwrap_or(&Value::Null))),
+            "message_start" => {
+                if let Some(u) = event.pointer("/message/usage") {
+                    self.input = Some(usage(u));
+                }
+            }
+            "content_block_start" => {
+                let block = event.get("content_block").unwrap_or(&Value::Null);
+                let text = |key: &str| {
+                    block
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let block = match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let initial = text("text");
+                        self.received_tokens |= !initial.is_empty();
+                        Block::Text(initial)
+                    }
+                    Some("tool_use") => {
+                        self.received_tokens = true;
+                        Block::ToolUse {
+                            id: text("id"),
+                            name: text("name"),
+                            json: String::new(),
+                        }
+                    }
+                    _ => Block::Other,
+                };
+                self.blocks.push((index, block));
+            }
+            "content_block_delta" => {
+                let delta = event.get("delta").unwrap_or(&Value::Null);
+                let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                match self.blocks.iter_mut().rev().find(|(i, _)| *i == index) {
+                    Some((_, Block::Text(text))) => {
+                        let added = piece("text");
+                        self.received_tokens |= !added.is_empty();
+                        text.push_str(added);
+                    }
+                    Some((_, Block::ToolUse { json, .. })) => {
+                        self.received_tokens = true;
+                        json.push_str(piece("partial_json"));
+                    }
+                    Some((_, Block::Other)) => {}
+                    None => {
+                        return Err(LlmError::MalformedResponse(format!(
+                            "a delta for content block {index}, which never started"
+                        )));
+                    }
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(tokens) = event
+                    .pointer("/usage/output_tokens")
+                    .and_then(Value::as_u64)
+                {
+                    self.output_tokens = tokens;
+                }
+            }
+            "message_stop" => self.stopped = true,
+            // `ping`, `content_block_stop` and events added later carry nothing we need.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The assembled reply.
+    pub(crate) fn finish(mut self) -> ChatResponse {
+        self.blocks.sort_by_key(|(index, _)| *index);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        for (_, block) in self.blocks {
+            match block {
+                Block::Text(t) => text.push_str(&t),
+                Block::ToolUse { id, name, json } => {
+                    let arguments = if json.trim().is_empty() {
+                        "{}".to_owned()
+                    } else {
+                        json
+                    };
+                    calls.push(ToolCall::new(id, name, arguments));
+                }
+                Block::Other => {}
+            }
+        }
+        let usage = self.input.map(|input| Usage {
+            prompt_tokens: input.prompt_tokens,
+            completion_tokens: self.output_tokens,
+            total_tokens: input.prompt_tokens + self.output_tokens,
+        });
+        ChatResponse {
+            content: (!text.is_empty()).then_some(text),
+            tool_calls: calls,
+            usage,
+            finish_reason: self.stop_reason.as_deref().map(finish_reason),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_and_a_tool_call_in_pieces() {
+        let events = [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me "}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"check."}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"bash","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"comm"}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"and\": \"ls\"}"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
+            r#"{"type":"message_stop"}"#,
+        ];
+        let mut assembler = MessageAssembler::default();
+        for event in events {
+            assembler.push(event).unwrap();
+        }
+        assert!(assembler.finished() && assembler.received_tokens());
+        let reply = assembler.finish();
+        assert_eq!(reply.content.as_deref(), Some("Let me check."));
+        assert_eq!(
+            reply.tool_calls,
+            vec![ToolCall::new("toolu_1", "bash", r#"{"command": "ls"}"#)]
+        );
+        assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                prompt_tokens: 112,
+                completion_tokens: 30,
+                total_tokens: 142
+            })
+        );
+    }
+
+    #[test]
+    fn an_error_event_is_classified() {
+        let mut assembler = MessageAssembler::default();
+        let error = assembler
+            .push(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
+            .unwrap_err();
+        assert!(error.is_retryable(), "{error:?}");
+        let error = assembler
+            .push(r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}"#)
+            .unwrap_err();
+        assert!(matches!(error, LlmError::InvalidRequest(_)), "{error:?}");
+    }
+}

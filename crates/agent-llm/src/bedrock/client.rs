@@ -1,0 +1,431 @@
+//! `BedrockClient`: Converse through the official AWS SDK, with the crate's retry policy (the
+//! SDK's own retries are off) and error classifier.
+
+use std::sync::{Mutex, PoisonError};
+
+use agent_core::{EventBus, ToolCall};
+use async_trait::async_trait;
+use aws_config::BehaviorVersion;
+use aws_sdk_bedrockruntime::Client;
+use aws_sdk_bedrockruntime::config::http::HttpResponse;
+use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockruntime::operation::converse::ConverseError;
+use aws_sdk_bedrockruntime::operation::converse::ConverseOutput as SdkOutput;
+use aws_sdk_bedrockruntime::primitives::Blob;
+use aws_sdk_bedrockruntime::types::{
+    AnyToolChoice, AutoToolChoice, ContentBlock, ConversationRole, ConverseOutput, ImageBlock,
+    ImageFormat, ImageSource, InferenceConfiguration, Message, SystemContentBlock, Tool,
+    ToolChoice, ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock,
+    ToolResultStatus, ToolSpecification, ToolUseBlock,
+};
+use aws_smithy_types::retry::RetryConfig;
+use aws_smithy_types::timeout::TimeoutConfig;
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+use tracing::{debug, info};
+
+use super::wire::{BodyOptions, body, finish_reason, from_document, to_document};
+use crate::client::{TokenTotals, error_chain};
+use crate::retry::RetryPolicy;
+use crate::settings::LlmSettings;
+use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, Usage, classify};
+
+/// The client for one model on Amazon Bedrock (`api_type = "aws"`). Region and credentials come
+/// from the AWS environment as the SDK resolves them (`AWS_REGION`, `AWS_PROFILE`, the
+/// credential files, SSO, web identity, instance roles); a non-empty `base_url` overrides the
+/// endpoint (a VPC endpoint, or a local server in tests).
+pub struct BedrockClient {
+    settings: LlmSettings,
+    vision: bool,
+    retry: RetryPolicy,
+    events: Option<EventBus>,
+    sdk: OnceCell<Client>,
+    aws: Option<aws_config::SdkConfig>,
+    totals: Mutex<TokenTotals>,
+}
+
+impl std::fmt::Debug for BedrockClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BedrockClient")
+            .field("model", &self.settings.model)
+            .field("endpoint", &self.settings.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+fn invalid(what: impl std::fmt::Display) -> LlmError {
+    LlmError::InvalidRequest(what.to_string())
+}
+
+impl BedrockClient {
+    /// Builds a client; the AWS configuration is resolved on the first call.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::InvalidRequest`] for an empty model or a `base_url` that is not http(s).
+    pub fn new(settings: LlmSettings) -> Result<Self, LlmError> {
+        if settings.model.trim().is_empty() {
+            return Err(invalid("the model name is empty"));
+        }
+        let base = settings.base_url.trim();
+        if !base.is_empty() {
+            let parsed = url::Url::parse(base)
+                .map_err(|e| invalid(format!("invalid base_url {base:?}: {e}")))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(invalid(format!(
+                    "base_url must be http or https, got {base:?}"
+                )));
+            }
+        }
+        let retry = RetryPolicy {
+            max_attempts: settings.max_attempts.max(1),
+            min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
+            max_delay: LlmSettings::secs(settings.backoff_max_secs).unwrap_or_default(),
+            max_retry_after: LlmSettings::secs(settings.max_retry_after_secs).unwrap_or_default(),
+        };
+        let vision = settings.supports_images.unwrap_or_else(|| {
+            crate::model_profile(&settings.model).vision || settings.model.contains("claude")
+        });
+        Ok(Self {
+            settings,
+            vision,
+            retry,
+            events: None,
+            sdk: OnceCell::new(),
+            aws: None,
+            totals: Mutex::new(TokenTotals::default()),
+        })
+    }
+
+    /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry.
+    #[must_use]
+    pub fn with_events(mut self, events: EventBus) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// Uses `config` (region, credentials, ...) instead of resolving the AWS environment.
+    #[must_use]
+    pub fn with_aws_config(mut self, config: aws_config::SdkConfig) -> Self {
+        self.aws = Some(config);
+        self
+    }
+
+    /// Cumulative token counts.
+    #[must_use]
+    pub fn totals(&self) -> TokenTotals {
+        *self.totals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The Converse body for `request` as JSON (what the SDK sends; `modelId` goes in the URL).
+    #[must_use]
+    pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let mut body = body(
+            request,
+            BodyOptions {
+                max_tokens: self.settings.max_tokens,
+                temperature: self.settings.temperature,
+                vision: self.vision,
+            },
+        );
+        body["modelId"] = json!(self.settings.model);
+        body
+    }
+
+    /// The SDK client, made on first use from the AWS environment.
+    async fn sdk(&self) -> Result<&Client, LlmError> {
+        self.sdk
+            .get_or_try_init(|| async {
+                let shared = match &self.aws {
+                    Some(config) => config.clone(),
+                    None => aws_config::defaults(BehaviorVersion::latest()).load().await,
+                };
+                if shared.region().is_none() {
+                    return Err(invalid(
+                        "no AWS region for Bedrock: set AWS_REGION (or a region in the AWS profile)",
+                    ));
+                }
+                let mut timeouts = TimeoutConfig::builder();
+                if let Some(connect) = LlmSettings::secs(self.settings.connect_timeout_secs) {
+                    timeouts = timeouts.connect_timeout(connect);
+                }
+                if let Some(total) = LlmSettings::secs(self.settings.request_timeout_secs) {
+                    timeouts = timeouts.operation_attempt_timeout(total);
+                }
+                let mut config = aws_sdk_bedrockruntime::config::Builder::from(&shared)
+                    .retry_config(RetryConfig::disabled())
+                    .timeout_config(timeouts.build());
+                let base = self.settings.base_url.trim().trim_end_matches('/');
+                if !base.is_empty() {
+                    config = config.endpoint_url(base);
+                }
+                Ok(Client::from_conf(config.build()))
+            })
+            .await
+    }
+
+    /// One Converse call.
+    async fn send_once(&self, body: &Value) -> Result<ChatResponse, LlmError> {
+        let client = self.sdk().await?;
+        let mut call = client
+            .converse()
+            .model_id(&self.settings.model)
+            .set_messages(Some(sdk_messages(body)?));
+        if let Some(system) = body.get("system").and_then(Value::as_array) {
+            call = call.set_system(Some(
+                system
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .map(|t| SystemContentBlock::Text(t.to_owned()))
+                    .collect(),
+            ));
+        }
+        let max_tokens = i32::try_from(self.settings.max_tokens).unwrap_or(i32::MAX);
+        #[allow(clippy::cast_possible_truncation)]
+        let temperature = body
+            .pointer("/inferenceConfig/temperature")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0) as f32;
+        call = call.inference_config(
+            InferenceConfiguration::builder()
+                .max_tokens(max_tokens)
+                .temperature(temperature)
+                .build(),
+        );
+        if let Some(config) = body.get("toolConfig") {
+            call = call.tool_config(sdk_tools(config)?);
+        }
+        let output = call.send().await.map_err(|e| self.sdk_error(e))?;
+        Ok(response(&output))
+    }
+
+    fn sdk_error(&self, error: SdkError<ConverseError, HttpResponse>) -> LlmError {
+        let redact = |text: String| self.settings.api_key.redact(&text);
+        match &error {
+            SdkError::ServiceError(context) => {
+                let raw = context.raw();
+                let code = context.err().code().unwrap_or_default().to_owned();
+                let message = context.err().message().unwrap_or_default().to_owned();
+                let body = json!({"error": {"type": code, "code": code, "message": message}});
+                classify(
+                    raw.status().as_u16(),
+                    |name| raw.headers().get(name).map(str::to_owned),
+                    &redact(body.to_string()),
+                )
+            }
+            SdkError::TimeoutError(_) => LlmError::Timeout(
+                LlmSettings::secs(self.settings.request_timeout_secs).unwrap_or_default(),
+            ),
+            SdkError::DispatchFailure(failure) if failure.is_timeout() => LlmError::Timeout(
+                LlmSettings::secs(self.settings.connect_timeout_secs).unwrap_or_default(),
+            ),
+            SdkError::ConstructionFailure(_) => {
+                LlmError::InvalidRequest(redact(error_chain(&error)))
+            }
+            SdkError::ResponseError(_) => LlmError::MalformedResponse(redact(error_chain(&error))),
+            _ => LlmError::Network(redact(error_chain(&error))),
+        }
+    }
+}
+
+/// The SDK's messages from the JSON body.
+fn sdk_messages(body: &Value) -> Result<Vec<Message>, LlmError> {
+    let mut out = Vec::new();
+    for message in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let role = match message.get("role").and_then(Value::as_str) {
+            Some("assistant") => ConversationRole::Assistant,
+            _ => ConversationRole::User,
+        };
+        let mut blocks = Vec::new();
+        for block in message
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            blocks.push(content_block(block)?);
+        }
+        out.push(
+            Message::builder()
+                .role(role)
+                .set_content(Some(blocks))
+                .build()
+                .map_err(invalid)?,
+        );
+    }
+    Ok(out)
+}
+
+fn image(block: &Value) -> Result<ImageBlock, LlmError> {
+    let format = block
+        .get("format")
+        .and_then(Value::as_str)
+        .unwrap_or("jpeg");
+    let data = block
+        .pointer("/source/bytes")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let bytes = aws_smithy_types::base64::decode(data)
+        .map_err(|e| invalid(format!("an image is not valid base64: {e}")))?;
+    ImageBlock::builder()
+        .format(ImageFormat::from(format))
+        .source(ImageSource::Bytes(Blob::new(bytes)))
+        .build()
+        .map_err(invalid)
+}
+
+fn content_block(block: &Value) -> Result<ContentBlock, LlmError> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    if let Some(t) = block.get("text") {
+        return Ok(ContentBlock::Text(text(t)));
+    }
+    if let Some(i) = block.get("image") {
+        return Ok(ContentBlock::Image(image(i)?));
+    }
+    if let Some(call) = block.get("toolUse") {
+        return Ok(ContentBlock::ToolUse(
+            ToolUseBlock::builder()
+                .tool_use_id(text(&call["toolUseId"]))
+                .name(text(&call["name"]))
+                .input(to_document(&call["input"]))
+                .build()
+                .map_err(invalid)?,
+        ));
+    }
+    if let Some(result) = block.get("toolResult") {
+        let mut content = Vec::new();
+        for part in result
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(t) = part.get("text") {
+                content.push(ToolResultContentBlock::Text(text(t)));
+            } else if let Some(i) = part.get("image") {
+                content.push(ToolResultContentBlock::Image(image(i)?));
+            }
+        }
+        let mut builder = ToolResultBlock::builder()
+            .tool_use_id(text(&result["toolUseId"]))
+            .set_content(Some(content));
+        if result.get("status").and_then(Value::as_str) == Some("error") {
+            builder = builder.status(ToolResultStatus::Error);
+        }
+        return Ok(ContentBlock::ToolResult(builder.build().map_err(invalid)?));
+    }
+    Err(invalid(format!("an unknown content block: {block}")))
+}
+
+fn sdk_tools(config: &Value) -> Result<ToolConfiguration, LlmError> {
+    let mut tools = Vec::new();
+    for tool in config
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let spec = &tool["toolSpec"];
+        tools.push(Tool::ToolSpec(
+            ToolSpecification::builder()
+                .name(spec["name"].as_str().unwrap_or_default())
+                .description(spec["description"].as_str().unwrap_or_default())
+                .input_schema(ToolInputSchema::Json(to_document(
+                    &spec["inputSchema"]["json"],
+                )))
+                .build()
+                .map_err(invalid)?,
+        ));
+    }
+    let choice = if config.pointer("/toolChoice/any").is_some() {
+        ToolChoice::Any(AnyToolChoice::builder().build())
+    } else {
+        ToolChoice::Auto(AutoToolChoice::builder().build())
+    };
+    ToolConfiguration::builder()
+        .set_tools(Some(tools))
+        .tool_choice(choice)
+        .build()
+        .map_err(invalid)
+}
+
+/// Our reply from the SDK's output.
+fn response(output: &SdkOutput) -> ChatResponse {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    if let Some(ConverseOutput::Message(message)) = &output.output {
+        for block in message.content() {
+            match block {
+                ContentBlock::Text(t) => text.push_str(t),
+                ContentBlock::ToolUse(call) => calls.push(ToolCall::new(
+                    call.tool_use_id(),
+                    call.name(),
+                    from_document(call.input()).to_string(),
+                )),
+                _ => {}
+            }
+        }
+    }
+    let usage = output.usage.as_ref().map(|u| {
+        let count = |n: i32| u64::try_from(n).unwrap_or(0);
+        let input = count(u.input_tokens)
+            + count(u.cache_read_input_tokens.unwrap_or(0))
+            + count(u.cache_write_input_tokens.unwrap_or(0));
+        let output = count(u.output_tokens);
+        Usage {
+            prompt_tokens: input,
+            completion_tokens: output,
+            total_tokens: input + output,
+        }
+    });
+    ChatResponse {
+        content: (!text.is_empty()).then_some(text),
+        tool_calls: calls,
+        usage,
+        finish_reason: Some(finish_reason(output.stop_reason.as_str())),
+    }
+}
+
+#[async_trait]
+impl ChatModel for BedrockClient {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = self.request_body(&request);
+        let response = self
+            .retry
+            .run(self.events.as_ref(), |attempt| {
+                debug!(attempt, model = %self.settings.model, "sending a Converse request");
+                self.send_once(&body)
+            })
+            .await?;
+        let usage = response.usage.unwrap_or_default();
+        let totals = {
+            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+            totals.input = totals.input.saturating_add(usage.prompt_tokens);
+            totals.completion = totals.completion.saturating_add(usage.completion_tokens);
+            *totals
+        };
+        info!(
+            "Token usage: Input={}, Completion={}, Cumulative Input={}, Cumulative Completion={}, Total={}, Cumulative Total={}",
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            totals.input,
+            totals.completion,
+            usage.prompt_tokens.saturating_add(usage.completion_tokens),
+            totals.input.saturating_add(totals.completion)
+        );
+        Ok(response)
+    }
+
+    fn model_name(&self) -> &str {
+        &self.settings.model
+    }
+
+    fn supports_images(&self) -> bool {
+        self.vision
+    }
+}

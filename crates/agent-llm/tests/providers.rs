@@ -1,0 +1,320 @@
+//! The provider layer (`Model`) over real HTTP on 127.0.0.1: native Anthropic against the test
+//! kit's strict Messages mock (streamed and not, images, caching, 529/429/stream errors through
+//! the retry policy), and text-mode and `auto` tool calls against the strict OpenAI mock.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::{Duration, Instant};
+
+use agent_core::{Message, ToolCall, ToolChoice, ToolDefinition};
+use agent_llm::{ApiType, ChatModel, ChatRequest, LlmError, LlmSettings, Model, ToolCallMode};
+use agent_testkit::{AnthropicReply, Completion, MockAnthropic, MockOpenAi};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-ant-test-0123456789";
+
+fn bash_tool() -> ToolDefinition {
+    ToolDefinition::new(
+        "bash",
+        "Run a command.",
+        json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+    )
+}
+
+fn anthropic(server: &MockAnthropic, stream: bool) -> Model {
+    let mut settings = LlmSettings::new("claude-sonnet-4-5", server.base_url())
+        .with_api_key(KEY)
+        .with_api_type(ApiType::Anthropic);
+    settings.stream = stream;
+    settings.temperature = 0.0;
+    settings.backoff_min_secs = 0.001;
+    settings.backoff_max_secs = 0.02;
+    Model::new(settings).unwrap()
+}
+
+/// A two-step conversation: a call, its result (with an image), the next step.
+async fn converse(model: &Model) -> (agent_llm::ChatResponse, agent_llm::ChatResponse) {
+    let system = vec![Message::system_message("You are terse.")];
+    let mut messages = vec![Message::user_message("list the files")];
+    let first = model
+        .complete(
+            ChatRequest::new(messages.clone())
+                .with_system(system.clone())
+                .with_tools(vec![bash_tool()], ToolChoice::Auto),
+        )
+        .await
+        .unwrap();
+    messages.push(Message::from_tool_calls(
+        first.tool_calls.clone(),
+        first.content.clone().unwrap_or_default(),
+    ));
+    let mut result = Message::tool_message("a.txt\nb.txt", "bash", &first.tool_calls[0].id);
+    result.base64_image = Some("iVBORw0KGgoAAAANSUhEUg==".into());
+    messages.push(result);
+    messages.push(Message::user_message("What next?"));
+    let second = model
+        .complete(
+            ChatRequest::new(messages)
+                .with_system(system)
+                .with_tools(vec![bash_tool()], ToolChoice::Auto),
+        )
+        .await
+        .unwrap();
+    (first, second)
+}
+
+#[tokio::test]
+async fn anthropic_streamed_and_not_with_tool_use_images_usage_and_caching() {
+    for stream in [false, true] {
+        let server = MockAnthropic::start().await.unwrap();
+        server.require_api_key(KEY);
+        server
+            .push(Completion::tool_calls(
+                Some("Listing.".into()),
+                [ToolCall::new("toolu_01", "bash", r#"{"command": "ls"}"#)],
+            ))
+            .push(Completion::text("Two files."));
+        let model = anthropic(&server, stream);
+        let (first, second) = converse(&model).await;
+        assert_eq!(first.content.as_deref(), Some("Listing."));
+        assert_eq!(first.tool_calls[0].id, "toolu_01");
+        assert_eq!(
+            serde_json::from_str::<Value>(&first.tool_calls[0].function.arguments).unwrap(),
+            json!({"command": "ls"})
+        );
+        assert_eq!(first.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(second.content.as_deref(), Some("Two files."));
+        assert_eq!(second.finish_reason.as_deref(), Some("stop"));
+        server.verify().unwrap();
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        let body = &requests[1].body;
+        assert_eq!(requests[1].header("x-api-key"), Some(KEY));
+        assert_eq!(requests[1].header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(body["stream"].as_bool().unwrap_or(false), stream);
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(
+            body["tools"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        let result_turn = &body["messages"][2]["content"];
+        assert_eq!(result_turn[0]["type"], "tool_result");
+        assert_eq!(
+            result_turn[0]["content"][1]["source"]["media_type"],
+            "image/png"
+        );
+        assert_eq!(
+            result_turn[1],
+            json!({"type": "text", "text": "What next?"})
+        );
+        // The second request read the system prompt and tools from the cache; its usage counts
+        // cached input as input.
+        assert_eq!(server.cache_use(), (1, 1));
+        let usage = second.usage.unwrap();
+        assert!(
+            usage.prompt_tokens > 0 && usage.completion_tokens > 0,
+            "{usage:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn anthropic_overload_rate_limit_and_stream_errors_are_retried() {
+    let server = MockAnthropic::start().await.unwrap();
+    server
+        .push(AnthropicReply::Overloaded)
+        .push(AnthropicReply::RateLimited {
+            retry_after: Some(1),
+        })
+        .push(AnthropicReply::OverloadedInStream)
+        .push(Completion::text("finally"));
+    let model = anthropic(&server, true);
+    let started = Instant::now();
+    let reply = model
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap();
+    assert_eq!(reply.content.as_deref(), Some("finally"));
+    assert_eq!(server.requests().len(), 4);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "retry-after was honoured"
+    );
+    server.verify().unwrap();
+
+    // Permanent errors are not retried; a bad key is an authentication error.
+    let server = MockAnthropic::start().await.unwrap();
+    server.require_api_key("another-key");
+    let error = anthropic(&server, false)
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::Authentication(_)), "{error:?}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+fn openai(server: &MockOpenAi, mode: ToolCallMode) -> Model {
+    let mut settings = LlmSettings::new("qwen2.5:7b", server.base_url())
+        .with_api_type(ApiType::Ollama)
+        .with_tool_call_mode(mode);
+    settings.max_attempts = 1;
+    Model::new(settings).unwrap()
+}
+
+#[tokio::test]
+async fn text_mode_sends_no_tools_and_reads_calls_from_text() {
+    let server = MockOpenAi::start().await.unwrap();
+    server
+        .push_text("I'll look.\n<tool_call>\n{\"name\": \"bash\", \"arguments\": {'command': 'ls',}}\n</tool_call>")
+        .push_text("```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"pwd\"}}\n```")
+        .push_text("<tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": </tool_call>")
+        .push_text("Done.");
+    let model = openai(&server, ToolCallMode::Text);
+    let system = vec![Message::system_message("You are terse.")];
+    let mut messages = vec![Message::user_message("where am I?")];
+    let request = |messages: &Vec<Message>| {
+        ChatRequest::new(messages.clone())
+            .with_system(system.clone())
+            .with_tools(vec![bash_tool()], ToolChoice::Auto)
+    };
+    for step in 0..2 {
+        let reply = model.complete(request(&messages)).await.unwrap();
+        assert_eq!(reply.tool_calls.len(), 1, "step {step}: {reply:?}");
+        assert_eq!(reply.tool_calls[0].function.name, "bash");
+        let id = reply.tool_calls[0].id.clone();
+        messages.push(Message::from_tool_calls(
+            reply.tool_calls,
+            reply.content.unwrap_or_default(),
+        ));
+        messages.push(Message::tool_message(format!("output {step}"), "bash", &id));
+    }
+    // An unreadable call comes back as text, and the next request says what was wrong.
+    let broken = model.complete(request(&messages)).await.unwrap();
+    assert!(broken.tool_calls.is_empty());
+    messages.push(Message::assistant_message(broken.content.unwrap()));
+    let done = model.complete(request(&messages)).await.unwrap();
+    assert_eq!(done.content.as_deref(), Some("Done."));
+    server.verify().unwrap();
+
+    let requests = server.requests();
+    for r in &requests {
+        assert!(r.body.get("tools").is_none() && r.body.get("tool_choice").is_none());
+    }
+    let last = requests[3].messages();
+    let system_text = last[0]["content"].as_str().unwrap();
+    assert!(
+        system_text.starts_with("You are terse.\n\n# Tools"),
+        "{system_text}"
+    );
+    assert!(system_text.contains("\"name\":\"bash\""));
+    assert_eq!(last[2]["role"], "assistant");
+    assert!(last[2]["content"].as_str().unwrap().contains(
+        "<tool_call>\n{\"arguments\":{\"command\":\"ls\"},\"name\":\"bash\"}\n</tool_call>"
+    ));
+    assert_eq!(last[3]["role"], "user");
+    assert_eq!(
+        last[3]["content"],
+        "<tool_response name=\"bash\">\noutput 0\n</tool_response>"
+    );
+    let note = last.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        note.contains("could not be read") && note.contains("not JSON"),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn auto_switches_to_text_after_ollamas_400_and_stays_there() {
+    let server = MockOpenAi::start().await.unwrap();
+    server.reject_tools("gemma3");
+    server
+        .push_text(
+            "<tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}</tool_call>",
+        )
+        .push_text(
+            "<tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": \"pwd\"}}</tool_call>",
+        );
+    let model = openai(&server, ToolCallMode::Auto);
+    assert!(!model.text_mode_active());
+    let request = ChatRequest::new(vec![Message::user_message("go")])
+        .with_tools(vec![bash_tool()], ToolChoice::Auto);
+    let reply = model.complete(request.clone()).await.unwrap();
+    assert_eq!(
+        reply.tool_calls[0].function.arguments,
+        r#"{"command":"ls"}"#
+    );
+    assert!(model.text_mode_active());
+    model.complete(request).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "one refused native request, then text only"
+    );
+    assert!(requests[0].body.get("tools").is_some());
+    assert!(requests[1..].iter().all(|r| r.body.get("tools").is_none()));
+    server.verify().unwrap();
+
+    // `native` does not switch: the refusal is the caller's error.
+    let server = MockOpenAi::start().await.unwrap();
+    server.reject_tools("gemma3");
+    let error = openai(&server, ToolCallMode::Native)
+        .complete(
+            ChatRequest::new(vec![Message::user_message("go")])
+                .with_tools(vec![bash_tool()], ToolChoice::Auto),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("does not support tools"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_history_with_tool_blocks_but_no_tools_reaches_anthropic_as_text() {
+    let server = MockAnthropic::start().await.unwrap();
+    server
+        .push(Completion::text("The plan is done."))
+        .push(Completion::text("Nothing to call."));
+    let model = anthropic(&server, false);
+    let history = vec![
+        Message::user_message("task"),
+        Message::from_tool_calls(
+            vec![ToolCall::new("toolu_9", "bash", r#"{"command": "ls"}"#)],
+            "",
+        ),
+        Message::tool_message("a.txt", "bash", "toolu_9"),
+        Message::user_message("Summarise."),
+    ];
+    // `ask` sends no tools (a flow's final summary does this).
+    let summary = model.ask(history.clone(), vec![]).await.unwrap();
+    assert_eq!(summary, "The plan is done.");
+    // tool_choice none keeps the tools declared and says "none".
+    let reply = model
+        .complete(ChatRequest::new(history).with_tools(vec![bash_tool()], ToolChoice::None))
+        .await
+        .unwrap();
+    assert_eq!(reply.content.as_deref(), Some("Nothing to call."));
+    server.verify().unwrap();
+    let requests = server.requests();
+    let first = &requests[0].body;
+    assert!(first.get("tools").is_none());
+    assert!(
+        first["messages"][1]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("<tool_call>")
+    );
+    assert!(
+        first["messages"][2]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("<tool_response name=\"bash\">")
+    );
+    assert_eq!(requests[1].body["tool_choice"], json!({"type": "none"}));
+}

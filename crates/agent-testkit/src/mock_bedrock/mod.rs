@@ -1,0 +1,255 @@
+//! A strict mock of Amazon Bedrock's Converse API over real HTTP on 127.0.0.1, for the AWS SDK
+//! with its endpoint pointed here ([`MockBedrock::endpoint`]).
+//!
+//! It serves `POST /model/{modelId}/converse`, requires a SigV4 `Authorization` header (any
+//! credentials), records every request and checks its body with
+//! [`validate_converse_request`] (alternating roles starting with the user, every `toolUse`
+//! answered by a `toolResult` in the next user turn, no blank text, a `toolConfig` whenever
+//! tool blocks are present, valid tool specs and images). A request that breaks a rule gets
+//! Bedrock's 400 `ValidationException` and is kept as a [`ProtocolViolation`]. Valid requests
+//! are answered from a script of [`BedrockReply`]s.
+
+mod validate;
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+pub use validate::validate_converse_request;
+
+use crate::mock_openai::{Completion, RecordedRequest};
+use crate::server::{LocalServer, Shutdown};
+use crate::violation::{ProtocolViolation, ViolationList};
+
+/// What the mock answers next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BedrockReply {
+    /// A Converse reply: text and `toolUse` blocks (arguments must be JSON objects).
+    Message(Completion),
+    /// 429 `ThrottlingException`.
+    Throttled,
+    /// 503 `ServiceUnavailableException`.
+    ServiceUnavailable,
+}
+
+impl From<Completion> for BedrockReply {
+    fn from(completion: Completion) -> Self {
+        Self::Message(completion)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    script: VecDeque<BedrockReply>,
+    requests: Vec<RecordedRequest>,
+    violations: Vec<ProtocolViolation>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    inner: Mutex<Inner>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The strict mock Converse endpoint. Serves on a background task until dropped.
+#[derive(Debug)]
+pub struct MockBedrock {
+    shared: Arc<Shared>,
+    server: LocalServer,
+}
+
+impl MockBedrock {
+    /// Starts a server on a free loopback port. Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// The socket could not be bound.
+    pub async fn start() -> io::Result<Self> {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let listener = LocalServer::bind(0).await?;
+        let server = LocalServer::start(listener, app, Shutdown::default(), true, "mock Bedrock")?;
+        Ok(Self { shared, server })
+    }
+
+    /// The endpoint URL for the SDK, `http://127.0.0.1:PORT`.
+    #[must_use]
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.server.addr())
+    }
+
+    /// Queues a reply.
+    pub fn push(&self, reply: impl Into<BedrockReply>) -> &Self {
+        self.shared.lock().script.push_back(reply.into());
+        self
+    }
+
+    /// Every request received, in order.
+    #[must_use]
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// The requests that broke a rule.
+    #[must_use]
+    pub fn violations(&self) -> Vec<ProtocolViolation> {
+        self.shared.lock().violations.clone()
+    }
+
+    /// `Ok` when no request broke a rule.
+    ///
+    /// # Errors
+    ///
+    /// Every violation.
+    pub fn verify(&self) -> Result<(), ViolationList> {
+        let violations = self.violations();
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(ViolationList(violations))
+        }
+    }
+}
+
+fn error_response(status: u16, kind: &str, message: &str) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        json!({"message": message}).to_string(),
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(kind) {
+        response.headers_mut().insert("x-amzn-errortype", value);
+    }
+    response
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let raw = axum::body::to_bytes(body, 64 * 1024 * 1024)
+        .await
+        .unwrap_or_default();
+    let recorded = RecordedRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
+        raw_body: String::from_utf8_lossy(&raw).into_owned(),
+        received_at: Instant::now(),
+    };
+    let index = {
+        let mut inner = shared.lock();
+        inner.requests.push(recorded.clone());
+        inner.requests.len() - 1
+    };
+    let violation = |message: String| {
+        tracing::warn!(index, %message, "mock Bedrock request violation");
+        shared.lock().violations.push(ProtocolViolation {
+            request_index: index,
+            message: message.clone(),
+        });
+        message
+    };
+    let model = recorded
+        .path
+        .strip_prefix("/model/")
+        .and_then(|rest| rest.strip_suffix("/converse"));
+    if recorded.method != "POST" || model.is_none_or(str::is_empty) {
+        let message = violation(format!(
+            "Unknown operation {} {}",
+            recorded.method, recorded.path
+        ));
+        return error_response(404, "UnknownOperationException", &message);
+    }
+    if !recorded
+        .header("authorization")
+        .is_some_and(|a| a.starts_with("AWS4-HMAC-SHA256 Credential="))
+    {
+        return error_response(403, "AccessDeniedException", "Missing Authentication Token");
+    }
+    if let Err(message) = validate_converse_request(&recorded.body) {
+        let message = violation(message);
+        return error_response(400, "ValidationException", &message);
+    }
+    let Some(reply) = shared.lock().script.pop_front() else {
+        let message = violation(format!(
+            "the mock Bedrock script ran out at request #{index}"
+        ));
+        return error_response(500, "InternalServerException", &message);
+    };
+    match reply {
+        BedrockReply::Throttled => error_response(
+            429,
+            "ThrottlingException",
+            "Too many requests, please wait before trying again.",
+        ),
+        BedrockReply::ServiceUnavailable => error_response(
+            503,
+            "ServiceUnavailableException",
+            "Bedrock is unable to process your request.",
+        ),
+        BedrockReply::Message(completion) => {
+            let mut content = Vec::new();
+            if let Some(text) = completion.content.as_deref().filter(|t| !t.is_empty()) {
+                content.push(json!({"text": text}));
+            }
+            for call in &completion.tool_calls {
+                let input = serde_json::from_str::<Value>(&call.function.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                content.push(json!({"toolUse": {"toolUseId": call.id, "name": call.function.name, "input": input}}));
+            }
+            let stop = match completion.finish_reason.as_deref() {
+                Some("length") => "max_tokens",
+                _ if !completion.tool_calls.is_empty() => "tool_use",
+                _ => "end_turn",
+            };
+            let input = (recorded.raw_body.len() as u64).div_ceil(4);
+            let (input, output) = completion
+                .usage
+                .map_or((input, 20), |u| (u.prompt_tokens, u.completion_tokens));
+            let body = json!({
+                "output": {"message": {"role": "assistant", "content": content}},
+                "stopReason": stop,
+                "usage": {"inputTokens": input, "outputTokens": output, "totalTokens": input + output},
+                "metrics": {"latencyMs": 1},
+            });
+            (
+                StatusCode::OK,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                body.to_string(),
+            )
+                .into_response()
+        }
+    }
+}
