@@ -101,6 +101,9 @@ impl LlmClient {
             min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
             max_delay: LlmSettings::secs(settings.backoff_max_secs).unwrap_or_default(),
             max_retry_after: LlmSettings::secs(settings.max_retry_after_secs).unwrap_or_default(),
+            max_connect_attempts: settings.max_connect_attempts.max(1),
+            max_timeout_attempts: settings.max_timeout_attempts.max(1),
+            call_timeout: LlmSettings::secs(settings.call_timeout_secs),
         };
         Ok(Self {
             settings,
@@ -383,10 +386,14 @@ impl LlmClient {
                 Some(idle) => match tokio::time::timeout(idle, events.next()).await {
                     Ok(next) => next,
                     Err(_) => {
-                        return Err(LlmError::stream_interrupted(
-                            format!("no data for {} s", idle.as_secs_f64()),
-                            assembler.received_tokens(),
-                        ));
+                        // A silent stream is a hang, not a cut: it counts against the attempts
+                        // given to timeouts.
+                        debug!(
+                            idle_secs = idle.as_secs_f64(),
+                            received_tokens = assembler.received_tokens(),
+                            "the stream went silent"
+                        );
+                        return Err(LlmError::Timeout(idle));
                     }
                 },
                 None => events.next().await,
@@ -429,6 +436,8 @@ impl LlmClient {
             LlmError::stream_interrupted(text, received_tokens)
         } else if error.is_builder() {
             LlmError::InvalidRequest(text)
+        } else if error.is_connect() {
+            LlmError::Connect(text)
         } else {
             LlmError::Network(text)
         }
