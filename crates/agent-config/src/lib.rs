@@ -88,7 +88,7 @@ pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
 pub use sections::{
-    AgentSettings, BrowserSettings, DaytonaSettings, EngineBaseUrls, McpSettings, ProxySettings,
-    RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
+    AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, EngineBaseUrls,
+    McpSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

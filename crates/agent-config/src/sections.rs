@@ -332,6 +332,10 @@ impl Default for RunflowSettings {
     }
 }
 
+/// The default byte cap of one tool observation (`[agent] max_observation_bytes`): 128 KiB,
+/// some 30 000 tokens.
+pub const DEFAULT_MAX_OBSERVATION_BYTES: usize = 128 * 1024;
+
 /// `[agent]` (openmanus-rs): overrides and policies for every agent.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -345,6 +349,10 @@ pub struct AgentSettings {
     pub next_step_prompt: NextStepPromptMode,
     /// Long-observation policy. Default `"head_and_tail"`.
     pub observation_truncation: ObservationTruncation,
+    /// Largest single tool observation in bytes, for every agent, whatever `max_observe` says
+    /// (a longer one keeps its head and tail with a note of what was cut). Default
+    /// [`DEFAULT_MAX_OBSERVATION_BYTES`] (128 KiB); `0`: no cap.
+    pub max_observation_bytes: usize,
     /// Text-only replies in `auto` mode. Default `"keep_looping"`.
     pub auto_text_reply: AutoTextReply,
     /// The directory agents work in: it confines the file tools and is the working directory of
@@ -362,6 +370,7 @@ impl Default for AgentSettings {
             max_observe: None,
             next_step_prompt: NextStepPromptMode::default(),
             observation_truncation: ObservationTruncation::default(),
+            max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
             auto_text_reply: AutoTextReply::default(),
             workspace_root: PathBuf::from("workspace"),
         }
