@@ -78,6 +78,7 @@ mod llm;
 mod loader;
 mod mcp;
 mod policies;
+mod secrets;
 mod sections;
 mod source;
 
@@ -87,6 +88,7 @@ pub use llm::VISION;
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
+pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
     AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, EngineBaseUrls,
     McpSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,

@@ -361,6 +361,12 @@ pub struct AgentSettings {
     /// `openmanus` run in a project writes to that project's `./workspace`, as OpenManus's
     /// `<project>/workspace`.
     pub workspace_root: PathBuf,
+    /// More environment variables to withhold from tool processes (bash, python, sandbox
+    /// shells, MCP stdio servers), beyond the ones the configuration names or resolves.
+    pub tool_env_deny: Vec<String>,
+    /// Variables tool processes keep even though the configuration names them (for instance a
+    /// token a tool needs on purpose).
+    pub tool_env_allow: Vec<String>,
 }
 
 impl Default for AgentSettings {
@@ -373,6 +379,8 @@ impl Default for AgentSettings {
             max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
             auto_text_reply: AutoTextReply::default(),
             workspace_root: PathBuf::from("workspace"),
+            tool_env_deny: Vec::new(),
+            tool_env_allow: Vec::new(),
         }
     }
 }

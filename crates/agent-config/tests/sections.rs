@@ -232,6 +232,8 @@ fn agent_defaults_and_every_policy_value() {
             auto_text_reply: AutoTextReply::Finish,
             max_observation_bytes: 0,
             workspace_root: PathBuf::from("/srv/ws"),
+            tool_env_deny: Vec::new(),
+            tool_env_allow: Vec::new(),
         }
     );
     let ours = with_llm(

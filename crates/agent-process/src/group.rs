@@ -125,6 +125,7 @@ impl ProcessGroup {
         // The reaper is a task: without a runtime, refuse before anything is started.
         let runtime = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
         reaper::ensure_started();
+        crate::env::scrub(command);
         let id = Entry::next_id();
         command
             .process_group(0)
