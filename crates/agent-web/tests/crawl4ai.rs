@@ -270,7 +270,7 @@ async fn a_slow_page_times_out_without_holding_up_the_others() {
     ));
     assert!(
         output.contains(&format!(
-            "1. {}\n   ❌ Status: Failed\n   🚫 Error: timed out after 3.00 s\n\n2. {}\n   ✅ Status: Success (HTTP 200)\n",
+            "1. {}\n   ❌ Status: Failed\n   🚫 Error: timed out after 3 s\n\n2. {}\n   ✅ Status: Success (HTTP 200)\n",
             web.url(paths::SLOW),
             web.url(paths::ARTICLE)
         )),

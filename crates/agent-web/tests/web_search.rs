@@ -413,7 +413,7 @@ async fn a_hanging_engine_times_out_and_hands_over() {
     assert!(
         error
             .to_string()
-            .contains("\n- google: timed out after 3.00 s (2 attempts)\n"),
+            .contains("\n- google: timed out after 3 s (2 attempts)\n"),
         "{error}"
     );
 }
