@@ -3,6 +3,7 @@
 //! * `ci` — format check, clippy with warnings denied, docs with warnings denied, and every test
 //!   of the workspace. This is the README's test command and what `.ci/run` executes.
 //! * `integration` — only the end-to-end suites (real programs against each other).
+//! * `faults` — the fault cases, one by one, with a "cases held / tried" summary.
 //! * `bench` — the benchmarks in release mode (figures, never pass/fail).
 //! * `fmt` — format the workspace.
 
@@ -12,6 +13,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+
+mod faults;
 
 const USAGE: &str = "usage: cargo xtask <command>
 
@@ -28,6 +31,8 @@ commands:
   integration
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
           server and fakellm), MCP against real servers, the example agent crate
+  faults  the fault cases of issue 21 (LLM failures, escaped processes, Ctrl-C, secrets, huge
+          output, broken MCP servers), each test alone; prints cases held / tried
   bench   agent-loop, LLM-client, local-tool, browser, start-up and whole-process benchmarks
           (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all";
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("bench") => bench(&args[1..]),
         Some("integration") => integration(&args[1..]),
+        Some("faults") => faults::faults(),
         Some("fmt") => run("format", cargo(&["fmt", "--all"])),
         Some("-h" | "--help" | "help") => {
             say(USAGE);

@@ -25,6 +25,25 @@ fn png_size(path: &Path) -> (u32, u32) {
     (w, h)
 }
 
+/// How many distinct colours the PNG at `path` holds, and the share of its pixels that are not
+/// its most common colour (the background): a chart that drew nothing has one colour and 0.
+fn drawn(path: &Path) -> (usize, f64) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    let channels = info.color_type.samples();
+    let mut counts = std::collections::HashMap::new();
+    for pixel in buffer[..info.buffer_size()].chunks(channels) {
+        *counts.entry(pixel.to_vec()).or_insert(0usize) += 1;
+    }
+    let total: usize = counts.values().sum();
+    let background = counts.values().max().copied().unwrap_or(0);
+    #[allow(clippy::cast_precision_loss)]
+    let share = (total - background) as f64 / total as f64;
+    (counts.len(), share)
+}
+
 const SALES: &str = "month,sales,profit\nJan,120,12\nFeb,135,15\nMar,150,16\nApr,170,19\nMay,400,22\nJun,205,25\nJul,220,27\n";
 
 fn fixture(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
@@ -98,6 +117,13 @@ async fn every_chart_type_renders_to_png_and_html_and_its_spec_round_trips() {
             match output {
                 OutputType::Png => {
                     assert_eq!(png_size(&out.chart_path), (WIDTH, HEIGHT), "{name}");
+                    // Something was drawn: axes, text and the series in several colours.
+                    let (colours, ink) = drawn(&out.chart_path);
+                    assert!(colours >= 4, "{name}: only {colours} colours");
+                    assert!(
+                        ink > 0.01,
+                        "{name}: only {ink:.4} of the pixels are not background"
+                    );
                 }
                 OutputType::Html => {
                     let html = std::fs::read_to_string(&out.chart_path).unwrap();

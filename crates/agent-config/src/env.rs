@@ -162,4 +162,68 @@ mod tests {
         assert_eq!(reference_name("$${KEY}"), None);
         assert_eq!(reference_name("KEY"), None);
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn name() -> impl Strategy<Value = String> {
+            "[A-Za-z_][A-Za-z0-9_]{0,15}"
+        }
+
+        fn env_with(name: &str, value: Option<&str>) -> Env {
+            let (name, value) = (name.to_owned(), value.map(str::to_owned));
+            Env::from_fn(move |asked| if asked == name { value.clone() } else { None })
+        }
+
+        proptest! {
+            #[test]
+            fn any_text_expands_without_panicking(value in any::<String>(), set in any::<String>()) {
+                let env = Env::from_fn(move |_| Some(set.clone()));
+                let _ = expand(&value, &env);
+                let _ = reference_name(&value);
+            }
+
+            #[test]
+            fn a_reference_reads_its_variable(name in name(), value in any::<String>()) {
+                let env = env_with(&name, Some(&value));
+                prop_assert_eq!(expand(&format!("${{{name}}}"), &env), Ok(Some(value)));
+                let reference = format!("${{{name}}}");
+                prop_assert_eq!(reference_name(&reference), Some(name.as_str()));
+            }
+
+            #[test]
+            fn a_default_applies_when_unset_or_empty(name in name(), default in any::<String>(), empty in any::<bool>()) {
+                let env = env_with(&name, empty.then_some(""));
+                prop_assert_eq!(
+                    expand(&format!("${{{name}:-{default}}}"), &env),
+                    Ok(Some(default))
+                );
+            }
+
+            #[test]
+            fn an_unset_variable_without_default_is_named(name in name()) {
+                let env = env_with(&name, None);
+                prop_assert_eq!(
+                    expand(&format!("${{{name}}}"), &env),
+                    Err(ExpandError::Unset(name))
+                );
+            }
+
+            #[test]
+            fn an_escape_is_the_literal_text(rest in any::<String>()) {
+                let env = env_with("X", Some("never"));
+                prop_assert_eq!(
+                    expand(&format!("$${{{rest}}}"), &env),
+                    Ok(Some(format!("${{{rest}}}")))
+                );
+            }
+
+            #[test]
+            fn text_that_is_no_reference_is_kept(value in "[^$].*|") {
+                let env = env_with("X", Some("never"));
+                prop_assert_eq!(expand(&value, &env), Ok(None));
+            }
+        }
+    }
 }

@@ -79,6 +79,7 @@ mod llm;
 mod loader;
 mod mcp;
 mod policies;
+mod secrets;
 mod sections;
 mod source;
 
@@ -88,8 +89,10 @@ pub use llm::VISION;
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
+pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
-    AgentSettings, BrowserSettings, DaytonaSettings, EngineBaseUrls, McpSettings, ProxySettings,
-    RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings, StoreSettings,
+    AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, EngineBaseUrls,
+    McpSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
+    StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

@@ -332,6 +332,10 @@ impl Default for RunflowSettings {
     }
 }
 
+/// The default byte cap of one tool observation (`[agent] max_observation_bytes`): 128 KiB,
+/// some 30 000 tokens.
+pub const DEFAULT_MAX_OBSERVATION_BYTES: usize = 128 * 1024;
+
 /// `[agent]` (openmanus-rs): overrides and policies for every agent.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -345,6 +349,10 @@ pub struct AgentSettings {
     pub next_step_prompt: NextStepPromptMode,
     /// Long-observation policy. Default `"head_and_tail"`.
     pub observation_truncation: ObservationTruncation,
+    /// Largest single tool observation in bytes, for every agent, whatever `max_observe` says
+    /// (a longer one keeps its head and tail with a note of what was cut). Default
+    /// [`DEFAULT_MAX_OBSERVATION_BYTES`] (128 KiB); `0`: no cap.
+    pub max_observation_bytes: usize,
     /// Text-only replies in `auto` mode. Default `"keep_looping"`.
     pub auto_text_reply: AutoTextReply,
     /// The directory agents work in: it confines the file tools and is the working directory of
@@ -353,6 +361,12 @@ pub struct AgentSettings {
     /// `openmanus` run in a project writes to that project's `./workspace`, as OpenManus's
     /// `<project>/workspace`.
     pub workspace_root: PathBuf,
+    /// More environment variables to withhold from tool processes (bash, python, sandbox
+    /// shells, MCP stdio servers), beyond the ones the configuration names or resolves.
+    pub tool_env_deny: Vec<String>,
+    /// Variables tool processes keep even though the configuration names them (for instance a
+    /// token a tool needs on purpose).
+    pub tool_env_allow: Vec<String>,
 }
 
 impl Default for AgentSettings {
@@ -362,8 +376,11 @@ impl Default for AgentSettings {
             max_observe: None,
             next_step_prompt: NextStepPromptMode::default(),
             observation_truncation: ObservationTruncation::default(),
+            max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
             auto_text_reply: AutoTextReply::default(),
             workspace_root: PathBuf::from("workspace"),
+            tool_env_deny: Vec::new(),
+            tool_env_allow: Vec::new(),
         }
     }
 }

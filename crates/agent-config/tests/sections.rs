@@ -214,12 +214,13 @@ fn agent_defaults_and_every_policy_value() {
     assert_eq!(d.observation_truncation, ObservationTruncation::HeadAndTail);
     assert_eq!(d.auto_text_reply, AutoTextReply::KeepLooping);
     assert_eq!(d.workspace_root, PathBuf::from("workspace"));
+    assert_eq!(d.max_observation_bytes, 128 * 1024);
     assert_eq!(with_llm("").workspace_root(), PathBuf::from("workspace"));
 
     let openmanus = with_llm(
         "[agent]\nmax_steps = 50\nmax_observe = 0\nnext_step_prompt = \"append\"\n\
          observation_truncation = \"cut\"\nauto_text_reply = \"finish\"\n\
-         workspace_root = \"/srv/ws\"\n",
+         workspace_root = \"/srv/ws\"\nmax_observation_bytes = 0\n",
     );
     assert_eq!(
         openmanus.agent,
@@ -229,7 +230,10 @@ fn agent_defaults_and_every_policy_value() {
             next_step_prompt: NextStepPromptMode::AppendToMemory,
             observation_truncation: ObservationTruncation::Cut,
             auto_text_reply: AutoTextReply::Finish,
+            max_observation_bytes: 0,
             workspace_root: PathBuf::from("/srv/ws"),
+            tool_env_deny: Vec::new(),
+            tool_env_allow: Vec::new(),
         }
     );
     let ours = with_llm(

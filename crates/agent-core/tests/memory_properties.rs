@@ -70,6 +70,13 @@ impl Model {
             first_user,
             "the task must stay"
         );
+        // The current run's request (add_task) is pinned too.
+        if let Some(task) = &self.task {
+            assert!(
+                messages.contains(task),
+                "the current task was dropped: {task:?}\n{messages:#?}"
+            );
+        }
 
         // Order is kept: memory is a subsequence of what was added, ending with the newest.
         let mut added = self.added.iter();

@@ -96,12 +96,7 @@ impl LlmClient {
             settings.connect_timeout_secs,
         ))
         .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))?;
-        let retry = RetryPolicy {
-            max_attempts: settings.max_attempts.max(1),
-            min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
-            max_delay: LlmSettings::secs(settings.backoff_max_secs).unwrap_or_default(),
-            max_retry_after: LlmSettings::secs(settings.max_retry_after_secs).unwrap_or_default(),
-        };
+        let retry = RetryPolicy::from_settings(&settings);
         Ok(Self {
             settings,
             profile,
@@ -417,10 +412,14 @@ impl LlmClient {
                 Some(idle) => match tokio::time::timeout(idle, events.next()).await {
                     Ok(next) => next,
                     Err(_) => {
-                        return Err(LlmError::stream_interrupted(
-                            format!("no data for {} s", idle.as_secs_f64()),
-                            assembler.received_tokens(),
-                        ));
+                        // A silent stream is a hang, not a cut: it counts against the attempts
+                        // given to timeouts.
+                        debug!(
+                            idle_secs = idle.as_secs_f64(),
+                            received_tokens = assembler.received_tokens(),
+                            "the stream went silent"
+                        );
+                        return Err(LlmError::Timeout(idle));
                     }
                 },
                 None => events.next().await,
@@ -463,6 +462,8 @@ impl LlmClient {
             LlmError::stream_interrupted(text, received_tokens)
         } else if error.is_builder() {
             LlmError::InvalidRequest(text)
+        } else if error.is_connect() {
+            LlmError::Connect(text)
         } else {
             LlmError::Network(text)
         }

@@ -45,6 +45,10 @@ pub enum LlmError {
     /// The connection failed.
     #[error("network error: {0}")]
     Network(String),
+    /// The server could not be reached at all (connection refused, no route, name not
+    /// resolved): retried fewer times than a failure of a server that answered.
+    #[error("cannot connect: {0}")]
+    Connect(String),
     /// No answer in time.
     #[error("request timed out after {0:?}")]
     Timeout(Duration),
@@ -72,9 +76,9 @@ impl LlmError {
             | Self::Server { .. }
             | Self::Network(_)
             | Self::Timeout(_) => true,
-            Self::StreamInterrupted {
-                received_tokens, ..
-            } => !received_tokens,
+            // A model request has no side effect: a stream cut even after its first token is
+            // asked again (the partial reply is discarded).
+            Self::StreamInterrupted { .. } | Self::Connect(_) => true,
             _ => false,
         }
     }
@@ -184,6 +188,8 @@ mod tests {
             LlmError::Network("reset".into()),
             LlmError::Timeout(Duration::from_secs(1)),
             LlmError::stream_interrupted("eof", false),
+            LlmError::stream_interrupted("eof", true),
+            LlmError::Connect("refused".into()),
         ];
         let permanent = [
             LlmError::Authentication("bad key".into()),
@@ -192,7 +198,6 @@ mod tests {
             LlmError::TokenLimitExceeded("budget".into()),
             LlmError::InvalidRequest("400".into()),
             LlmError::MalformedResponse("?".into()),
-            LlmError::stream_interrupted("eof", true),
         ];
         assert!(retryable.iter().all(LlmError::is_retryable));
         assert!(!permanent.iter().any(LlmError::is_retryable));

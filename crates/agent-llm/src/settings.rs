@@ -148,7 +148,16 @@ fn default_connect_timeout() -> f64 {
     10.0
 }
 fn default_read_timeout() -> f64 {
-    120.0
+    60.0
+}
+fn default_call_timeout() -> f64 {
+    600.0
+}
+fn default_max_connect_attempts() -> u32 {
+    3
+}
+fn default_max_timeout_attempts() -> u32 {
+    2
 }
 fn default_request_timeout() -> f64 {
     300.0
@@ -248,6 +257,18 @@ pub struct LlmSettings {
     /// once with the provider's error.
     #[serde(default = "default_max_retry_after")]
     pub max_retry_after_secs: f64,
+    /// Longest one call may take, every attempt and backoff included, in seconds (0: no
+    /// limit).
+    #[serde(default = "default_call_timeout")]
+    pub call_timeout_secs: f64,
+    /// Attempts in all when the server cannot be reached (connection refused, no route, DNS);
+    /// at most `max_attempts`.
+    #[serde(default = "default_max_connect_attempts")]
+    pub max_connect_attempts: u32,
+    /// Attempts in all when an attempt timed out (no answer within `request_timeout_secs`, or
+    /// a stream silent for `read_timeout_secs`); at most `max_attempts`.
+    #[serde(default = "default_max_timeout_attempts")]
+    pub max_timeout_attempts: u32,
 }
 
 impl LlmSettings {
@@ -276,6 +297,9 @@ impl LlmSettings {
             read_timeout_secs: default_read_timeout(),
             request_timeout_secs: default_request_timeout(),
             max_retry_after_secs: default_max_retry_after(),
+            call_timeout_secs: default_call_timeout(),
+            max_connect_attempts: default_max_connect_attempts(),
+            max_timeout_attempts: default_max_timeout_attempts(),
         }
     }
 

@@ -258,27 +258,62 @@ async fn attempts_are_bounded() {
     assert_eq!(server.request_count(), 3);
 }
 
+fn retry_reasons(rx: &mut tokio::sync::mpsc::UnboundedReceiver<AgentEvent>) -> Vec<String> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .filter_map(|e| match e {
+            AgentEvent::Retry { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::test]
-async fn a_stream_cut_before_the_first_token_is_retried_and_one_after_it_is_not() {
+async fn a_stream_cut_before_or_after_the_first_token_is_asked_again() {
     let server = server().await;
-    // Cut after the role chunk only: no token yet.
+    // Cut after the role chunk only (no token yet), then in the middle of the words.
     server
         .push_cut_stream(1, Completion::text("never seen"))
+        .push_cut_stream(
+            3,
+            Completion::text("this reply is cut in the middle of its words"),
+        )
         .push(Completion::text("whole reply"));
-    let client = client(&server, true);
+    let bus = EventBus::new();
+    let mut events = retry_events(&bus);
+    let client = LlmClient::new(settings(&server, "gpt-4o", true))
+        .unwrap()
+        .with_events(bus);
     let answer = client
         .ask(vec![Message::user_message("hi")], vec![])
         .await
         .unwrap();
-    assert_eq!(answer, "whole reply");
-    assert_eq!(server.request_count(), 2);
-
-    server.push_cut_stream(
-        3,
-        Completion::text("this reply is cut in the middle of its words"),
+    assert_eq!(answer, "whole reply", "the partial reply was not discarded");
+    assert_eq!(server.request_count(), 3);
+    let reasons = retry_reasons(&mut events);
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(reasons[0].starts_with("stream interrupted:"), "{reasons:?}");
+    assert!(
+        reasons[1].starts_with("stream interrupted after the first token")
+            && reasons[1].contains("the partial reply is discarded"),
+        "{reasons:?}"
     );
-    let error = client
-        .complete(ChatRequest::new(vec![Message::user_message("again")]))
+    // The same request went out again.
+    let requests = server.requests();
+    assert_eq!(requests[1].body, requests[2].body);
+    server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn cut_streams_are_retried_a_bounded_number_of_times() {
+    let server = server().await;
+    for _ in 0..5 {
+        server.push_cut_stream(3, Completion::text("cut again and again and again"));
+    }
+    let mut settings = settings(&server, "gpt-4o", true);
+    settings.max_attempts = 3;
+    let error = LlmClient::new(settings)
+        .unwrap()
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
         .await
         .unwrap_err();
     assert!(
@@ -291,22 +326,43 @@ async fn a_stream_cut_before_the_first_token_is_retried_and_one_after_it_is_not(
         ),
         "{error}"
     );
-    assert_eq!(
-        server.request_count(),
-        3,
-        "not retried after tokens arrived"
-    );
-    server.verify().unwrap();
+    assert_eq!(server.request_count(), 3);
 }
 
 #[tokio::test]
-async fn a_slow_first_byte_times_out_and_the_retry_succeeds() {
+async fn a_server_that_never_answers_is_given_two_attempts() {
+    let server = server().await;
+    server.push_hang().push_hang().push_hang();
+    let mut settings = settings(&server, "gpt-4o", false);
+    // Generous for a loaded machine; the point is the count, not the time.
+    settings.request_timeout_secs = 2.0;
+    let bus = EventBus::new();
+    let mut events = retry_events(&bus);
+    let error = LlmClient::new(settings)
+        .unwrap()
+        .with_events(bus)
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(error, LlmError::Timeout(Duration::from_secs(2)));
+    assert_eq!(
+        server.request_count(),
+        2,
+        "max_timeout_attempts is 2 by default"
+    );
+    let reasons = retry_reasons(&mut events);
+    assert_eq!(reasons.len(), 1);
+    assert!(reasons[0].starts_with("request timed out"), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn a_stream_that_goes_silent_is_cut_by_the_idle_timeout_and_asked_again() {
     let server = server().await;
     server
-        .push_slow_first_byte(Duration::from_secs(3), Completion::text("too late"))
+        .push_stall_stream(3, Completion::text("words then silence forever"))
         .push(Completion::text("in time"));
-    let mut settings = settings(&server, "gpt-4o", false);
-    settings.request_timeout_secs = 0.3;
+    let mut settings = settings(&server, "gpt-4o", true);
+    settings.read_timeout_secs = 2.0;
     let bus = EventBus::new();
     let mut events = retry_events(&bus);
     let client = LlmClient::new(settings).unwrap().with_events(bus);
@@ -317,28 +373,43 @@ async fn a_slow_first_byte_times_out_and_the_retry_succeeds() {
             .unwrap(),
         "in time"
     );
-    let reasons: Vec<String> = std::iter::from_fn(|| events.try_recv().ok())
-        .filter_map(|e| match e {
-            AgentEvent::Retry { reason, .. } => Some(reason),
-            _ => None,
-        })
-        .collect();
+    let reasons = retry_reasons(&mut events);
     assert_eq!(reasons.len(), 1);
     assert!(
-        reasons[0].starts_with("request timed out"),
-        "the retried error was the timeout: {reasons:?}"
+        reasons[0].starts_with("request timed out after 2s"),
+        "{reasons:?}"
     );
     assert_eq!(server.request_count(), 2);
 }
 
 #[tokio::test]
-async fn connection_failures_are_network_errors_and_retried() {
+async fn the_call_limit_bounds_every_attempt_together() {
+    let server = server().await;
+    server.push_hang().push_hang().push_hang();
+    let mut settings = settings(&server, "gpt-4o", false);
+    settings.request_timeout_secs = 0.0;
+    settings.max_timeout_attempts = 6;
+    settings.call_timeout_secs = 2.0;
+    let error = LlmClient::new(settings)
+        .unwrap()
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(error, LlmError::Timeout(Duration::from_secs(2)));
+    assert_eq!(
+        server.request_count(),
+        1,
+        "no time was left for a second attempt"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_fails_after_a_few_quick_attempts() {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
     let mut settings = LlmSettings::new("gpt-4o", format!("http://127.0.0.1:{port}/v1"));
-    settings.max_attempts = 2;
     settings.backoff_min_secs = 0.001;
     settings.backoff_max_secs = 0.01;
     let bus = EventBus::new();
@@ -349,8 +420,9 @@ async fn connection_failures_are_network_errors_and_retried() {
         .complete(ChatRequest::new(vec![Message::user_message("hi")]))
         .await
         .unwrap_err();
-    assert!(matches!(error, LlmError::Network(_)), "{error}");
-    assert_eq!(drain(&mut events).len(), 1);
+    assert!(matches!(error, LlmError::Connect(_)), "{error}");
+    // Three attempts by default (max_connect_attempts), not six: two retries.
+    assert_eq!(drain(&mut events).len(), 2);
 }
 
 // ---- budget, context, images, Azure, reasoning --------------------------------------------
@@ -571,13 +643,11 @@ async fn a_call_dropped_mid_request_leaves_the_client_usable() {
 #[tokio::test]
 async fn the_read_timeout_does_not_cut_off_a_slow_first_byte() {
     let server = server().await;
-    server.push_slow_first_byte(
-        Duration::from_millis(600),
-        Completion::text("worth the wait"),
-    );
+    // The first byte comes well after the idle timeout; the chunks then come at once.
+    server.push_slow_first_byte(Duration::from_secs(6), Completion::text("worth the wait"));
     let mut settings = settings(&server, "gpt-4o", true);
-    settings.read_timeout_secs = 0.2;
-    settings.request_timeout_secs = 10.0;
+    settings.read_timeout_secs = 2.0;
+    settings.request_timeout_secs = 60.0;
     settings.max_attempts = 1;
     let answer = LlmClient::new(settings)
         .unwrap()

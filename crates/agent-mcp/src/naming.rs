@@ -83,4 +83,40 @@ mod tests {
         assert!(b.ends_with("_2") && b.len() == 64, "{b}");
         assert!(c.ends_with("_3") && c.len() == 64, "{c}");
     }
+
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn names_are_valid_for_every_provider(server in any::<String>(), tool in any::<String>()) {
+                let name = mcp_tool_name(&server, &tool);
+                prop_assert!(name.len() <= MAX_TOOL_NAME_LEN, "{name}");
+                prop_assert!(
+                    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+                    "{name}"
+                );
+                prop_assert!(!name.contains("__"), "{name}");
+                prop_assert!(!name.starts_with('_'), "{name}");
+                prop_assert!(name.starts_with("mcp"), "{name}");
+            }
+
+            #[test]
+            fn clean_names_are_kept_as_they_are(server in "[a-z0-9]{1,10}", tool in "[a-zA-Z0-9-]{1,20}") {
+                prop_assert_eq!(mcp_tool_name(&server, &tool), format!("mcp_{server}_{tool}"));
+            }
+
+            #[test]
+            fn unique_names_stay_unique_and_short(names in proptest::collection::vec("[a-z_]{0,70}", 0..40)) {
+                let mut taken = HashSet::new();
+                let mut given = HashSet::new();
+                for candidate in names {
+                    let name = unique_name(sanitize_tool_name(&candidate), &mut taken);
+                    prop_assert!(name.chars().count() <= MAX_TOOL_NAME_LEN, "{name}");
+                    prop_assert!(given.insert(name.clone()), "{name} given twice");
+                }
+            }
+        }
+    }
 }

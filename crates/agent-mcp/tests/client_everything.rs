@@ -163,7 +163,8 @@ async fn a_failing_server_is_a_warning_and_the_others_work() {
 #[tokio::test]
 async fn cancellation_and_call_timeout_end_a_long_call() {
     let options = McpClientOptions {
-        call_timeout: Some(Duration::from_millis(700)),
+        // Long enough for the echo calls on a loaded machine; the long operation takes 60 s.
+        call_timeout: Some(Duration::from_secs(5)),
         ..McpClientOptions::default()
     };
     let mut clients = connect_one(everything("slow"), options).await;
@@ -298,7 +299,7 @@ async fn a_server_that_never_initialises_times_out_and_is_killed() {
 }
 
 #[tokio::test]
-async fn malformed_output_fails_the_handshake_cleanly_or_is_skipped() {
+async fn malformed_lines_before_the_handshake_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let bin = everything_bin();
@@ -318,15 +319,14 @@ async fn malformed_output_fails_the_handshake_cleanly_or_is_skipped() {
         tokio::time::timeout(LIMIT, McpClients::connect_all(&[config], options))
             .await
             .unwrap();
-    if warnings.is_empty() {
-        let r = tool(&clients, "mcp_noisy_echo")
-            .execute(json!({"message": "ok"}), &ctx())
-            .await
-            .unwrap();
-        assert_eq!(r.output.as_deref(), Some("Echo: ok"));
-    } else {
-        assert_eq!(warnings[0].server, "noisy");
-    }
+    // Lines that are not JSON-RPC messages are skipped (logged); the handshake that follows
+    // succeeds and the server works.
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let r = tool(&clients, "mcp_noisy_echo")
+        .execute(json!({"message": "ok"}), &ctx())
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("Echo: ok"));
     clients.disconnect_all().await;
     let pid = read_pid(&pidfile);
     tokio::time::timeout(LIMIT, async {

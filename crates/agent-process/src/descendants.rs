@@ -1,10 +1,11 @@
-//! Every descendant of this process, found through `/proc`: for the emergency path, which must
-//! also reach processes that left their group (a `setsid`, or a tool that put its own children
-//! in groups of their own, like an MCP stdio server running our bash tool).
+//! The process table, read from `/proc`, and the descendants of a process in it: for the
+//! emergency path and the escape sweep, which must also reach processes that left their group
+//! (a `setsid`, or a tool that put its own children in groups of their own, like an MCP stdio
+//! server running our bash tool).
 //!
 //! Freeze, then kill: the descendants found are sent SIGSTOP, the tree is walked again until no
 //! new one appears (a stopped process cannot fork), and only then are they all sent SIGKILL. A
-//! process killed first would orphan its children to init, out of reach of the walk.
+//! process killed first would orphan its children, out of reach of the walk.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,33 +13,56 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// How many times the tree is walked again for descendants forked while it was being stopped.
-const ROUNDS: usize = 16;
+pub(crate) const ROUNDS: usize = 16;
 
-/// The parent of every live (not zombie) process, from `/proc/*/stat`.
-fn parents() -> BTreeMap<i32, i32> {
+/// One line of the process table: what `/proc/<pid>/stat` says of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    /// The parent's pid.
+    pub ppid: i32,
+    /// The process group id.
+    pub pgid: i32,
+    /// Whether it is a zombie (dead, waiting for its parent to reap it).
+    pub zombie: bool,
+    /// Its start time (clock ticks after boot): with the pid, names the process for good.
+    pub start: u64,
+}
+
+/// What `/proc/<pid>/stat` says of `pid`, if it exists.
+pub(crate) fn stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command, which may hold spaces and parentheses: state, ppid, pgrp, session,
+    // tty_nr, tpgid, flags, minflt, cminflt, majflt, cmajflt, utime, stime, cutime, cstime,
+    // priority, nice, num_threads, itrealvalue, starttime, ...
+    let (_, rest) = text.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().take(20).collect();
+    Some(Stat {
+        zombie: *fields.first()? == "Z",
+        ppid: fields.get(1)?.parse().ok()?,
+        pgid: fields.get(2)?.parse().ok()?,
+        start: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// Every process visible in `/proc`, zombies included.
+pub(crate) fn table() -> BTreeMap<i32, Stat> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return BTreeMap::new();
     };
     entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // After the command, which may hold spaces and parentheses: state, ppid, ...
-            let (_, rest) = stat.rsplit_once(')')?;
-            let mut fields = rest.split_whitespace();
-            let state = fields.next()?;
-            let ppid = fields.next()?.parse().ok()?;
-            (state != "Z").then_some((pid, ppid))
-        })
+        .filter_map(|pid| Some((pid, stat(pid)?)))
         .collect()
 }
 
-/// The live descendants of `root`.
-fn descendants(root: i32) -> BTreeSet<i32> {
+/// The live (not zombie) descendants of `root` in `table`.
+pub(crate) fn descendants(table: &BTreeMap<i32, Stat>, root: i32) -> BTreeSet<i32> {
     let mut children: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
-    for (pid, ppid) in parents() {
-        children.entry(ppid).or_default().push(pid);
+    for (pid, stat) in table {
+        if !stat.zombie {
+            children.entry(stat.ppid).or_default().push(*pid);
+        }
     }
     let mut found = BTreeSet::new();
     let mut todo = vec![root];
@@ -52,33 +76,47 @@ fn descendants(root: i32) -> BTreeSet<i32> {
     found
 }
 
-/// Sends SIGSTOP to every descendant of this process, walking the tree again until no new one
-/// appears; returns the stopped ones.
-pub(crate) fn stop_descendants() -> BTreeSet<i32> {
-    let Ok(me) = i32::try_from(std::process::id()) else {
-        return BTreeSet::new();
-    };
-    let mut stopped = BTreeSet::new();
+/// This process's id.
+pub(crate) fn me() -> i32 {
+    nix::unistd::getpid().as_raw()
+}
+
+/// Sends SIGSTOP to the descendants of this process that `choose` picks (given the table and
+/// the live descendants, it returns the ones it wants), walking the tree again until no new one
+/// appears; returns the stopped ones, with their stat.
+pub(crate) fn stop_descendants_where(
+    mut choose: impl FnMut(&BTreeMap<i32, Stat>, BTreeSet<i32>) -> BTreeSet<i32>,
+) -> BTreeMap<i32, Stat> {
+    let me = me();
+    let mut stopped = BTreeMap::new();
     for _ in 0..ROUNDS {
-        let fresh: Vec<i32> = descendants(me)
+        let table = table();
+        let fresh: Vec<(i32, Stat)> = choose(&table, descendants(&table, me))
             .into_iter()
-            .filter(|pid| !stopped.contains(pid))
+            .filter(|pid| !stopped.contains_key(pid))
+            .filter_map(|pid| Some((pid, *table.get(&pid)?)))
             .collect();
         if fresh.is_empty() {
             break;
         }
-        for pid in fresh {
+        for (pid, stat) in fresh {
             // ESRCH: it ended meanwhile; EPERM: not ours to stop (it changed credentials).
             let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
-            stopped.insert(pid);
+            stopped.insert(pid, stat);
         }
     }
     stopped
 }
 
+/// Sends SIGSTOP to every descendant of this process, walking the tree again until no new one
+/// appears; returns the stopped ones.
+pub(crate) fn stop_descendants() -> BTreeSet<i32> {
+    stop_descendants_where(|_, all| all).into_keys().collect()
+}
+
 /// Sends SIGKILL to `pids`; returns how many received it.
-pub(crate) fn kill_all(pids: &BTreeSet<i32>) -> usize {
-    pids.iter()
+pub(crate) fn kill_all<'a>(pids: impl IntoIterator<Item = &'a i32>) -> usize {
+    pids.into_iter()
         .filter(|pid| kill(Pid::from_raw(**pid), Signal::SIGKILL).is_ok())
         .count()
 }

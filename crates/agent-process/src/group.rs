@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::time::error::Elapsed;
 use tracing::{debug, warn};
 
+use crate::reaper;
 use crate::registry::Entry;
 
 /// Where the leader stands, as the reaper task publishes it.
@@ -123,14 +124,31 @@ impl ProcessGroup {
     pub fn spawn(name: &str, command: &mut Command) -> io::Result<Spawned> {
         // The reaper is a task: without a runtime, refuse before anything is started.
         let runtime = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
-        command.process_group(0).kill_on_drop(true);
-        let mut child = command.spawn()?;
-        let pid = child
-            .id()
-            .ok_or_else(|| io::Error::other(format!("{name} exited at once")))?;
-        let pgid = i32::try_from(pid)
-            .map_err(|_| io::Error::other(format!("{name} has an out-of-range pid {pid}")))?;
-        let entry = Entry::register(pgid, name);
+        reaper::ensure_started();
+        crate::env::scrub(command);
+        let id = Entry::next_id();
+        command
+            .process_group(0)
+            .kill_on_drop(true)
+            .env(reaper::MARKER, reaper::marker_value(id));
+        reaper::leader_spawning(id);
+        let spawned = command.spawn().and_then(|child| {
+            let pid = child
+                .id()
+                .ok_or_else(|| io::Error::other(format!("{name} exited at once")))?;
+            let pgid = i32::try_from(pid)
+                .map_err(|_| io::Error::other(format!("{name} has an out-of-range pid {pid}")))?;
+            Ok((child, pid, pgid))
+        });
+        let (mut child, pid, pgid) = match spawned {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                reaper::leader_gone(id);
+                return Err(error);
+            }
+        };
+        reaper::leader_spawned(id, pgid);
+        let entry = Entry::register(id, pgid, name);
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (published, leader) = watch::channel(Leader::Running);
@@ -260,6 +278,10 @@ async fn reap(mut child: Child, entry: Arc<Entry>, published: watch::Sender<Lead
         ?status,
         "process group leader reaped"
     );
+    reaper::leader_gone(entry.id());
+    // The leader's children that outlived it were re-parented to this process: the reaper
+    // thread records them (SIGCHLD wakes it too; this is not left to the signal alone).
+    reaper::wake_reaper();
     entry.leader_reaped();
     published.send_replace(Leader::Reaped(status));
 }

@@ -8,7 +8,21 @@
 //! * [`ProcessGroup::shutdown`] sends SIGTERM, waits a grace period for the leader, then sends
 //!   SIGKILL to the whole group; dropping a [`ProcessGroup`] sends SIGKILL at once;
 //! * a task reaps the leader as soon as it exits; an empty group is then unregistered and never
-//!   signalled again (its id may be reused).
+//!   signalled again (its id may be reused);
+//! * nothing escapes: the process becomes a child subreaper on the first spawn, so a process
+//!   that leaves its group (`setsid`, `start_new_session=True`, a double fork) stays a
+//!   descendant; when a group is killed for good (drop, [`ProcessGroup::kill`], the end of
+//!   [`ProcessGroup::shutdown`]) the processes that left it are found (below the leader, or
+//!   carrying the group's marker variable `OPENMANUS_PROCESS_GROUP` in their environment),
+//!   frozen and killed with it; a reaper thread reaps the adopted ones once dead, by pid, never
+//!   with `waitpid(-1)`, so no exit status tokio or the host waits for is taken. The sweep
+//!   costs two walks of `/proc` per group killed (17–20 ms with ~120 processes on the loaded
+//!   2-core build machine, against 6 µs without it; `cargo run --release -p agent-process
+//!   --example sweep_cost`); it runs when a tool's process ends, never on an agent's step, and
+//!   a leader's exit is reported as fast as before (1.2 ms from spawn to status).
+//!
+//! Secrets stay with the client: the variables given to [`withhold_env`] (the host's provider
+//! keys) are removed from every child's environment, unless the spawning code sets one itself.
 //!
 //! [`emergency_shutdown`] is the one exit path for a program that must stop at once (a second
 //! Ctrl-C, where `std::process::exit` runs no destructor): it kills every registered group and
@@ -38,11 +52,15 @@
 
 mod descendants;
 mod emergency;
+mod env;
+mod escape;
 mod group;
 mod hooks;
+mod reaper;
 mod registry;
 
 pub use emergency::{EmergencyReport, emergency_shutdown};
+pub use env::{withheld_env, withhold_env};
 pub use group::{ExitWatch, GroupSignaller, ProcessGroup, Spawned};
 pub use hooks::{HookId, register_emergency_hook, unregister_emergency_hook};
 pub use nix::sys::signal::Signal;

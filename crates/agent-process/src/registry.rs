@@ -5,13 +5,15 @@
 //! after it was found empty and disarmed.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tracing::debug;
+
+use crate::escape;
 
 /// The registered groups, by registration number.
 static LIVE: Mutex<BTreeMap<u64, Arc<Entry>>> = Mutex::new(BTreeMap::new());
@@ -27,16 +29,24 @@ pub(crate) struct Entry {
     /// False once the group must not be signalled again: killed for good, or found empty after
     /// its leader was reaped (its id may then be reused).
     armed: Mutex<bool>,
+    /// Whether the escape sweep ran (it runs once, when the group is killed for good).
+    swept: AtomicBool,
 }
 
 impl Entry {
-    /// Registers the group `pgid`, armed.
-    pub(crate) fn register(pgid: i32, name: &str) -> Arc<Self> {
+    /// A fresh registration number, for a group about to be spawned.
+    pub(crate) fn next_id() -> u64 {
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers the group `pgid` under `id` (from [`Entry::next_id`]), armed.
+    pub(crate) fn register(id: u64, pgid: i32, name: &str) -> Arc<Self> {
         let entry = Arc::new(Self {
-            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            id,
             pgid,
             name: name.to_owned(),
             armed: Mutex::new(true),
+            swept: AtomicBool::new(false),
         });
         LIVE.lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -61,14 +71,28 @@ impl Entry {
         *armed && self.send(signal)
     }
 
-    /// Sends SIGKILL to the group (if armed), then disarms and unregisters it.
+    /// The registration number (also the group's marker, see [`crate::reaper`]).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Sends SIGKILL to the group (if armed) and to the processes that left it (the escape
+    /// sweep, once), then disarms and unregisters it.
     pub(crate) fn kill_for_good(&self) {
         let mut armed = self.armed.lock().unwrap_or_else(PoisonError::into_inner);
+        let escaped = if self.swept.swap(true, Ordering::AcqRel) {
+            None
+        } else {
+            Some(escape::freeze(self.id, self.pgid))
+        };
         if *armed {
             self.send(Signal::SIGKILL);
             *armed = false;
         }
         drop(armed);
+        if let Some(escaped) = escaped {
+            escape::kill(escaped);
+        }
         self.unregister();
     }
 

@@ -14,7 +14,9 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use crate::hooks::{BeforeThink, ToolCallHooks};
-use crate::policy::{AutoTextReply, NextStepPromptMode, Policies, truncate_observation};
+use crate::policy::{
+    AutoTextReply, NextStepPromptMode, Policies, cap_observation_bytes, truncate_observation,
+};
 
 /// Default name of a plain ToolCallAgent.
 pub const DEFAULT_NAME: &str = "toolcall";
@@ -341,13 +343,16 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         Ok(())
     }
 
+    /// The observation as the model will see it: `max_observe` characters (when set), then at
+    /// most `max_observation_bytes` bytes whatever `max_observe` is.
     fn observe(&self, observation: String) -> String {
-        match self.core.max_observe {
+        let observation = match self.core.max_observe {
             Some(max) if max > 0 => {
                 truncate_observation(observation, max, self.core.policies.observation_truncation)
             }
             _ => observation,
-        }
+        };
+        cap_observation_bytes(observation, self.core.policies.max_observation_bytes)
     }
 }
 

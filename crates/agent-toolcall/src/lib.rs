@@ -46,5 +46,6 @@ pub use agent::{
 };
 pub use hooks::{BeforeThink, ToolCallHooks};
 pub use policy::{
-    AutoTextReply, NextStepPromptMode, ObservationTruncation, Policies, truncate_observation,
+    AutoTextReply, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,
+    Policies, cap_observation_bytes, truncate_observation,
 };

@@ -8,10 +8,12 @@
 //! second copy needs mapping.
 
 use agent_config::AgentSettings;
-pub use agent_config::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
+pub use agent_config::{
+    AutoTextReply, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,
+};
 
 /// The set of behaviour policies of a ToolCallAgent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policies {
     /// Per-step prompt handling.
     pub next_step_prompt: NextStepPromptMode,
@@ -19,6 +21,21 @@ pub struct Policies {
     pub observation_truncation: ObservationTruncation,
     /// Text-only replies in `auto` mode.
     pub auto_text_reply: AutoTextReply,
+    /// Largest single observation in bytes, applied after `max_observe` whatever it is (head
+    /// and tail kept, with a note of what was cut); `0`: no cap. A safety bound rather than a
+    /// behaviour: [`Policies::openmanus`] keeps it too.
+    pub max_observation_bytes: usize,
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Self {
+            next_step_prompt: NextStepPromptMode::default(),
+            observation_truncation: ObservationTruncation::default(),
+            auto_text_reply: AutoTextReply::default(),
+            max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
+        }
+    }
 }
 
 impl Policies {
@@ -29,6 +46,7 @@ impl Policies {
             next_step_prompt: NextStepPromptMode::AppendToMemory,
             observation_truncation: ObservationTruncation::Cut,
             auto_text_reply: AutoTextReply::KeepLooping,
+            max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
         }
     }
 
@@ -40,6 +58,7 @@ impl Policies {
             next_step_prompt: section.next_step_prompt,
             observation_truncation: section.observation_truncation,
             auto_text_reply: section.auto_text_reply,
+            max_observation_bytes: section.max_observation_bytes,
         }
     }
 }
@@ -69,6 +88,33 @@ pub fn truncate_observation(
             out
         }
     }
+}
+
+/// Caps `observation` at `max_bytes` bytes of its own: the head and the tail are kept (split on
+/// character boundaries) around a note saying how many bytes were cut. Shorter observations,
+/// and any when `max_bytes` is 0, are returned as they are.
+#[must_use]
+pub fn cap_observation_bytes(observation: String, max_bytes: usize) -> String {
+    let total = observation.len();
+    if max_bytes == 0 || total <= max_bytes {
+        return observation;
+    }
+    let mut head = max_bytes.div_ceil(2);
+    while !observation.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = total - (max_bytes - head);
+    while !observation.is_char_boundary(tail) {
+        tail += 1;
+    }
+    let omitted = tail - head;
+    let mut out = String::with_capacity(max_bytes + 96);
+    out.push_str(&observation[..head]);
+    out.push_str(&format!(
+        "\n[... {omitted} bytes omitted: the observation was {total} bytes, over the cap of {max_bytes} ...]\n"
+    ));
+    out.push_str(&observation[tail..]);
+    out
 }
 
 #[cfg(test)]
@@ -103,9 +149,28 @@ mod tests {
                 next_step_prompt: NextStepPromptMode::AppendToMemory,
                 observation_truncation: ObservationTruncation::Cut,
                 auto_text_reply: AutoTextReply::Finish,
+                max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
             }
         );
         Ok(())
+    }
+
+    #[test]
+    fn the_byte_cap_keeps_head_and_tail_on_character_boundaries() {
+        assert_eq!(cap_observation_bytes("short".into(), 10), "short");
+        assert_eq!(cap_observation_bytes("x".repeat(50), 0).len(), 50);
+        // Two-byte characters: the split points move to boundaries, never inside one.
+        let text = "é".repeat(100);
+        let capped = cap_observation_bytes(text.clone(), 51);
+        let (head, rest) = capped.split_once("\n[... ").unwrap();
+        let (note, tail) = rest.split_once(" ...]\n").unwrap();
+        assert!(head.len() + tail.len() <= 51);
+        assert_eq!(head, "é".repeat(13));
+        assert_eq!(tail, "é".repeat(12));
+        assert_eq!(
+            note,
+            "150 bytes omitted: the observation was 200 bytes, over the cap of 51"
+        );
     }
 
     #[test]

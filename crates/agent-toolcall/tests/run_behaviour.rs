@@ -15,8 +15,8 @@ use agent_core::{
 use agent_llm::{ChatResponse, LlmError};
 use agent_testkit::{BlockingTool, EchoTool, ScriptedModel, ToolProbe, tool_call};
 use agent_toolcall::{
-    BeforeThink, NextStepPromptMode, ObservationTruncation, Policies, ToolCallAgent, ToolCallCore,
-    ToolCallHooks,
+    BeforeThink, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,
+    Policies, ToolCallAgent, ToolCallCore, ToolCallHooks,
 };
 use agent_tools::{Terminate, ToolCollection};
 use async_trait::async_trait;
@@ -283,6 +283,45 @@ async fn max_observe_cuts_or_keeps_head_and_tail_by_policy() {
             &full[full.len() - 25..]
         )
     );
+}
+
+#[tokio::test]
+async fn every_observation_is_capped_in_bytes_even_without_max_observe() {
+    // A command that printed far too much; no max_observe (SWE's default).
+    let huge = format!("{}é{}", "h".repeat(400_000), "t".repeat(400_000));
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    model.push_tool_calls("", [echo("c1", &huge)]);
+    let mut agent = new_agent(&model, &probe, 1);
+    assert_eq!(agent.core().max_observe, None);
+    agent.run(Some("task".into())).await.unwrap();
+    let observation = agent.messages().last().unwrap().text().to_owned();
+    let cap = DEFAULT_MAX_OBSERVATION_BYTES;
+    assert!(
+        observation.len() <= cap + 200,
+        "{} bytes kept",
+        observation.len()
+    );
+    assert!(observation.starts_with("Observed output of cmd `echo` executed:\nhhh"));
+    assert!(observation.ends_with(&"t".repeat(1000)), "the tail is kept");
+    let full = huge.len() + "Observed output of cmd `echo` executed:\n".len();
+    let omitted = full - cap;
+    assert!(
+        observation.contains(&format!(
+            "[... {omitted} bytes omitted: the observation was {full} bytes, over the cap of {cap} ...]"
+        )),
+        "the note says what was cut: {}",
+        &observation[cap / 2 - 50..cap / 2 + 150]
+    );
+
+    // 0: no cap.
+    model.push_tool_calls("", [echo("c1", &huge)]);
+    let policies = Policies {
+        max_observation_bytes: 0,
+        ..Policies::default()
+    };
+    let mut uncapped = new_agent(&model, &probe, 1).with_policies(policies);
+    uncapped.run(Some("task".into())).await.unwrap();
+    assert_eq!(uncapped.messages().last().unwrap().text().len(), full);
 }
 
 // ---- cleanup ------------------------------------------------------------------------------------

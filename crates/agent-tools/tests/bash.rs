@@ -20,9 +20,11 @@ use tokio::time::{Instant, timeout};
 const OBSERVED: &str = "Observed output of cmd `bash` executed:\n";
 
 /// A short timeout for the tests that need a command to outlive its call.
-const SHORT: Duration = Duration::from_millis(500);
+// Long enough for a quick command on a loaded 2-core machine; commands that must outlast it
+// sleep 30 s or more.
+const SHORT: Duration = Duration::from_secs(3);
 
-const STILL_RUNNING: &str = "[still running (this call waited 0.5 s): send an empty command to \
+const STILL_RUNNING: &str = "[still running (this call waited 3 s): send an empty command to \
 wait for more output, or ctrl+c to interrupt it]";
 
 fn cmd(command: &str) -> Value {
@@ -50,9 +52,15 @@ async fn run_agent_with(
         [tool_call("end", "terminate", r#"{"status":"success"}"#)],
     );
     let steps = u32::try_from(calls.len()).unwrap() + 1;
+    // The tool's own output limit is under test: no agent-level byte cap on top of it.
+    let policies = agent_toolcall::Policies {
+        max_observation_bytes: 0,
+        ..agent_toolcall::Policies::default()
+    };
     let mut agent = ToolCallAgent::new(model.clone())
         .with_tool(bash)
-        .with_max_steps(steps);
+        .with_max_steps(steps)
+        .with_policies(policies);
     before(&agent);
     timeout(
         Duration::from_secs(60),
@@ -410,7 +418,7 @@ async fn a_command_ignoring_ctrl_c_is_killed_by_a_second_one() {
         [
             observed(&format!("stubborn\n{STILL_RUNNING}\n[exit code: -1]")),
             observed(
-                "[still running 0.5 s after ctrl+c: send ctrl+c again to kill it together with \
+                "[still running 3 s after ctrl+c: send ctrl+c again to kill it together with \
                  bash, or an empty command to keep waiting]\n[exit code: -1]"
             ),
             // bash dies of the SIGTERM (128 + 15).

@@ -299,6 +299,10 @@ impl AgentFactory {
         options.max_steps = config.agent.max_steps;
         options.max_observe = config.agent.max_observe;
         options.policies = Policies::from_settings(&config.agent);
+        // Secrets stay with the client: the provider keys never reach a tool process, and the
+        // files holding them are out of the file tools' reach.
+        agent_process::withhold_env(config.secret_env_names(std::env::vars()));
+        options.secret_files = config.secret_files();
         options.human.clone_from(&self.human);
         options.python.clone_from(&self.python);
         options.browser = BrowserConfig {

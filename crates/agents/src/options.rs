@@ -42,6 +42,9 @@ pub struct AgentOptions {
     /// The search `browser_use`'s `web_search` action runs (`[search]`); `None`: that action
     /// reports that no search is configured.
     pub web_search: Option<Arc<WebSearch>>,
+    /// Files the file tools refuse even inside the workspace: the configuration files, which
+    /// hold the API keys (the factory fills it from the loaded configuration).
+    pub secret_files: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -72,6 +75,7 @@ impl AgentOptions {
             sandbox: None,
             browser: BrowserConfig::default(),
             web_search: None,
+            secret_files: Vec::new(),
         }
     }
 
@@ -84,7 +88,9 @@ impl AgentOptions {
 
     /// `str_replace_editor`, confined to the workspace, through the sandbox when there is one.
     pub(crate) fn editor(&self) -> StrReplaceEditor {
-        let editor = StrReplaceEditor::new().with_workspace_root(&self.workspace);
+        let editor = StrReplaceEditor::new()
+            .with_workspace_root(&self.workspace)
+            .with_denied_paths(self.secret_files.iter().cloned());
         match &self.sandbox {
             Some(sandbox) => {
                 editor.with_file_operator(Arc::new(SandboxFileOperator::new(Arc::clone(sandbox))))

@@ -25,15 +25,38 @@ fn call(id: &str, name: &str, args: Value) -> Completion {
     Completion::tool_calls(None, [ToolCall::new(id, name, args.to_string())])
 }
 
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The Chromium processes this test program started (its descendants: the program is a child
+/// subreaper, so they stay in its tree), not those of other test programs running beside it.
 fn chromium_processes() -> Vec<u32> {
+    let me = std::process::id();
+    let ours = |mut pid: u32| {
+        for _ in 0..64 {
+            match parent_of(pid) {
+                Some(parent) if parent == me => return true,
+                Some(parent) if parent > 1 => pid = parent,
+                _ => return false,
+            }
+        }
+        false
+    };
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|entry| {
             let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
             let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .contains("openmanus-chromium-")
+            (String::from_utf8_lossy(&cmdline).contains("openmanus-chromium-") && ours(pid))
                 .then_some(pid)
         })
         .collect()

@@ -1,6 +1,7 @@
 //! Two Ctrl-Cs while a bash child, a Python child and MCP stdio servers are alive: no process of
 //! the run survives, checked by pid and by process group (issue 14: one process supervisor, one
-//! emergency shutdown).
+//! emergency shutdown), not even those in sessions of their own (issue 21). One Ctrl-C: the run
+//! is cancelled, the session closed, and a Python child in a session of its own dies too.
 //!
 //! Manus has `python_execute` but no `bash`; its bash here is the one of our own MCP server
 //! (`openmanus mcp-server` over stdio), in a process group of that server's making: the
@@ -139,12 +140,12 @@ async fn two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive() {
             call(
                 "c1",
                 "python_execute",
-                json!({"code": "import os, subprocess\nopen('py.pid', 'w').write(f'{os.getpid()}\\n')\nchild = subprocess.Popen(['sleep', '300'])\nopen('py-child.pid', 'w').write(f'{child.pid}\\n')\nprint('started')"}),
+                json!({"code": "import os, subprocess\nopen('py.pid', 'w').write(f'{os.getpid()}\\n')\nchild = subprocess.Popen(['sleep', '300'])\nopen('py-child.pid', 'w').write(f'{child.pid}\\n')\nescaped = subprocess.Popen(['sleep', '300'], start_new_session=True)\nopen('py-escaped.pid', 'w').write(f'{escaped.pid}\\n')\nprint('started')"}),
             ),
             call(
                 "c2",
                 "mcp_local_bash",
-                json!({"command": format!("cd {}; trap '' TERM INT; echo $$ > bash.pid; sleep 300 & echo $! > bash-child.pid; sleep 300", workspace.display())}),
+                json!({"command": format!("cd {}; trap '' TERM INT; echo $$ > bash.pid; sleep 300 & echo $! > bash-child.pid; setsid sleep 300 & echo $! > bash-escaped.pid; sleep 300", workspace.display())}),
             ),
         ],
     ));
@@ -181,6 +182,14 @@ async fn two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive() {
         (
             "bash's background job",
             pid_in(&workspace.join("bash-child.pid"), &log).await,
+        ),
+        (
+            "the Python child in a session of its own",
+            pid_in(&workspace.join("py-escaped.pid"), &log).await,
+        ),
+        (
+            "bash's setsid job",
+            pid_in(&workspace.join("bash-escaped.pid"), &log).await,
         ),
     ];
     for (what, pid) in leaders.iter().chain(&children) {
@@ -239,4 +248,67 @@ async fn two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive() {
         }
     }
     assert!(left.is_empty(), "survived two Ctrl-Cs: {left:?}");
+}
+
+#[tokio::test]
+async fn one_ctrl_c_leaves_no_process_that_left_its_group() {
+    let server = MockOpenAi::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("config")).unwrap();
+    std::fs::create_dir_all(root.join("workspace")).unwrap();
+    let workspace = root.join("workspace").canonicalize().unwrap();
+    std::fs::write(
+        root.join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-cli-test\"\nmax_tokens = 1024\ntemperature = 0.0\nmax_attempts = 1\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    // The interpreter starts a child in a session of its own, orphans it (the intermediate
+    // process exits), then blocks until the Ctrl-C.
+    server.push(Completion::tool_calls(
+        None,
+        [call(
+            "c1",
+            "python_execute",
+            json!({"code": "import os, subprocess, time\nmiddle = subprocess.Popen(['sh', '-c', 'setsid sleep 300 >/dev/null 2>&1 & echo $! > escaped.pid'])\nmiddle.wait()\nopen('py.pid', 'w').write(f'{os.getpid()}\\n')\ntime.sleep(300)"}),
+        )],
+    ));
+    let log = root.join("stderr.log");
+    let mut child = Command::new(BIN)
+        .current_dir(root)
+        .env_remove("OPENMANUS_CONFIG")
+        .env("NO_COLOR", "1")
+        .args(["--prompt", "start a server and wait"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let interpreter = pid_in(&workspace.join("py.pid"), &log).await;
+    let escaped = pid_in(&workspace.join("escaped.pid"), &log).await;
+    assert!(alive(escaped), "the escapee is not running");
+    let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    kill(pid, Signal::SIGINT).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("openmanus exited after one Ctrl-C")
+        .unwrap();
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(130), "stderr:\n{seen}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (alive(escaped) || alive(interpreter)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = [("the escapee", escaped), ("the interpreter", interpreter)]
+        .into_iter()
+        .filter(|(_, pid)| alive(*pid))
+        .collect::<Vec<_>>();
+    for (_, pid) in &left {
+        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(left.is_empty(), "survived one Ctrl-C: {left:?}\n{seen}");
 }

@@ -67,12 +67,7 @@ impl AnthropicClient {
             settings.connect_timeout_secs,
         ))
         .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))?;
-        let retry = RetryPolicy {
-            max_attempts: settings.max_attempts.max(1),
-            min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
-            max_delay: LlmSettings::secs(settings.backoff_max_secs).unwrap_or_default(),
-            max_retry_after: LlmSettings::secs(settings.max_retry_after_secs).unwrap_or_default(),
-        };
+        let retry = RetryPolicy::from_settings(&settings);
         Ok(Self {
             settings,
             profile,

@@ -77,12 +77,7 @@ impl BedrockClient {
                 )));
             }
         }
-        let retry = RetryPolicy {
-            max_attempts: settings.max_attempts.max(1),
-            min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
-            max_delay: LlmSettings::secs(settings.backoff_max_secs).unwrap_or_default(),
-            max_retry_after: LlmSettings::secs(settings.max_retry_after_secs).unwrap_or_default(),
-        };
+        let retry = RetryPolicy::from_settings(&settings);
         let vision = settings.supports_images.unwrap_or_else(|| {
             crate::model_profile(&settings.model).vision || settings.model.contains("claude")
         });

@@ -53,3 +53,43 @@ pub async fn spawn_script(script: &str) -> (ProcessGroup, String) {
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (group, line)
 }
+
+/// Whether `pid` left no trace at all: not even a zombie (it was reaped).
+pub fn reaped(pid: i32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Polls until `pid` was reaped; false after [`PATIENCE`].
+pub async fn wait_reaped(pid: i32) -> bool {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while tokio::time::Instant::now() < deadline {
+        if reaped(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    reaped(pid)
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat`.
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Polls until `pid`'s parent is `parent`; false after [`PATIENCE`].
+pub async fn wait_parent(pid: i32, parent: i32) -> bool {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while tokio::time::Instant::now() < deadline {
+        if parent_of(pid) == Some(parent) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}

@@ -434,6 +434,11 @@ impl MockOpenAi {
         self.push(Fault::MalformedJson)
     }
 
+    /// Queues a stream that goes silent after `after_chunks` events; see [`Fault::StallStream`].
+    pub fn push_stall_stream(&self, after_chunks: usize, reply: Completion) -> &Self {
+        self.push(Fault::stall_stream(after_chunks, reply))
+    }
+
     /// Queues a reply that never comes.
     pub fn push_hang(&self) -> &Self {
         self.push(Fault::Hang)
@@ -901,6 +906,32 @@ async fn answer(
             after_chunks,
             reply,
         } => render(&reply, recorded, envelope, Some(after_chunks)),
+        Fault::StallStream {
+            after_chunks,
+            reply,
+        } => {
+            let usage = usage_for(&reply, recorded);
+            let mut events: Vec<Bytes> = if recorded.is_stream() {
+                wire::stream_chunks(&reply, envelope, usage, include_usage(recorded))
+                    .iter()
+                    .map(|chunk| wire::sse_event(&chunk.to_string()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            events.truncate(after_chunks);
+            let shutdown = shared.shutdown.clone();
+            let silence = futures::stream::once(async move {
+                shutdown.stopping().await;
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionAborted,
+                    "mock-openai: shutting down",
+                ))
+            });
+            let sent = events.into_iter().map(Ok::<Bytes, std::io::Error>);
+            let body = futures::StreamExt::chain(futures::stream::iter(sent), silence);
+            wire::sse_response(Body::from_stream(body))
+        }
         Fault::MalformedJson => {
             let garbage = r#"{"id": "chatcmpl-mock", "object": "chat.completion", "choices": [{"#;
             if recorded.is_stream() {

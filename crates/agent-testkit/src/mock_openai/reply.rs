@@ -118,6 +118,16 @@ pub enum Fault {
         /// The reply being cut.
         reply: Completion,
     },
+    /// A stream that goes silent mid-reply: the 200 headers and the first `after_chunks` SSE
+    /// events of `reply` are sent, then nothing more while the connection stays open (until the
+    /// client gives up or the server stops). For a non-streaming request: like [`Fault::Hang`]
+    /// after the headers. Tests the client's idle timeout between chunks.
+    StallStream {
+        /// How many `data:` events to send before going silent.
+        after_chunks: usize,
+        /// The reply that stalls.
+        reply: Completion,
+    },
     /// 200 with a body that is not valid JSON (for a streaming request: one `data:` event whose
     /// payload is not JSON, then `data: [DONE]`).
     MalformedJson,
@@ -141,6 +151,15 @@ impl Fault {
     #[must_use]
     pub fn slow_first_byte(delay: Duration, then: Completion) -> Self {
         Self::SlowFirstByte { delay, then }
+    }
+
+    /// [`Fault::StallStream`] of `reply` after `after_chunks` events.
+    #[must_use]
+    pub fn stall_stream(after_chunks: usize, reply: Completion) -> Self {
+        Self::StallStream {
+            after_chunks,
+            reply,
+        }
     }
 
     /// [`Fault::CutStream`] of `reply` after `after_chunks` events.

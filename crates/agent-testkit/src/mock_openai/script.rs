@@ -195,6 +195,12 @@ impl RawEntry {
                     .ok_or("the 'cut_stream' fault needs 'after_chunks'")?,
                 reply: needs_completion("cut_stream")?,
             },
+            "stall_stream" => Fault::StallStream {
+                after_chunks: self
+                    .after_chunks
+                    .ok_or("the 'stall_stream' fault needs 'after_chunks'")?,
+                reply: needs_completion("stall_stream")?,
+            },
             "malformed_json" => Fault::MalformedJson,
             "hang" => Fault::Hang,
             other => return Err(format!("unknown fault '{other}'")),

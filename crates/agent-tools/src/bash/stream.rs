@@ -312,4 +312,53 @@ mod tests {
         assert_eq!(taken.text, "éé");
         assert_eq!(taken.dropped, 6);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn the_marker_is_found_and_the_output_kept_however_the_reads_fall(
+                output in any::<String>().prop_filter("not the marker itself", |o| !o.contains(N)),
+                status in 0i32..=255,
+                tail in "[a-z ]{0,8}",
+                cuts in proptest::collection::vec(any::<usize>(), 0..8),
+            ) {
+                let stream = format!("{output}\n<<openmanus-rs:{N}:{status}>>\n{tail}");
+                let bytes = stream.as_bytes();
+                let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+                points.extend([0, bytes.len()]);
+                points.sort_unstable();
+                points.dedup();
+                let mut capture = StreamCapture::new(1 << 20);
+                let mut found = None;
+                for window in points.windows(2) {
+                    if let Some(marker) = capture.feed(&bytes[window[0]..window[1]], Some(N)) {
+                        prop_assert!(found.is_none(), "two markers");
+                        found = Some(marker.status);
+                    }
+                }
+                capture.finish();
+                prop_assert_eq!(found, Some(Some(status)));
+                prop_assert_eq!(capture.take().text, format!("{output}{tail}"));
+            }
+
+            #[test]
+            fn no_input_makes_the_scanner_panic(
+                chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..8),
+                limit in 0usize..128,
+                waiting in any::<bool>(),
+            ) {
+                let mut capture = StreamCapture::new(limit);
+                for chunk in &chunks {
+                    let _ = capture.feed(chunk, waiting.then_some(N));
+                    let taken = capture.take();
+                    prop_assert!(taken.text.len() <= limit.saturating_mul(3).max(limit) + 3);
+                }
+                capture.finish();
+                let _ = capture.take();
+            }
+        }
+    }
 }

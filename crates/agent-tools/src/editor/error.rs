@@ -32,6 +32,14 @@ pub enum EditorError {
         /// Empty, or ` (it resolves to {real path})` when symlinks or `..` lead elsewhere.
         resolved: String,
     },
+    /// (Ours.) The path is one of the agent's configuration files, which hold its API keys.
+    #[error(
+        "The path {path} is the agent's configuration, which holds its API keys: the file tools do not open it."
+    )]
+    Secret {
+        /// The path, normalised the way Python's `pathlib` prints it.
+        path: String,
+    },
     /// (Ours.) The workspace root itself cannot be resolved.
     #[error("The workspace root {root} cannot be used: {reason}")]
     WorkspaceRoot {

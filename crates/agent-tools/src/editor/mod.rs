@@ -209,6 +209,7 @@ fn integer_array_schema(_: &mut SchemaGenerator) -> Schema {
 pub struct StrReplaceEditor {
     operator: Arc<dyn FileOperator>,
     workspace_root: Option<PathBuf>,
+    denied: Vec<PathBuf>,
     description: String,
     history_limit: usize,
     history: Mutex<HashMap<PathBuf, VecDeque<String>>>,
@@ -220,6 +221,7 @@ impl std::fmt::Debug for StrReplaceEditor {
         f.debug_struct("StrReplaceEditor")
             .field("operator", &self.operator)
             .field("workspace_root", &self.workspace_root)
+            .field("denied", &self.denied)
             .field("history_limit", &self.history_limit)
             .finish_non_exhaustive()
     }
@@ -257,6 +259,7 @@ impl StrReplaceEditor {
         Self {
             operator: Arc::new(LocalFileOperator),
             workspace_root: None,
+            denied: Vec::new(),
             description: describe(None),
             history_limit: DEFAULT_HISTORY_LIMIT,
             history: Mutex::new(HashMap::new()),
@@ -279,6 +282,14 @@ impl StrReplaceEditor {
         let root = root.into();
         self.description = describe(Some(&root));
         self.workspace_root = Some(root);
+        self
+    }
+
+    /// Refuses `paths` even inside the workspace (they, or what they resolve to): the agent's
+    /// own configuration files, which hold its API keys.
+    #[must_use]
+    pub fn with_denied_paths(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.denied.extend(paths);
         self
     }
 
@@ -339,6 +350,16 @@ impl StrReplaceEditor {
                     root: root.display().to_string(),
                     resolved,
                 });
+            }
+        }
+        for denied in &self.denied {
+            let denied_real = self
+                .operator
+                .resolve(denied)
+                .await
+                .unwrap_or_else(|_| denied.clone());
+            if real == denied_real {
+                return Err(EditorError::Secret { path: shown });
             }
         }
         Ok(Target {

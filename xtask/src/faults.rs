@@ -1,0 +1,219 @@
+//! `cargo xtask faults`: the fault cases of issue 21 (a hostile user's list: LLM failures,
+//! escaped processes, Ctrl-C, secrets, huge output, broken MCP servers), each a permanent test,
+//! run one by one and summed up as "cases held / tried".
+
+use std::process::Stdio;
+
+use anyhow::{Result, bail};
+
+use crate::{cargo, ensure_mcp_everything, say};
+
+/// One case: what it tries, and the test that tries it (package, test target, exact name).
+struct Case {
+    what: &'static str,
+    package: &'static str,
+    target: &'static str,
+    test: &'static str,
+}
+
+const fn case(
+    what: &'static str,
+    package: &'static str,
+    target: &'static str,
+    test: &'static str,
+) -> Case {
+    Case {
+        what,
+        package,
+        target,
+        test,
+    }
+}
+
+/// Every case, in the order of the issue.
+const CASES: &[Case] = &[
+    case(
+        "LLM 401, 429 insufficient_quota, context length, malformed JSON: fail at once",
+        "agent-llm",
+        "http",
+        "permanent_errors_fail_at_once_with_their_variant",
+    ),
+    case(
+        "LLM 429 / 500 / 503: retried until the fault clears",
+        "agent-llm",
+        "http",
+        "transient_errors_are_retried_until_the_fault_clears",
+    ),
+    case(
+        "LLM Retry-After honoured",
+        "agent-llm",
+        "http",
+        "retry_after_is_honoured",
+    ),
+    case(
+        "LLM attempts bounded",
+        "agent-llm",
+        "http",
+        "attempts_are_bounded",
+    ),
+    case(
+        "LLM stream cut before and after the first token: asked again",
+        "agent-llm",
+        "http",
+        "a_stream_cut_before_or_after_the_first_token_is_asked_again",
+    ),
+    case(
+        "LLM cut streams retried a bounded number of times",
+        "agent-llm",
+        "http",
+        "cut_streams_are_retried_a_bounded_number_of_times",
+    ),
+    case(
+        "LLM server that never answers: two attempts",
+        "agent-llm",
+        "http",
+        "a_server_that_never_answers_is_given_two_attempts",
+    ),
+    case(
+        "LLM stream that goes silent: idle timeout, asked again",
+        "agent-llm",
+        "http",
+        "a_stream_that_goes_silent_is_cut_by_the_idle_timeout_and_asked_again",
+    ),
+    case(
+        "LLM call limit across attempts",
+        "agent-llm",
+        "http",
+        "the_call_limit_bounds_every_attempt_together",
+    ),
+    case(
+        "LLM refused connection: a few quick attempts",
+        "agent-llm",
+        "http",
+        "a_refused_connection_fails_after_a_few_quick_attempts",
+    ),
+    case(
+        "LLM malformed stream chunks never panic",
+        "agent-llm",
+        "properties",
+        "no_chunk_makes_the_assembler_panic",
+    ),
+    case(
+        "escaped process: setsid in bash, at session close",
+        "agent-session",
+        "escapes",
+        "a_setsid_process_started_by_bash_dies_when_the_session_closes",
+    ),
+    case(
+        "escaped process: start_new_session in python, at session close",
+        "agent-session",
+        "escapes",
+        "a_new_session_popen_in_python_dies_when_the_session_closes",
+    ),
+    case(
+        "escaped process: orphan adopted by the subreaper and killed",
+        "agent-process",
+        "escape",
+        "an_orphan_that_left_the_group_is_adopted_then_killed_with_its_group",
+    ),
+    case(
+        "escaped process: the host's own children keep their statuses",
+        "agent-process",
+        "escape",
+        "the_hosts_own_children_keep_their_exit_statuses",
+    ),
+    case(
+        "one Ctrl-C: no process that left its group survives",
+        "openmanus-cli",
+        "interrupt",
+        "one_ctrl_c_leaves_no_process_that_left_its_group",
+    ),
+    case(
+        "two Ctrl-Cs: no bash, python or MCP process survives",
+        "openmanus-cli",
+        "interrupt",
+        "two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive",
+    ),
+    case(
+        "secrets: tools see neither the key nor the config file",
+        "openmanus-cli",
+        "secrets",
+        "tools_see_neither_the_key_nor_the_config_file",
+    ),
+    case(
+        "huge observation: capped in bytes without max_observe",
+        "agent-toolcall",
+        "run_behaviour",
+        "every_observation_is_capped_in_bytes_even_without_max_observe",
+    ),
+    case(
+        "MCP server that never initialises: timed out and killed",
+        "agent-mcp",
+        "client_everything",
+        "a_server_that_never_initialises_times_out_and_is_killed",
+    ),
+    case(
+        "MCP server killed mid-call: an error result, no process left",
+        "agent-mcp",
+        "client_everything",
+        "a_server_killed_mid_call_gives_an_error_result_and_no_process_survives",
+    ),
+    case(
+        "MCP server writing junk before the handshake",
+        "agent-mcp",
+        "client_everything",
+        "malformed_lines_before_the_handshake_are_skipped",
+    ),
+    case(
+        "MCP server failing at start: a warning, the others work",
+        "agent-mcp",
+        "client_everything",
+        "a_failing_server_is_a_warning_and_the_others_work",
+    ),
+];
+
+/// Runs every case (each test alone, its output hidden unless it fails) and prints the tally.
+pub(crate) fn faults() -> Result<()> {
+    // The only test peer the cases need: the MCP reference server (installed once).
+    let everything = ensure_mcp_everything()?;
+    let mut held = 0;
+    let mut failed = Vec::new();
+    for case in CASES {
+        let mut command = cargo(&[
+            "test",
+            "--locked",
+            "-q",
+            "-p",
+            case.package,
+            "--test",
+            case.target,
+            "--",
+            "--exact",
+            case.test,
+        ]);
+        command.env("MCP_EVERYTHING_BIN", &everything);
+        let output = command.stdin(Stdio::null()).output()?;
+        let ran = String::from_utf8_lossy(&output.stdout).contains("1 passed");
+        if output.status.success() && ran {
+            held += 1;
+            say(&format!("held   {}", case.what));
+        } else {
+            say(&format!(
+                "FAILED {} ({} / {} / {})",
+                case.what, case.package, case.target, case.test
+            ));
+            say(&String::from_utf8_lossy(&output.stdout));
+            say(&String::from_utf8_lossy(&output.stderr));
+            failed.push(case.what);
+        }
+    }
+    say(&format!("fault cases: {held} held / {} tried", CASES.len()));
+    if !failed.is_empty() {
+        bail!(
+            "{} fault case(s) failed: {}",
+            failed.len(),
+            failed.join("; ")
+        );
+    }
+    Ok(())
+}
