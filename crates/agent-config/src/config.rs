@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
 use crate::sections::{
     AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, RunflowSettings, SandboxSettings,
-    SearchSettings, Sections, StoreSettings,
+    SearchSettings, Sections, ServerSettings, StoreSettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
 
@@ -45,6 +45,8 @@ pub struct Config {
     pub agent: AgentSettings,
     /// `[store]`.
     pub store: StoreSettings,
+    /// `[server]`.
+    pub server: ServerSettings,
 }
 
 impl Config {
@@ -73,6 +75,7 @@ impl Config {
             runflow: RunflowSettings::default(),
             agent: AgentSettings::default(),
             store: StoreSettings::default(),
+            server: ServerSettings::default(),
         }
     }
 
@@ -106,6 +109,7 @@ impl Config {
             runflow: sections.runflow,
             agent: sections.agent,
             store: sections.store,
+            server: sections.server,
         })
     }
 

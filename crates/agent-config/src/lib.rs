@@ -93,6 +93,6 @@ pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
     AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, EngineBaseUrls,
     McpSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
-    StoreSettings,
+    ServerSettings, StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

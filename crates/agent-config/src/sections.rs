@@ -422,6 +422,57 @@ impl StoreSettings {
     }
 }
 
+/// `[server]`: `openmanus serve`, the HTTP API and web page.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// The address to listen on. Default `127.0.0.1:8765` (loopback only). Any other address
+    /// requires a token.
+    pub bind: String,
+    /// The environment variable holding the token. Default `OPENMANUS_SERVER_TOKEN`.
+    pub token_env: String,
+    /// A file holding the token (its first line), read when the variable is not set.
+    #[serde(deserialize_with = "empty_path_as_none")]
+    pub token_file: Option<PathBuf>,
+    /// Runs going at once; the rest wait in line. Default 4.
+    pub max_concurrent_runs: usize,
+    /// Host names accepted in `Host` besides the loopback names.
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`scheme://host[:port]`) accepted besides the server's own.
+    pub allowed_origins: Vec<String>,
+    /// Run tools on the host even when listening beyond loopback (otherwise they run in the
+    /// sandbox there). Default `false`.
+    pub allow_host_tools: bool,
+    /// Where each session's own workspace is made. Default: `sessions/` inside the workspace.
+    #[serde(deserialize_with = "empty_path_as_none")]
+    pub sessions_dir: Option<PathBuf>,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8765".into(),
+            token_env: "OPENMANUS_SERVER_TOKEN".into(),
+            token_file: None,
+            max_concurrent_runs: 4,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            allow_host_tools: false,
+            sessions_dir: None,
+        }
+    }
+}
+
+impl ServerSettings {
+    /// The directory of the sessions' workspaces for a workspace root.
+    #[must_use]
+    pub fn sessions_path(&self, workspace: &std::path::Path) -> PathBuf {
+        self.sessions_dir
+            .clone()
+            .unwrap_or_else(|| workspace.join("sessions"))
+    }
+}
+
 /// Everything in `config.toml` except `[llm]`, deserialized in one go so that an unknown
 /// section is an error too.
 #[derive(Debug, Default, Deserialize)]
@@ -435,4 +486,5 @@ pub(crate) struct Sections {
     pub(crate) runflow: RunflowSettings,
     pub(crate) agent: AgentSettings,
     pub(crate) store: StoreSettings,
+    pub(crate) server: ServerSettings,
 }

@@ -672,7 +672,11 @@ mod tests {
         use agent_core::{ToolCall, ToolChoice};
         use serde_json::json;
         let client = LlmClient::new(LlmSettings::new("gpt-4o", "http://127.0.0.1:9/v1")).unwrap();
-        let tools = vec![ToolDefinition::new("bash", "run", json!({"type": "object"}))];
+        let tools = vec![ToolDefinition::new(
+            "bash",
+            "run",
+            json!({"type": "object"}),
+        )];
         let request = ChatRequest::new(vec![
             Message::user_message("hi"),
             Message::assistant_message(""),
@@ -681,7 +685,13 @@ mod tests {
         ])
         .with_system(vec![Message::system_message("sys")])
         .with_tools(tools.clone(), ToolChoice::Auto);
-        for request in [request.clone(), ChatRequest { tools: Vec::new(), ..request }] {
+        for request in [
+            request.clone(),
+            ChatRequest {
+                tools: Vec::new(),
+                ..request
+            },
+        ] {
             let mut parts = client.request_params(&request);
             let messages: Vec<Value> = request
                 .all_messages()

@@ -108,7 +108,6 @@ async fn replay(
 
 /// A stored event as SSE: `id` the store id, `event` its kind, `data` the event with the
 /// model's text rendered as safe HTML (`html`) for thoughts and final answers.
-#[must_use]
 pub fn stored_event(event: &StoredEvent) -> Event {
     let mut data = json!({
         "id": event.id,

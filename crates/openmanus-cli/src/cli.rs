@@ -125,6 +125,21 @@ pub enum Command {
         #[arg(long, default_value_t = 8000)]
         port: u16,
     },
+    /// Serve agents over HTTP: the web page and the API (sessions, tasks, live events). Binds
+    /// 127.0.0.1 unless told otherwise; any other address needs a token.
+    #[command(
+        after_help = "Examples:\n  openmanus serve\n  openmanus serve --bind 127.0.0.1:9000\n  \
+        OPENMANUS_SERVER_TOKEN=$(openssl rand -hex 24) openmanus serve --bind 0.0.0.0:8765\n\n\
+        The page is at http://<address>/; the API is described in docs/server.md."
+    )]
+    Serve {
+        /// The address to listen on (default: [server] bind, 127.0.0.1:8765).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<std::net::SocketAddr>,
+        /// Runs going at once; the rest wait in line (default: [server] max_concurrent_runs).
+        #[arg(long, value_name = "N")]
+        max_concurrent_runs: Option<usize>,
+    },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]

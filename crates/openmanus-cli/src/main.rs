@@ -17,6 +17,7 @@ mod mcp;
 mod output;
 mod render;
 mod run;
+mod serve;
 mod sessions;
 
 use std::io::IsTerminal;
@@ -78,6 +79,14 @@ fn init_logging(global: &GlobalArgs) {
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {
+    if let Some(Command::Serve {
+        bind,
+        max_concurrent_runs,
+    }) = cli.command
+    {
+        // The server handles its own signals: the first stops it cleanly.
+        return serve::serve(&cli.global, bind, max_concurrent_runs).await;
+    }
     let interrupts = Interrupts::install();
     let global = &cli.global;
     let job = |target, prompt, interactive| Job {
@@ -143,6 +152,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             )
             .await
         }
+        // Served above, before Ctrl-C is given its meaning for runs.
+        Some(Command::Serve { .. }) => Ok(EXIT_FAILED),
         Some(Command::McpServer {
             transport,
             host,

@@ -110,7 +110,13 @@ impl JournaledModel {
             ToolsDelta::Same
         } else {
             sent.tools = Some(request.tools.clone());
-            ToolsDelta::New(request.tools.iter().map(|t| tool_value(openai, t)).collect())
+            ToolsDelta::New(
+                request
+                    .tools
+                    .iter()
+                    .map(|t| tool_value(openai, t))
+                    .collect(),
+            )
         };
         let params = match params_value(openai, request) {
             Value::Object(params) => params,
@@ -124,7 +130,6 @@ impl JournaledModel {
             tools,
         })
     }
-
 }
 
 /// How `message` is in the journaled body (`None`: it is not sent).
