@@ -133,10 +133,10 @@ pub enum Command {
         The page is at http://<address>/; the API is described in docs/server.md."
     )]
     Serve {
-        /// The address to listen on (default: [server] bind, 127.0.0.1:8765).
+        /// The address to listen on (default: `bind` of `[server]`, 127.0.0.1:8765).
         #[arg(long, value_name = "ADDR")]
         bind: Option<std::net::SocketAddr>,
-        /// Runs going at once; the rest wait in line (default: [server] max_concurrent_runs).
+        /// Runs going at once; the rest wait in line (default: `max_concurrent_runs` of `[server]`).
         #[arg(long, value_name = "N")]
         max_concurrent_runs: Option<usize>,
     },
