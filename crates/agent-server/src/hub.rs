@@ -109,7 +109,7 @@ impl Hub {
     ///
     /// The workspace cannot be created, the agent cannot be built, the store cannot be written.
     pub async fn create(&self, target: Target, settings: Value) -> Result<Arc<Live>, ApiError> {
-        let _starting = self.starting.lock().await;
+        // No lock: a new session has a new id, so it cannot be made live twice.
         let workspace = self.new_workspace()?;
         let (input, questions) = ChannelInput::new();
         let factory = self
@@ -216,8 +216,8 @@ impl Hub {
     /// A new, empty directory under the sessions root.
     fn new_workspace(&self) -> Result<PathBuf, ApiError> {
         std::fs::create_dir_all(&self.sessions_root).map_err(ApiError::internal)?;
-        for _ in 0..16 {
-            let name = format!("{}-{:08x}", agent_store::now_ms(), rand_u32());
+        for _ in 0..4 {
+            let name = uuid::Uuid::new_v4().to_string();
             let path = self.sessions_root.join(name);
             match std::fs::create_dir(&path) {
                 Ok(()) => return Ok(path),
@@ -231,19 +231,6 @@ impl Hub {
     fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// A little randomness for directory names (not a secret).
-fn rand_u32() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    hasher.finish() as u32
 }
 
 /// Whether `path` lies strictly inside `root`.

@@ -110,7 +110,9 @@ impl Live {
         if !self.status().busy {
             return false;
         }
-        self.leave_queue.notify_one();
+        // Wakes a run waiting in line now; unlike `notify_one`, leaves no permit behind that
+        // would make the next task look cancelled as soon as it queued.
+        self.leave_queue.notify_waiters();
         self.canceller.cancel();
         true
     }
