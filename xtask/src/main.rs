@@ -509,6 +509,7 @@ fn bench(extra: &[String]) -> Result<()> {
         "browser",
         "cli_startup",
         "process_cost",
+        "server",
     ] {
         let mut command = cargo(&[
             "bench",

@@ -5,9 +5,9 @@
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  sessions: [], current: null, source: null, seen: new Set(), steps: new Map(),
+  sessions: [], current: null, source: null, seen: new Set(), order: [], repeats: 0, steps: new Map(),
   calls: new Map(), runs: new Map(), currentStep: null, usage: { prompt: 0, completion: 0 },
-  workspace: "", filesTimer: null,
+  workspace: "", filesTimer: null, agent: "", titled: false,
 };
 // For tests and curious readers: what the page has rendered.
 window.openmanus = state;
@@ -81,7 +81,7 @@ async function loadSessions() {
 async function select(id) {
   if (state.source) state.source.close();
   Object.assign(state, {
-    current: id, seen: new Set(), steps: new Map(), calls: new Map(), runs: new Map(),
+    current: id, seen: new Set(), order: [], repeats: 0, steps: new Map(), calls: new Map(), runs: new Map(),
     currentStep: null, usage: { prompt: 0, completion: 0 },
   });
   history.replaceState(null, "", `#${id}`);
@@ -93,8 +93,10 @@ async function select(id) {
   $("usage").textContent = "";
   const session = await api(`/api/sessions/${id}`);
   state.workspace = session.workspace;
+  state.agent = session.agent;
+  state.titled = Boolean(session.title);
   $("session-title").textContent = session.title || "(no task yet)";
-  $("session-state").textContent = `${session.agent} · ${session.state}`;
+  showState(session.state);
   showStatus(session.status);
   await loadSessions();
   loadFiles();
@@ -110,8 +112,9 @@ async function select(id) {
 
 function onStored(kind, message) {
   const event = JSON.parse(message.data);
-  if (state.seen.has(event.id)) return; // never twice
+  if (state.seen.has(event.id)) { state.repeats += 1; return; } // never twice
   state.seen.add(event.id);
+  state.order.push(event.id);
   document.body.dataset.lastEventId = event.id;
   const data = event.data;
   if (kind === "run_started") runStarted(data);
@@ -120,13 +123,23 @@ function onStored(kind, message) {
   else agentEvent(data, event.html);
 }
 
+function showState(text) {
+  $("session-state").textContent = `${state.agent} · ${text}`;
+}
+
 function runStarted(data) {
   $("feed").append(el("div", { class: "run-head", text: `▶ ${data.task}` }));
-  $("session-title").textContent ||= data.task;
+  if (!state.titled) {
+    state.titled = true;
+    $("session-title").textContent = data.task;
+    loadSessions().catch(() => {});
+  }
+  showState("running");
 }
 
 function runFinished(data, html) {
   const failed = data.state !== "finished";
+  showState(data.state);
   const card = el("div", { class: `answer${failed ? " failed" : ""}` },
     el("div", { class: "step-head" },
       el("span", { text: data.status || data.state }),

@@ -1,0 +1,297 @@
+//! The web page driven end to end in headless Chromium: a session made in the page, a Manus task
+//! typed and sent, its steps appearing live, an `ask_human` question answered in the page, a
+//! reload while the run waits (every stored event shown once, in order), the created file
+//! listed, and a second task cancelled. Screenshots go to `target/e2e/` for review.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use agent_browser::{Browser, BrowserConfig};
+use agent_testkit::{Completion, Fault, MockReply};
+use chromiumoxide::Page;
+use chromiumoxide::page::ScreenshotParams;
+use common::{PATIENCE, TestServer, call};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// Where the screenshots go: `target/e2e/` next to the test binary's profile directory.
+fn artifacts() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test binary>
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = target.join("e2e");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn eval<T: DeserializeOwned>(page: &Page, expression: &str) -> T {
+    page.evaluate(expression)
+        .await
+        .unwrap_or_else(|e| panic!("evaluating {expression}: {e}"))
+        .into_value()
+        .unwrap_or_else(|e| panic!("reading {expression}: {e}"))
+}
+
+/// Waits until `expression` is true in the page (polled; the bound is generous).
+async fn until(page: &Page, what: &str, expression: &str) {
+    let started = Instant::now();
+    loop {
+        let value: bool = page
+            .evaluate(format!("Boolean({expression})"))
+            .await
+            .ok()
+            .and_then(|v| v.into_value().ok())
+            .unwrap_or(false);
+        if value {
+            return;
+        }
+        if started.elapsed() > PATIENCE {
+            let body: String = eval(page, "document.body.innerText").await;
+            panic!("gave up waiting for {what}; the page shows:\n{body}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn click(page: &Page, selector: &str) {
+    page.find_element(selector)
+        .await
+        .unwrap_or_else(|e| panic!("{selector}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("clicking {selector}: {e}"));
+}
+
+async fn type_into(page: &Page, selector: &str, text: &str) {
+    page.find_element(selector)
+        .await
+        .unwrap_or_else(|e| panic!("{selector}: {e}"))
+        .click()
+        .await
+        .unwrap()
+        .type_str(text)
+        .await
+        .unwrap_or_else(|e| panic!("typing into {selector}: {e}"));
+}
+
+async fn screenshot(page: &Page, name: &str) {
+    let path = artifacts().join(name);
+    page.save_screenshot(ScreenshotParams::builder().full_page(true).build(), &path)
+        .await
+        .unwrap_or_else(|e| panic!("screenshot {name}: {e}"));
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size > 1000, "{name} is only {size} bytes");
+}
+
+/// The ids of the session's stored events, in order.
+async fn stored_ids(server: &TestServer, id: &str) -> Vec<i64> {
+    server
+        .hub
+        .store()
+        .events_after(id, None, 100_000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect()
+}
+
+/// What the page has shown: the event ids in arrival order, and how many came twice.
+async fn shown(page: &Page) -> (Vec<i64>, u64) {
+    let order: Vec<i64> = eval(page, "window.openmanus.order").await;
+    let repeats: u64 = eval(page, "window.openmanus.repeats").await;
+    (order, repeats)
+}
+
+#[tokio::test]
+async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels() {
+    let server = TestServer::start().await;
+    let mut browser = Browser::launch(&BrowserConfig {
+        viewport_width: 1100,
+        viewport_height: 900,
+        launch_timeout: PATIENCE,
+        action_timeout: PATIENCE,
+        ..BrowserConfig::default()
+    })
+    .await
+    .expect("headless Chromium (the chromium package) is needed for the page test");
+    let page = browser.open_tab(&server.url).await.unwrap().clone();
+    until(&page, "the page script", "window.openmanus").await;
+
+    // A new Manus session, made in the page.
+    page.find_element("#new-agent")
+        .await
+        .unwrap()
+        .call_js_fn("function() { this.value = 'manus'; }", false)
+        .await
+        .unwrap();
+    click(&page, "#new-button").await;
+    until(
+        &page,
+        "the session view",
+        "!document.getElementById('session').hidden && window.openmanus.current",
+    )
+    .await;
+    let id: String = eval(&page, "window.openmanus.current").await;
+    let (_, session) = server.get(&format!("/api/sessions/{id}")).await;
+    assert_eq!(session["agent"], "manus", "{session}");
+    let workspace = PathBuf::from(session["workspace"].as_str().unwrap());
+
+    // The model asks whom to greet, writes the greeting to a file, and finishes.
+    let task = "Write a greeting for someone";
+    let greeting = workspace.join("greeting.txt");
+    server
+        .mock
+        .push_for(
+            task,
+            Completion::tool_calls(
+                Some("First I need a **name**.".into()),
+                [call("q1", "ask_human", &json!({"inquire": "Whom should I greet?"}))],
+            )
+            .with_usage(120, 12),
+        )
+        .push_for(
+            task,
+            Completion::tool_calls(
+                Some("Writing the greeting.".into()),
+                [call(
+                    "w1",
+                    "str_replace_editor",
+                    &json!({"command": "create", "path": greeting, "file_text": "Hello, Ada!\n"}),
+                )],
+            )
+            .with_usage(160, 20),
+        )
+        .push_for(
+            task,
+            Completion::tool_calls(
+                Some("The greeting is in `greeting.txt`.".into()),
+                [call("t1", "terminate", &json!({"status": "success"}))],
+            )
+            .with_usage(190, 8),
+        );
+    type_into(&page, "#task-text", task).await;
+    click(&page, "#send").await;
+
+    // The first step shows up live, with its thought rendered and the question asked.
+    until(&page, "the first step", "document.querySelector('#feed article.step .thought strong')").await;
+    until(
+        &page,
+        "the question",
+        "!document.getElementById('question').hidden && document.getElementById('question-text').textContent === 'Whom should I greet?'",
+    )
+    .await;
+    screenshot(&page, "serve-question.png").await;
+
+    // Reload while the run waits: the page replays the session and shows each event once.
+    page.reload().await.unwrap();
+    until(&page, "the session after the reload", "window.openmanus && window.openmanus.current").await;
+    until(
+        &page,
+        "the question after the reload",
+        "!document.getElementById('question').hidden",
+    )
+    .await;
+    let stored = stored_ids(&server, &id).await;
+    until(
+        &page,
+        "the replay",
+        &format!("window.openmanus.order.length >= {}", stored.len()),
+    )
+    .await;
+    let (order, repeats) = shown(&page).await;
+    assert_eq!(order, stored, "after the reload the page shows the store's events");
+    assert_eq!(repeats, 0);
+
+    // The answer, typed in the page, reaches the model as the tool's result.
+    type_into(&page, "#answer", "Ada").await;
+    click(&page, "#answer-button").await;
+    until(&page, "the final answer", "document.querySelector('#feed .answer .answer-text code')").await;
+    until(
+        &page,
+        "the file in the workspace list",
+        "document.querySelector('#files li[data-path=\"greeting.txt\"]')",
+    )
+    .await;
+    assert_eq!(std::fs::read_to_string(&greeting).unwrap(), "Hello, Ada!\n");
+    // The answered question is gone, and the head says what the run did.
+    until(
+        &page,
+        "the question box to go",
+        "getComputedStyle(document.getElementById('question')).display === 'none'",
+    )
+    .await;
+    let head: (String, String) = eval(
+        &page,
+        "[document.getElementById('session-title').textContent, document.getElementById('session-state').textContent]",
+    )
+    .await;
+    assert_eq!(head, (task.to_owned(), "manus · finished".to_owned()));
+    let answered = &server.mock.requests()[1];
+    assert!(
+        answered
+            .messages()
+            .iter()
+            .any(|m| m["role"] == "tool" && m["content"].as_str().unwrap_or_default().contains("Ada")),
+        "{:?}",
+        answered.messages()
+    );
+    let calls: u64 = eval(
+        &page,
+        "document.querySelectorAll('#feed .call[data-call=\"w1\"]').length",
+    )
+    .await;
+    assert_eq!(calls, 1, "the editor call is shown once");
+    let usage: String = eval(&page, "document.getElementById('usage').textContent").await;
+    assert_eq!(usage, "470 in · 40 out");
+    let stored = stored_ids(&server, &id).await;
+    let (order, repeats) = shown(&page).await;
+    assert_eq!(order, stored, "live events continue the replay without a gap");
+    assert_eq!(repeats, 0);
+    screenshot(&page, "serve-finished.png").await;
+
+    // A second task whose model never answers, cancelled from the page. (The mock keys a
+    // conversation by its first task, which the second task continues.)
+    let second = "Think for ever";
+    server.mock.push_for(task, MockReply::Fault(Fault::Hang));
+    type_into(&page, "#task-text", second).await;
+    click(&page, "#send").await;
+    until(&page, "the cancel button", "!document.getElementById('cancel').hidden").await;
+    server.mock.wait_for_requests(4).await;
+    click(&page, "#cancel").await;
+    until(
+        &page,
+        "the cancelled run",
+        "document.querySelectorAll('#feed .answer').length === 2 && document.querySelector('#feed .answer:last-of-type').classList.contains('failed')",
+    )
+    .await;
+    let last: String = eval(
+        &page,
+        "[...document.querySelectorAll('#feed .answer')].pop().textContent",
+    )
+    .await;
+    assert!(last.to_lowercase().contains("cancel"), "{last}");
+    let badge: String = eval(&page, "document.getElementById('session-state').textContent").await;
+    assert_eq!(badge, "manus · cancelled");
+    until(&page, "the send button again", "!document.getElementById('send').disabled").await;
+    let (_, runs) = server.get(&format!("/api/sessions/{id}")).await;
+    let states: Vec<String> = runs["run_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["state"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(states, ["finished", "cancelled"], "{runs}");
+    screenshot(&page, "serve-cancelled.png").await;
+
+    browser.close().await;
+    server.mock.verify().unwrap();
+    server.stop().await;
+}
