@@ -43,7 +43,13 @@ impl Server {
             .env_remove("OPENMANUS_CONFIG")
             .env("HOME", dir)
             .env("NO_COLOR", "1")
-            .args(["serve", "--bind", "127.0.0.1:0", "--max-concurrent-runs", "8"])
+            .args([
+                "serve",
+                "--bind",
+                "127.0.0.1:0",
+                "--max-concurrent-runs",
+                "8",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -160,7 +166,11 @@ async fn latency(server: &Server, mock: &MockOpenAi) -> Result<Vec<Duration>, Er
             task,
             Completion::tool_calls(
                 Some(format!("Step {step}.")),
-                [ToolCall::new(format!("v{step}"), "str_replace_editor", view.clone())],
+                [ToolCall::new(
+                    format!("v{step}"),
+                    "str_replace_editor",
+                    view.clone(),
+                )],
             ),
         );
     }
@@ -168,7 +178,11 @@ async fn latency(server: &Server, mock: &MockOpenAi) -> Result<Vec<Duration>, Er
         task,
         Completion::tool_calls(
             Some("Done.".into()),
-            [ToolCall::new("done", "terminate", r#"{"status":"success"}"#)],
+            [ToolCall::new(
+                "done",
+                "terminate",
+                r#"{"status":"success"}"#,
+            )],
         ),
     );
     let before = mock.request_count();
@@ -212,11 +226,16 @@ async fn memory(server: &Server, mock: &MockOpenAi) -> Result<(u64, u64), Error>
             task.clone(),
             Completion::tool_calls(
                 Some("Nothing to do.".into()),
-                [ToolCall::new("done", "terminate", r#"{"status":"success"}"#)],
+                [ToolCall::new(
+                    "done",
+                    "terminate",
+                    r#"{"status":"success"}"#,
+                )],
             ),
         );
         let follower = follow(server, &id, |_, _| {});
-        let sender = server.post(&format!("/api/sessions/{id}/tasks"), json!({"task": task}));
+        let path = format!("/api/sessions/{id}/tasks");
+        let sender = server.post(&path, json!({"task": task}));
         let (followed, sent) = tokio::join!(follower, sender);
         sent?;
         followed?;

@@ -436,6 +436,9 @@ pub struct ServerSettings {
     pub token_file: Option<PathBuf>,
     /// Runs going at once; the rest wait in line. Default 4.
     pub max_concurrent_runs: usize,
+    /// Seconds a session may sit idle before its agent (and its processes and browser) is
+    /// closed; its next task resumes it from the store. `0`: never. Default 1800.
+    pub idle_session_secs: u64,
     /// Host names accepted in `Host` besides the loopback names.
     pub allowed_hosts: Vec<String>,
     /// Origins (`scheme://host[:port]`) accepted besides the server's own.
@@ -455,6 +458,7 @@ impl Default for ServerSettings {
             token_env: "OPENMANUS_SERVER_TOKEN".into(),
             token_file: None,
             max_concurrent_runs: 4,
+            idle_session_secs: 1800,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             allow_host_tools: false,

@@ -237,6 +237,13 @@ impl BaseAgent {
 
     /// Appends a message to memory (OpenManus's `update_memory`, for every role).
     pub fn update_memory(&mut self, message: Message) {
+        if let Some(image) = &message.base64_image {
+            self.emit(AgentEvent::Image {
+                step: self.current_step,
+                caption: message.text().to_owned(),
+                image: image.clone(),
+            });
+        }
         self.memory.add_message(message);
     }
 

@@ -89,6 +89,16 @@ pub enum AgentEvent {
         /// Why it failed.
         reason: String,
     },
+    /// An image entered memory (a tool's screenshot or chart, a browser state's screenshot):
+    /// what the model will see, for front ends that show it.
+    Image {
+        /// Step number.
+        step: u32,
+        /// The text of the message carrying it (e.g. `Image returned by browser_use:`).
+        caption: String,
+        /// The image, base64-encoded as it goes to the model.
+        image: String,
+    },
     /// Stuck detection fired after this step.
     Stuck {
         /// Step number.

@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   sessions: [], current: null, source: null, seen: new Set(), order: [], repeats: 0, steps: new Map(),
   calls: new Map(), runs: new Map(), currentStep: null, usage: { prompt: 0, completion: 0 },
-  workspace: "", filesTimer: null, agent: "", titled: false,
+  workspace: "", filesTimer: null, agent: "", titled: false, statusVersion: -1,
 };
 // For tests and curious readers: what the page has rendered.
 window.openmanus = state;
@@ -82,7 +82,7 @@ async function select(id) {
   if (state.source) state.source.close();
   Object.assign(state, {
     current: id, seen: new Set(), order: [], repeats: 0, steps: new Map(), calls: new Map(), runs: new Map(),
-    currentStep: null, usage: { prompt: 0, completion: 0 },
+    currentStep: null, usage: { prompt: 0, completion: 0 }, statusVersion: -1,
   });
   history.replaceState(null, "", `#${id}`);
   $("empty").hidden = true;
@@ -207,12 +207,25 @@ function agentEvent(data, html) {
       if (slot) slot.textContent = tokens({ prompt: data.prompt_tokens, completion: data.completion_tokens });
       break;
     }
+    case "image":
+      (state.currentStep || $("feed")).append(el("figure", { class: "shot" },
+        el("img", { src: `data:${imageType(data.image)};base64,${data.image}`, alt: data.caption || "image" }),
+        data.caption ? el("figcaption", { text: data.caption }) : null));
+      break;
     case "retry":
       (state.currentStep || $("feed")).append(el("div", { class: "meta", text: `↻ retry ${data.attempt}: ${data.reason}` }));
       break;
     default:
       break;
   }
+}
+
+// The type of a base64 image from its first bytes (raster types only).
+function imageType(base64) {
+  if (base64.startsWith("/9j/")) return "image/jpeg";
+  if (base64.startsWith("R0lGOD")) return "image/gif";
+  if (base64.startsWith("UklGR")) return "image/webp";
+  return "image/png";
 }
 
 function callCard(call) {
@@ -235,6 +248,10 @@ function observation(text) {
 // ---- status, question, files ----
 
 function showStatus(status) {
+  // Statuses reach the page both on the event stream and in HTTP answers, which can arrive
+  // later than a newer one: an older status never replaces a newer one.
+  if (status.version < state.statusVersion) return;
+  state.statusVersion = status.version;
   $("cancel").hidden = !status.busy;
   $("send").disabled = status.busy;
   $("queue").hidden = !status.queue_position;

@@ -104,8 +104,7 @@ pub async fn list_sessions(State(state): State<AppState>) -> Result<Json<Value>,
             let status = state
                 .hub
                 .live(&record.id)
-                .map(|live| live.status())
-                .unwrap_or_default();
+                .map_or_else(Status::at_rest, |live| live.status());
             session_json(record, &status)
         })
         .collect();
@@ -167,8 +166,7 @@ pub async fn get_session(
     let status = state
         .hub
         .live(&id)
-        .map(|live| live.status())
-        .unwrap_or_default();
+        .map_or_else(Status::at_rest, |live| live.status());
     let mut body = session_json(&record, &status);
     body["run_list"] = serde_json::to_value(runs).unwrap_or(Value::Null);
     Ok(Json(body))
@@ -203,8 +201,16 @@ pub async fn post_task(
     if body.task.trim().is_empty() {
         return Err(ApiError::BadRequest("the task is empty".into()));
     }
-    let live = state.hub.ensure_live(&id).await?;
-    live.run(body.task).map_err(task_error)?;
+    let mut live = state.hub.ensure_live(&id).await?;
+    match live.run(body.task.clone()) {
+        Ok(()) => {}
+        Err(TaskError::Closed) => {
+            // Closed for being idle between the lookup and the task: resumed again.
+            live = state.hub.ensure_live(&id).await?;
+            live.run(body.task).map_err(task_error)?;
+        }
+        Err(error) => return Err(task_error(error)),
+    }
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "status": live.status() })),

@@ -12,6 +12,7 @@ use agent_tools::ChannelInput;
 use agents::AgentFactory;
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tracing::debug;
 
 use crate::error::ApiError;
 use crate::live::Live;
@@ -186,6 +187,29 @@ impl Hub {
     /// No such session (404), or the store cannot be read.
     pub async fn record(&self, id: &str) -> Result<SessionRecord, ApiError> {
         self.store.session(id).await.map_err(store_error)
+    }
+
+    /// Closes the live sessions that have had nothing to do for `max_idle` (their agents,
+    /// processes and browsers go; the store keeps them, and their next task resumes them).
+    /// Returns how many were closed.
+    pub async fn evict_idle(&self, max_idle: std::time::Duration) -> usize {
+        // Held while they close, so that a task for one of them resumes it only once it is
+        // closed.
+        let _starting = self.starting.lock().await;
+        let retired: Vec<Arc<Live>> = {
+            let mut live = self.lock_live();
+            let ids: Vec<String> = live
+                .iter()
+                .filter(|(_, session)| session.retire_if_idle(max_idle))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| live.remove(id)).collect()
+        };
+        for session in &retired {
+            debug!(session = session.id(), "closing an idle session");
+            session.close().await;
+        }
+        retired.len()
     }
 
     /// Closes every live session (at shutdown).

@@ -1,7 +1,9 @@
 //! A session being served: one task owns its [`Session`] and runs the tasks sent to it, one at
 //! a time, each after the run queue admits it; its events go to the session's stream.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use agent_session::{Canceller, Session};
 use agent_store::StoredEvent;
@@ -29,6 +31,11 @@ pub struct Live {
     question: Arc<Mutex<Option<oneshot::Sender<Option<String>>>>>,
     leave_queue: Arc<Notify>,
     stream: broadcast::Sender<Notice>,
+    /// When its last run ended (or it went live).
+    idle_since: Mutex<Instant>,
+    /// Set (under the status lock) when the hub lets it go for being idle: no task is taken
+    /// after that.
+    retired: AtomicBool,
 }
 
 /// Why a task was not accepted.
@@ -57,10 +64,12 @@ impl Live {
             id,
             commands,
             canceller: session.canceller(),
-            status: Arc::default(),
+            status: Arc::new(Mutex::new(Status::at_rest())),
             question: Arc::default(),
             leave_queue: Arc::new(Notify::new()),
             stream,
+            idle_since: Mutex::new(Instant::now()),
+            retired: AtomicBool::new(false),
         });
         if let Some(events) = session.recorded_events() {
             tokio::spawn(forward(events, live.stream.clone()));
@@ -92,6 +101,9 @@ impl Live {
     /// A run is already queued or going, or the session is closed.
     pub fn run(&self, task: String) -> Result<(), TaskError> {
         self.update(|status| {
+            if self.retired.load(Ordering::Acquire) {
+                return Err(TaskError::Closed);
+            }
             if status.busy {
                 return Err(TaskError::Busy);
             }
@@ -103,6 +115,22 @@ impl Live {
             self.update(|status| status.busy = false);
             TaskError::Closed
         })
+    }
+
+    /// Marks the session retired when it has had nothing to do for `max_idle`; true when it did
+    /// (the caller then closes it). Checked under the status lock, so a task arriving at the
+    /// same moment either runs or is refused as [`TaskError::Closed`], never lost.
+    pub fn retire_if_idle(&self, max_idle: Duration) -> bool {
+        let status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle = *self
+            .idle_since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if status.busy || idle.elapsed() < max_idle {
+            return false;
+        }
+        self.retired.store(true, Ordering::Release);
+        true
     }
 
     /// Cancels the run going or waiting; false when there is none.
@@ -144,6 +172,7 @@ impl Live {
         let (result, status) = {
             let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
             let result = change(&mut status);
+            status.bump();
             (result, status.clone())
         };
         let _ = self.stream.send(Notice::Status(status));
@@ -167,6 +196,10 @@ impl Live {
                 }
             };
             let Some(slot) = self.wait_for_slot(&queue).await else {
+                *self
+                    .idle_since
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Instant::now();
                 self.update(|status| {
                     status.busy = false;
                     status.queue_position = None;
@@ -185,6 +218,10 @@ impl Live {
                 }
             };
             drop(slot);
+            *self
+                .idle_since
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Instant::now();
             self.update(|status| {
                 status.busy = false;
                 status.question = None;

@@ -27,4 +27,54 @@ pub struct Status {
     pub question: Option<String>,
     /// Why the last task could not run, if it could not.
     pub error: Option<String>,
+    /// Grows with every change, also across restarts of the server (it is at least the time
+    /// of the change in microseconds): a client that got a newer status (on the event stream)
+    /// than the one an HTTP answer carries keeps the newer one.
+    pub version: u64,
+}
+
+impl Status {
+    /// The status of a session with no live agent: nothing going, as of now.
+    #[must_use]
+    pub fn at_rest() -> Self {
+        Self {
+            version: now_micros(),
+            ..Self::default()
+        }
+    }
+
+    /// Moves the version on after a change.
+    pub fn bump(&mut self) {
+        self.version = self.version.saturating_add(1).max(now_micros());
+    }
+}
+
+fn now_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_only_grow_and_a_session_at_rest_is_as_of_now() {
+        let mut status = Status::at_rest();
+        assert!(
+            status.version > 1_700_000_000_000_000,
+            "microseconds since the epoch"
+        );
+        let mut seen = status.version;
+        for _ in 0..1000 {
+            status.bump();
+            assert!(status.version > seen);
+            seen = status.version;
+        }
+        // A status far in the future (a clock set back) still moves on.
+        status.version = u64::MAX - 1;
+        status.bump();
+        assert_eq!(status.version, u64::MAX);
+    }
 }

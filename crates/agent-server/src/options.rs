@@ -9,6 +9,9 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:8765";
 /// The default limit on runs going at once.
 pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 4;
 
+/// How long a live session may be idle before its agent is closed, by default (30 minutes).
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
 /// Where and how a server runs.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -18,6 +21,9 @@ pub struct ServerOptions {
     pub token: Option<String>,
     /// Runs beyond this many wait in line.
     pub max_concurrent_runs: usize,
+    /// How long a live session may sit with nothing to do before its agent is closed (it is
+    /// resumed from the store by its next task); `None`: never.
+    pub idle_timeout: Option<std::time::Duration>,
     /// Host names accepted in `Host` besides the loopback names.
     pub allowed_hosts: Vec<String>,
     /// Origins accepted besides the server's own.
@@ -73,6 +79,7 @@ impl ServerOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], 8765)),
             token: None,
             max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             sessions_root: sessions_root.into(),

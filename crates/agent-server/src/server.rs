@@ -20,6 +20,7 @@ pub struct Server {
     listener: TcpListener,
     router: Router,
     hub: Arc<Hub>,
+    idle_timeout: Option<std::time::Duration>,
 }
 
 impl Server {
@@ -47,6 +48,7 @@ impl Server {
             listener,
             router: router(Arc::clone(&hub), access),
             hub,
+            idle_timeout: options.idle_timeout,
         })
     }
 
@@ -69,6 +71,9 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
         let hub = Arc::clone(&self.hub);
+        let sweeper = self
+            .idle_timeout
+            .map(|max_idle| tokio::spawn(sweep_idle(Arc::clone(&self.hub), max_idle)));
         let result = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
@@ -77,8 +82,30 @@ impl Server {
             })
             .await
             .map_err(ServerError::Serve);
+        if let Some(sweeper) = sweeper {
+            sweeper.abort();
+        }
         self.hub.close_all().await;
         result
+    }
+}
+
+/// Closes idle live sessions now and then, until the server shuts down.
+async fn sweep_idle(hub: Arc<Hub>, max_idle: std::time::Duration) {
+    let every = (max_idle / 4).clamp(
+        std::time::Duration::from_millis(250),
+        std::time::Duration::from_secs(60),
+    );
+    let mut closing = hub.closing();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = closing.wait_for(|closing| *closing) => return,
+        }
+        let closed = hub.evict_idle(max_idle).await;
+        if closed > 0 {
+            tracing::debug!(closed, "closed idle sessions");
+        }
     }
 }
 

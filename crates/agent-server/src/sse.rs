@@ -55,7 +55,9 @@ async fn pump(
     if replay(&hub, &id, &mut last, &sender).await.is_err() {
         return;
     }
-    let status = hub.live(&id).map(|live| live.status()).unwrap_or_default();
+    let status = hub
+        .live(&id)
+        .map_or_else(crate::notice::Status::at_rest, |live| live.status());
     if sender.send(status_event(&status)).await.is_err() {
         return;
     }

@@ -453,3 +453,63 @@ async fn beyond_loopback_a_token_is_required() {
     let _ = PATIENCE;
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_idle_session_is_closed_and_its_next_task_resumes_the_conversation() {
+    // Sessions idle for a second are closed (the test waits for it to happen, however long).
+    let server = TestServer::start_with(|options| {
+        options.idle_timeout = Some(std::time::Duration::from_secs(1))
+    })
+    .await;
+    server
+        .mock
+        .push(Completion::tool_calls(
+            Some("Noted: the word is *quince*.".into()),
+            [call("c1", "terminate", &json!({"status": "success"}))],
+        ))
+        .push(Completion::tool_calls(
+            Some("The word was quince.".into()),
+            [call("c2", "terminate", &json!({"status": "success"}))],
+        ));
+    let id = server.create("swe").await;
+    let mut events = server.events(&id, None).await;
+    server
+        .post(
+            &format!("/api/sessions/{id}/tasks"),
+            json!({"task": "Remember the word quince"}),
+        )
+        .await;
+    events.until(|e| e.event == "run_finished").await;
+    let started = std::time::Instant::now();
+    while server.hub.live_count() > 0 {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the idle session was never closed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (_, health) = server.get("/api/health").await;
+    assert_eq!(health["live_sessions"], 0, "{health}");
+    // The next task brings it back with its memory.
+    let (status, body) = server
+        .post(
+            &format!("/api/sessions/{id}/tasks"),
+            json!({"task": "Which word?"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let seen = events.until(|e| e.event == "run_finished").await;
+    assert_eq!(seen.last().unwrap().data["data"]["state"], "finished");
+    let second = &server.mock.requests()[1];
+    let texts: Vec<String> = second
+        .messages()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.contains("Remember the word quince")),
+        "the resumed session kept the first task: {texts:?}"
+    );
+    server.mock.verify().unwrap();
+    server.stop().await;
+}

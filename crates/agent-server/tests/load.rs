@@ -42,12 +42,19 @@ async fn one_session(server: &TestServer, n: usize) -> (String, Vec<i64>) {
         task.clone(),
         Completion::tool_calls(
             Some(format!("Session {n} is done.")),
-            [call(&format!("s{n}done"), "terminate", &json!({"status": "success"}))],
+            [call(
+                &format!("s{n}done"),
+                "terminate",
+                &json!({"status": "success"}),
+            )],
         ),
     );
     let mut events: SseClient = server.events(&id, None).await;
     let (status, body) = server
-        .post(&format!("/api/sessions/{id}/tasks"), json!({ "task": task }))
+        .post(
+            &format!("/api/sessions/{id}/tasks"),
+            json!({ "task": task }),
+        )
         .await;
     assert_eq!(status, 202, "{body}");
     let seen = events.until(|e| e.event == "run_finished").await;
@@ -55,7 +62,10 @@ async fn one_session(server: &TestServer, n: usize) -> (String, Vec<i64>) {
     for event in &seen {
         if event.name() == "tool_call_started" {
             let call_id = event.data["data"]["call"]["id"].as_str().unwrap();
-            assert!(call_id.starts_with(&format!("s{n}")), "session {n} saw {call_id}");
+            assert!(
+                call_id.starts_with(&format!("s{n}")),
+                "session {n} saw {call_id}"
+            );
         }
     }
     let finished = seen.last().unwrap();
@@ -90,7 +100,10 @@ async fn fifty_sessions_at_once_each_stream_exactly_their_stored_events() {
             .count();
         assert_eq!(steps, STEPS, "session {id}");
         for event_id in received {
-            assert!(all_ids.insert(*event_id), "event {event_id} in two sessions");
+            assert!(
+                all_ids.insert(*event_id),
+                "event {event_id} in two sessions"
+            );
         }
     }
     assert_eq!(server.mock.request_count(), SESSIONS * STEPS);

@@ -153,7 +153,11 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
             task,
             Completion::tool_calls(
                 Some("First I need a **name**.".into()),
-                [call("q1", "ask_human", &json!({"inquire": "Whom should I greet?"}))],
+                [call(
+                    "q1",
+                    "ask_human",
+                    &json!({"inquire": "Whom should I greet?"}),
+                )],
             )
             .with_usage(120, 12),
         )
@@ -181,7 +185,12 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     click(&page, "#send").await;
 
     // The first step shows up live, with its thought rendered and the question asked.
-    until(&page, "the first step", "document.querySelector('#feed article.step .thought strong')").await;
+    until(
+        &page,
+        "the first step",
+        "document.querySelector('#feed article.step .thought strong')",
+    )
+    .await;
     until(
         &page,
         "the question",
@@ -192,7 +201,12 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
 
     // Reload while the run waits: the page replays the session and shows each event once.
     page.reload().await.unwrap();
-    until(&page, "the session after the reload", "window.openmanus && window.openmanus.current").await;
+    until(
+        &page,
+        "the session after the reload",
+        "window.openmanus && window.openmanus.current",
+    )
+    .await;
     until(
         &page,
         "the question after the reload",
@@ -207,13 +221,21 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     )
     .await;
     let (order, repeats) = shown(&page).await;
-    assert_eq!(order, stored, "after the reload the page shows the store's events");
+    assert_eq!(
+        order, stored,
+        "after the reload the page shows the store's events"
+    );
     assert_eq!(repeats, 0);
 
     // The answer, typed in the page, reaches the model as the tool's result.
     type_into(&page, "#answer", "Ada").await;
     click(&page, "#answer-button").await;
-    until(&page, "the final answer", "document.querySelector('#feed .answer .answer-text code')").await;
+    until(
+        &page,
+        "the final answer",
+        "document.querySelector('#feed .answer .answer-text code')",
+    )
+    .await;
     until(
         &page,
         "the file in the workspace list",
@@ -239,7 +261,8 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
         answered
             .messages()
             .iter()
-            .any(|m| m["role"] == "tool" && m["content"].as_str().unwrap_or_default().contains("Ada")),
+            .any(|m| m["role"] == "tool"
+                && m["content"].as_str().unwrap_or_default().contains("Ada")),
         "{:?}",
         answered.messages()
     );
@@ -253,7 +276,10 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     assert_eq!(usage, "470 in · 40 out");
     let stored = stored_ids(&server, &id).await;
     let (order, repeats) = shown(&page).await;
-    assert_eq!(order, stored, "live events continue the replay without a gap");
+    assert_eq!(
+        order, stored,
+        "live events continue the replay without a gap"
+    );
     assert_eq!(repeats, 0);
     screenshot(&page, "serve-finished.png").await;
 
@@ -263,7 +289,12 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     server.mock.push_for(task, MockReply::Fault(Fault::Hang));
     type_into(&page, "#task-text", second).await;
     click(&page, "#send").await;
-    until(&page, "the cancel button", "!document.getElementById('cancel').hidden").await;
+    until(
+        &page,
+        "the cancel button",
+        "!document.getElementById('cancel').hidden",
+    )
+    .await;
     server.mock.wait_for_requests(4).await;
     click(&page, "#cancel").await;
     until(
@@ -278,9 +309,18 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     )
     .await;
     assert!(last.to_lowercase().contains("cancel"), "{last}");
-    let badge: String = eval(&page, "document.getElementById('session-state').textContent").await;
+    let badge: String = eval(
+        &page,
+        "document.getElementById('session-state').textContent",
+    )
+    .await;
     assert_eq!(badge, "manus · cancelled");
-    until(&page, "the send button again", "!document.getElementById('send').disabled").await;
+    until(
+        &page,
+        "the send button again",
+        "!document.getElementById('send').disabled",
+    )
+    .await;
     let (_, runs) = server.get(&format!("/api/sessions/{id}")).await;
     let states: Vec<String> = runs["run_list"]
         .as_array()
@@ -291,6 +331,86 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     assert_eq!(states, ["finished", "cancelled"], "{runs}");
     screenshot(&page, "serve-cancelled.png").await;
 
+    browser.close().await;
+    server.mock.verify().unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_browser_screenshot_the_model_sees_is_shown_in_the_page() {
+    let server = TestServer::start().await;
+    let id = server.create("manus").await;
+    // Manus opens a page in its own Chromium; its next step carries the screenshot.
+    let task = "Look at the health page";
+    server
+        .mock
+        .push_for(
+            task,
+            Completion::tool_calls(
+                Some("Opening it.".into()),
+                [call(
+                    "b1",
+                    "browser_use",
+                    &json!({"action": "go_to_url", "url": format!("{}/api/health", server.url)}),
+                )],
+            ),
+        )
+        .push_for(
+            task,
+            Completion::tool_calls(
+                Some("Seen.".into()),
+                [call("t1", "terminate", &json!({"status": "success"}))],
+            ),
+        );
+    let mut browser = Browser::launch(&BrowserConfig {
+        launch_timeout: PATIENCE,
+        action_timeout: PATIENCE,
+        ..BrowserConfig::default()
+    })
+    .await
+    .expect("headless Chromium (the chromium package) is needed for the page test");
+    let page = browser
+        .open_tab(&format!("{}/#{id}", server.url))
+        .await
+        .unwrap()
+        .clone();
+    until(
+        &page,
+        "the session view",
+        "window.openmanus && window.openmanus.current",
+    )
+    .await;
+    let (status, body) = server
+        .post(
+            &format!("/api/sessions/{id}/tasks"),
+            json!({ "task": task }),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    until(
+        &page,
+        "the final answer",
+        "document.querySelector('#feed .answer')",
+    )
+    .await;
+    // The model got an image, and the page shows the same picture, decoded.
+    let sent_image = server.mock.requests()[1].messages().iter().any(|m| {
+        m["content"]
+            .as_array()
+            .is_some_and(|parts| parts.iter().any(|p| p["type"] == "image_url"))
+    });
+    assert!(sent_image, "the second request carries the screenshot");
+    until(
+        &page,
+        "the screenshot in the feed",
+        "[...document.querySelectorAll('#feed figure.shot img')].some((img) => img.complete && img.naturalWidth > 100)",
+    )
+    .await;
+    let stored = stored_ids(&server, &id).await;
+    let (order, repeats) = shown(&page).await;
+    assert_eq!(order, stored);
+    assert_eq!(repeats, 0);
+    screenshot(&page, "serve-screenshot.png").await;
     browser.close().await;
     server.mock.verify().unwrap();
     server.stop().await;

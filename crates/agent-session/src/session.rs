@@ -638,7 +638,10 @@ impl Forwarder {
             let mut usage = Usage::default();
             let mut record = |event: &AgentEvent| {
                 usage.add(event);
-                journal.event(event);
+                // An image is in the journal already, in the request that carries it.
+                if !matches!(event, AgentEvent::Image { .. }) {
+                    journal.event(event);
+                }
             };
             loop {
                 tokio::select! {

@@ -38,6 +38,8 @@ pub async fn serve(
     options.bind = bind;
     options.token = token;
     options.max_concurrent_runs = max_concurrent_runs.unwrap_or(settings.max_concurrent_runs);
+    options.idle_timeout = (settings.idle_session_secs > 0)
+        .then(|| std::time::Duration::from_secs(settings.idle_session_secs));
     options.allowed_hosts = settings.allowed_hosts.clone();
     options.allowed_origins = settings.allowed_origins.clone();
     options.allow_host_tools = settings.allow_host_tools;
