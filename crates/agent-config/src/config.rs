@@ -20,6 +20,20 @@ use crate::source::{ConfigOrigin, ConfigSource};
 /// The string keys of an LLM section whose environment source `describe_llm` reports.
 const ENV_FIELDS: [&str; 5] = ["model", "base_url", "api_key", "api_version", "deployment"];
 
+/// Keys accepted so that OpenManus's files load, which openmanus-rs does not use: the key and
+/// why it does nothing.
+const INERT_KEYS: [(&[&str], &str); 2] = [
+    (
+        &["daytona"],
+        "openmanus-rs has no Daytona sandbox; sandboxed agents use [sandbox]",
+    ),
+    (
+        &["mcp", "server_reference"],
+        "OpenManus's Python module for its MCP server; openmanus-rs serves its tools with \
+         `openmanus mcp-server`",
+    ),
+];
+
 /// A loaded configuration. The LLM profiles are reached through methods (they have lookup
 /// rules); the other sections are plain public fields, at their defaults when the file does not
 /// set them.
@@ -29,6 +43,7 @@ pub struct Config {
     pub(crate) mcp_path: Option<PathBuf>,
     llm: LlmProfiles,
     env_refs: Vec<(String, String)>,
+    inert: Vec<(String, &'static str)>,
     /// `[browser]` (and `[browser.proxy]`).
     pub browser: BrowserSettings,
     /// `[search]`.
@@ -61,6 +76,7 @@ impl Config {
             },
             mcp_path: None,
             env_refs: Vec::new(),
+            inert: Vec::new(),
             llm: LlmProfiles {
                 default: default_llm,
                 named: BTreeMap::new(),
@@ -93,6 +109,11 @@ impl Config {
     pub(crate) fn parse(text: &str, source: ConfigSource, env: &Env) -> Result<Self, ConfigError> {
         let path = source.path.clone();
         let mut doc = Document::parse(text, &path, env)?;
+        let inert = INERT_KEYS
+            .iter()
+            .filter(|(key, _)| doc.has(key))
+            .map(|(key, why)| (key.join("."), *why))
+            .collect();
         let llm_entry = doc.take("llm");
         let llm = llm::build(&doc, llm_entry)?;
         let sections: Sections = doc.deserialize_rest()?;
@@ -100,6 +121,7 @@ impl Config {
             source,
             mcp_path: None,
             env_refs: std::mem::take(&mut doc.env_refs),
+            inert,
             llm,
             browser: sections.browser,
             search: sections.search,
@@ -130,6 +152,13 @@ impl Config {
     /// file order (e.g. `("llm.api_key", "OPENAI_API_KEY")`).
     pub fn env_references(&self) -> impl Iterator<Item = (&str, &str)> {
         self.env_refs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The keys the file sets that do nothing in openmanus-rs (`daytona`,
+    /// `mcp.server_reference`: accepted so that OpenManus's files load), each with the reason;
+    /// `openmanus config check` warns about them.
+    pub fn inert_keys(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.inert.iter().map(|(k, why)| (k.as_str(), *why))
     }
 
     /// The default LLM: `[llm]` (or `[llm.default]` when there is one, as in OpenManus).

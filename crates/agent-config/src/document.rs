@@ -55,6 +55,21 @@ impl<'i> Document<'i> {
         }
     }
 
+    /// Whether the document sets the key at `path` (before anything was taken out of it).
+    pub(crate) fn has(&self, path: &[&str]) -> bool {
+        let mut table = &self.original;
+        let Some((last, parents)) = path.split_last() else {
+            return false;
+        };
+        for key in parents {
+            match table.get(*key).map(Spanned::get_ref) {
+                Some(DeValue::Table(inner)) => table = inner,
+                _ => return false,
+            }
+        }
+        table.contains_key(*last)
+    }
+
     /// Removes and returns a top-level entry (with its key's span).
     pub(crate) fn take(&mut self, key: &str) -> Option<(Range<usize>, Spanned<DeValue<'i>>)> {
         self.root.remove_entry(key).map(|(k, v)| (k.span(), v))

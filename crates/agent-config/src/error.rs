@@ -20,8 +20,8 @@ use crate::source::ConfigOrigin;
 pub enum ConfigError {
     /// No configuration file exists at any of the default places.
     #[error(
-        "no configuration file found; searched {}. Copy config/config.example.toml to \
-         config/config.toml and edit it, or pass --config <file>",
+        "no configuration file found; searched {}. Run `openmanus config init` to write one \
+         (in the per-user configuration directory), or pass --config <file>",
         list_paths(.searched)
     )]
     NotFound {
@@ -100,6 +100,15 @@ pub enum ConfigError {
         /// The variable.
         var: String,
     },
+    /// A command-line override (`-c KEY=VALUE`, `--model`) names an unknown key, has a value
+    /// of the wrong type, or cannot be placed in the file.
+    #[error("{text}: {message}")]
+    Override {
+        /// The override as written (`-c llm.temperature=hot`).
+        text: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// `mcp.json` is not valid JSON or not shaped like `{"mcpServers": {...}}`.
     #[error("{}:{line}:{column}: invalid MCP server file: {message}", .path.display())]
     McpSyntax {
@@ -159,11 +168,12 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 impl ConfigError {
-    /// The file the error is about (`None` for [`ConfigError::NotFound`], which is about several).
+    /// The file the error is about (`None` for [`ConfigError::NotFound`], which is about several,
+    /// and for [`ConfigError::Override`], which is about the command line).
     #[must_use]
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Self::NotFound { .. } => None,
+            Self::NotFound { .. } | Self::Override { .. } => None,
             Self::Missing { path, .. }
             | Self::Read { path, .. }
             | Self::Syntax { path, .. }

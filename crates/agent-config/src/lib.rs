@@ -78,6 +78,7 @@ mod error;
 mod llm;
 mod loader;
 mod mcp;
+mod overrides;
 mod policies;
 mod secrets;
 mod sections;
@@ -88,6 +89,7 @@ pub use error::ConfigError;
 pub use llm::VISION;
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
+pub use overrides::{ConfigOverride, OverrideSyntaxError};
 pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
 pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{

@@ -7,21 +7,29 @@ use crate::config::Config;
 use crate::env::Env;
 use crate::error::ConfigError;
 use crate::mcp;
+use crate::overrides::ConfigOverride;
 use crate::source::{CONFIG_ENV, ConfigOrigin, ConfigSource};
+
+/// The per-user configuration file under a configuration directory.
+const USER_FILE: [&str; 2] = ["openmanus", "config.toml"];
 
 /// Finds and loads the configuration. Lookup order:
 ///
 /// 1. the explicit path ([`ConfigLoader::explicit_path`], the CLI's `--config`);
 /// 2. the file named by `OPENMANUS_CONFIG` (unset or empty: skipped);
 /// 3. `<base>/config/config.toml`;
-/// 4. `<base>/config/config.example.toml` (as OpenManus does; a warning is logged).
+/// 4. the per-user file, `$XDG_CONFIG_HOME/openmanus/config.toml` or else
+///    `$HOME/.config/openmanus/config.toml` ([`ConfigLoader::user_config_path`]);
+/// 5. `<base>/config/config.example.toml` (as OpenManus does; a warning is logged).
 ///
 /// A file named by 1 or 2 must exist (no silent fall-through); relative paths there are taken
 /// relative to the base directory. The MCP servers are read from `mcp.json` in the directory of
 /// the chosen file (missing: none).
 ///
-/// The environment (for `OPENMANUS_CONFIG` and `${VAR}` values) is the process's unless
-/// [`ConfigLoader::with_env`] replaces it.
+/// The environment (for `OPENMANUS_CONFIG`, the per-user directory and `${VAR}` values) is the
+/// process's unless [`ConfigLoader::with_env`] replaces it. Overrides
+/// ([`ConfigLoader::with_overrides`], the CLI's `-c KEY=VALUE` and `--model`) replace keys of
+/// the file before it is validated.
 ///
 /// ```
 /// use agent_config::{ConfigLoader, ConfigOrigin};
@@ -44,6 +52,7 @@ pub struct ConfigLoader {
     base_dir: PathBuf,
     explicit: Option<PathBuf>,
     env: Env,
+    overrides: Vec<ConfigOverride>,
 }
 
 impl ConfigLoader {
@@ -53,7 +62,33 @@ impl ConfigLoader {
             base_dir: base_dir.into(),
             explicit: None,
             env: Env::process(),
+            overrides: Vec::new(),
         }
+    }
+
+    /// Replaces keys of the file, in order, before it is validated (the CLI's `-c KEY=VALUE`
+    /// and `--model`). An override naming an unknown key, or with a value of the wrong type, is
+    /// a [`ConfigError::Override`].
+    #[must_use]
+    pub fn with_overrides(mut self, overrides: impl IntoIterator<Item = ConfigOverride>) -> Self {
+        self.overrides.extend(overrides);
+        self
+    }
+
+    /// The per-user configuration file: `$XDG_CONFIG_HOME/openmanus/config.toml` when that
+    /// variable is set to an absolute path, else `$HOME/.config/openmanus/config.toml`; `None`
+    /// without either.
+    #[must_use]
+    pub fn user_config_path(&self) -> Option<PathBuf> {
+        let absolute = |name: &str| {
+            self.env
+                .get(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        let dir =
+            absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|h| h.join(".config")))?;
+        Some(USER_FILE.iter().fold(dir, |path, part| path.join(part)))
     }
 
     /// Uses this file, when given, before any other (the CLI's `--config`).
@@ -90,16 +125,19 @@ impl ConfigLoader {
             }];
         }
         let dir = self.base_dir.join("config");
-        vec![
-            ConfigSource {
-                path: dir.join("config.toml"),
-                origin: ConfigOrigin::ConfigToml,
-            },
-            ConfigSource {
-                path: dir.join("config.example.toml"),
-                origin: ConfigOrigin::Example,
-            },
-        ]
+        let mut candidates = vec![ConfigSource {
+            path: dir.join("config.toml"),
+            origin: ConfigOrigin::ConfigToml,
+        }];
+        candidates.extend(self.user_config_path().map(|path| ConfigSource {
+            path,
+            origin: ConfigOrigin::User,
+        }));
+        candidates.push(ConfigSource {
+            path: dir.join("config.example.toml"),
+            origin: ConfigOrigin::Example,
+        });
+        candidates
     }
 
     /// The file that will be loaded.
@@ -167,14 +205,66 @@ impl ConfigLoader {
     ///
     /// As [`ConfigLoader::load`], with `<string>` as the file name.
     pub fn parse_str(&self, text: &str) -> Result<Config, ConfigError> {
-        Config::parse(
+        self.parse(
             text,
             ConfigSource {
                 path: PathBuf::from("<string>"),
                 origin: ConfigOrigin::Inline,
             },
-            &self.env,
         )
+    }
+
+    /// Parses `text` with the overrides applied. Errors about an override name it; errors
+    /// about the file keep the file's own lines and columns.
+    fn parse(&self, text: &str, source: ConfigSource) -> Result<Config, ConfigError> {
+        if self.overrides.is_empty() {
+            return Config::parse(text, source, &self.env);
+        }
+        // A file that is not TOML: report it as it is.
+        let Ok(mut root) = text.parse::<toml::Table>() else {
+            return Config::parse(text, source, &self.env);
+        };
+        for over in &self.overrides {
+            over.apply(&mut root)
+                .map_err(|message| ConfigError::Override {
+                    text: over.to_string(),
+                    message,
+                })?;
+        }
+        let merged = toml::to_string(&root).map_err(|e| ConfigError::Override {
+            text: self
+                .overrides
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+            message: e.to_string(),
+        })?;
+        match Config::parse(&merged, source.clone(), &self.env) {
+            Ok(config) => Ok(config),
+            Err(error) => {
+                let key = match &error {
+                    ConfigError::Invalid { key, .. } | ConfigError::EnvVar { key, .. } => {
+                        Some(key.clone())
+                    }
+                    ConfigError::MissingKey { section, key, .. } => {
+                        Some(format!("{section}.{key}"))
+                    }
+                    _ => None,
+                };
+                let culprit = key
+                    .as_deref()
+                    .and_then(|key| self.overrides.iter().rev().find(|over| over.concerns(key)));
+                if let Some(over) = culprit {
+                    return Err(ConfigError::Override {
+                        text: over.to_string(),
+                        message: override_message(&error),
+                    });
+                }
+                // The file's own fault: say so with its own positions.
+                Config::parse(text, source, &self.env).and(Err(error))
+            }
+        }
     }
 
     fn load_source(&self, source: ConfigSource) -> Result<Config, ConfigError> {
@@ -187,7 +277,7 @@ impl ConfigLoader {
             .parent()
             .unwrap_or_else(|| Path::new(""))
             .join("mcp.json");
-        let mut config = Config::parse(&text, source, &self.env)?;
+        let mut config = self.parse(&text, source)?;
         config.mcp.servers = mcp::load_with_env(&mcp_path, &self.env)?;
         config.mcp_path = Some(mcp_path);
         tracing::debug!(source = %config.source, servers = config.mcp.servers.len(), "configuration loaded");
@@ -229,5 +319,16 @@ impl Config {
     /// Any [`ConfigError`] about the content.
     pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
         ConfigLoader::new("").parse_str(text)
+    }
+}
+
+/// What an error says about a key, without the file position (which is the merged text's).
+fn override_message(error: &ConfigError) -> String {
+    match error {
+        ConfigError::Invalid { key, message, .. } => format!("`{key}`: {message}"),
+        ConfigError::EnvVar { key, var, .. } => {
+            format!("`{key}` reads the environment variable `{var}`, which is not set")
+        }
+        other => other.to_string(),
     }
 }

@@ -15,6 +15,9 @@ pub enum ConfigOrigin {
     EnvVar,
     /// Found as `config/config.toml` under the base directory.
     ConfigToml,
+    /// Found in the per-user configuration directory:
+    /// `$XDG_CONFIG_HOME/openmanus/config.toml`, else `~/.config/openmanus/config.toml`.
+    User,
     /// Found as `config/config.example.toml` under the base directory (no `config.toml`).
     Example,
     /// Parsed from a string; there is no file.
@@ -27,6 +30,7 @@ impl fmt::Display for ConfigOrigin {
             Self::Explicit => "--config",
             Self::EnvVar => CONFIG_ENV,
             Self::ConfigToml => "the config directory",
+            Self::User => "the per-user configuration directory",
             Self::Example => "the config directory, example fallback",
             Self::Inline => "a string",
         })

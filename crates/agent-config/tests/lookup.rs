@@ -102,8 +102,8 @@ fn a_missing_configuration_lists_the_paths_searched() {
     assert_eq!(
         err.to_string(),
         format!(
-            "no configuration file found; searched {}, {}. Copy config/config.example.toml to \
-             config/config.toml and edit it, or pass --config <file>",
+            "no configuration file found; searched {}, {}. Run `openmanus config init` to write \
+             one (in the per-user configuration directory), or pass --config <file>",
             toml.display(),
             example.display()
         )
@@ -230,4 +230,76 @@ fn load_and_from_file_shortcuts() {
         agent_config::Config::from_file(dir.path().join("none.toml")),
         Err(ConfigError::Missing { .. })
     ));
+}
+
+#[test]
+fn the_per_user_file_comes_after_config_toml_and_before_the_example() {
+    let dir = all_candidates();
+    let home = tempfile::tempdir().unwrap();
+    write(
+        home.path(),
+        ".config/openmanus/config.toml",
+        &llm("from-user"),
+    );
+    let home_str = home.path().to_str().unwrap().to_owned();
+    let loader = ConfigLoader::new(dir.path()).with_env(env_of(&[("HOME", &home_str)]));
+    assert_eq!(
+        loader
+            .candidates()
+            .into_iter()
+            .map(|c| c.origin)
+            .collect::<Vec<_>>(),
+        [
+            ConfigOrigin::ConfigToml,
+            ConfigOrigin::User,
+            ConfigOrigin::Example
+        ]
+    );
+    // ./config/config.toml wins over the per-user file...
+    assert_eq!(
+        loader.load().unwrap().default_llm().model,
+        "from-config-toml"
+    );
+    // ...which wins over the example.
+    std::fs::remove_file(dir.path().join("config/config.toml")).unwrap();
+    let config = loader.load().unwrap();
+    assert_eq!(config.default_llm().model, "from-user");
+    assert_eq!(config.source().origin, ConfigOrigin::User);
+    assert_eq!(
+        config.source().path,
+        home.path().join(".config/openmanus/config.toml")
+    );
+
+    // $XDG_CONFIG_HOME, when set to an absolute path, replaces ~/.config.
+    let xdg = tempfile::tempdir().unwrap();
+    write(xdg.path(), "openmanus/config.toml", &llm("from-xdg"));
+    let xdg_str = xdg.path().to_str().unwrap().to_owned();
+    let loader = ConfigLoader::new(dir.path()).with_env(env_of(&[
+        ("HOME", &home_str),
+        ("XDG_CONFIG_HOME", &xdg_str),
+    ]));
+    assert_eq!(
+        loader.user_config_path(),
+        Some(xdg.path().join("openmanus/config.toml"))
+    );
+    assert_eq!(loader.load().unwrap().default_llm().model, "from-xdg");
+    // A relative XDG_CONFIG_HOME is ignored, as the XDG specification says.
+    let loader = ConfigLoader::new(dir.path())
+        .with_env(env_of(&[("HOME", &home_str), ("XDG_CONFIG_HOME", "rel")]));
+    assert_eq!(loader.load().unwrap().default_llm().model, "from-user");
+}
+
+#[test]
+fn not_found_names_config_init_and_the_per_user_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = ConfigLoader::new(dir.path())
+        .with_env(env_of(&[("HOME", "/home/someone")]))
+        .load()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("/home/someone/.config/openmanus/config.toml"),
+        "{text}"
+    );
+    assert!(text.contains("openmanus config init"), "{text}");
 }

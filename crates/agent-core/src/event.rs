@@ -73,6 +73,14 @@ pub enum AgentEvent {
         /// New state.
         to: AgentState,
     },
+    /// A piece of the model's reply text, as it streams in (only for streamed replies; the
+    /// whole text follows in [`AgentEvent::Thought`]). Live views show it; journals and stores
+    /// skip it, since the thought carries the same text. After an [`AgentEvent::Retry`], the
+    /// deltas start again from the beginning of the reply.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
     /// Tokens used by one model call, as reported by the provider.
     TokenUsage {
         /// Input tokens.

@@ -2,7 +2,7 @@
 
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use agent_core::{EventBus, Message, Role, ToolDefinition};
+use agent_core::{AgentEvent, EventBus, Message, Role, ToolDefinition};
 use async_trait::async_trait;
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
@@ -109,8 +109,9 @@ impl LlmClient {
         })
     }
 
-    /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry (pass the agent's
-    /// event bus).
+    /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry and, for streamed
+    /// replies, [`agent_core::AgentEvent::TextDelta`] for each piece of text as it arrives
+    /// (pass the agent's event bus).
     #[must_use]
     pub fn with_events(mut self, events: EventBus) -> Self {
         self.events = Some(events);
@@ -440,7 +441,16 @@ impl LlmClient {
                 break;
             }
             if !data.is_empty() {
+                let before = assembler.content().len();
                 assembler.push(data)?;
+                if let Some(events) = &self.events
+                    && let Some(text) = assembler.content().get(before..)
+                    && !text.is_empty()
+                {
+                    events.emit(AgentEvent::TextDelta {
+                        text: text.to_owned(),
+                    });
+                }
             }
         }
         if !done && !assembler.finished() {

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use agent_core::{AgentEvent, EventBus};
 use tokio_retry::strategy::{ExponentialBackoff, jitter};
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::LlmError;
 
@@ -144,13 +144,17 @@ impl RetryPolicy {
                 } => format!("{error}; the partial reply is discarded and the request sent again"),
                 _ => error.to_string(),
             };
-            warn!(attempt = number, delay_ms = delay.as_millis(), %reason, "model call failed; retrying");
             if let Some(events) = events {
+                // The event is the report (the terminal shows it as one line); the log only
+                // keeps a trace of it, so a retry is not reported twice.
+                info!(attempt = number, delay_ms = delay.as_millis(), %reason, "model call failed; retrying");
                 events.emit(AgentEvent::Retry {
                     attempt: number,
                     delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                     reason,
                 });
+            } else {
+                warn!(attempt = number, delay_ms = delay.as_millis(), %reason, "model call failed; retrying");
             }
             tokio::time::sleep(delay).await;
             number += 1;

@@ -177,6 +177,12 @@ impl StreamAssembler {
         self.received_tokens
     }
 
+    /// The reply text received so far.
+    #[must_use]
+    pub fn content(&self) -> &str {
+        &self.content
+    }
+
     /// Whether a chunk carried a `finish_reason`.
     #[must_use]
     pub fn finished(&self) -> bool {

@@ -152,7 +152,8 @@ impl Recorder {
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let sink = queue.clone();
         bus.subscribe_with(Arc::new(move |event: &AgentEvent| {
-            sink.send(Item::Agent(event.clone()))
+            // Streamed text is not stored: the thought that follows carries it whole.
+            matches!(event, AgentEvent::TextDelta { .. }) || sink.send(Item::Agent(event.clone()))
         }));
         let writer = tokio::spawn(write(store.clone(), id.clone(), receiver, events.clone()));
         Self {

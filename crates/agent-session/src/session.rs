@@ -475,6 +475,37 @@ impl Session {
         }
     }
 
+    /// [`Session::run`] with images attached to the task: each message (a user message with a
+    /// `base64_image`, e.g. [`agent_core::Message::user_message_with_image`]) goes into the
+    /// agent's memory just before the task, so the model sees the images with it (a model
+    /// without image support gets their captions only, as the LLM client decides).
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::run`]; images for a flow are refused ([`SessionError::Agent`]).
+    pub async fn run_with_images(
+        &mut self,
+        task: &str,
+        images: Vec<agent_core::Message>,
+    ) -> Result<RunReport, SessionError> {
+        if task.trim().is_empty() {
+            return Err(SessionError::EmptyTask);
+        }
+        if !images.is_empty() {
+            match &mut self.runner {
+                Some(Runner::Agent(built)) => {
+                    built.agent_mut().base_mut().memory.add_messages(images);
+                }
+                _ => {
+                    return Err(SessionError::Agent(AgentError::step(
+                        "images can be attached to an agent's task, not to a flow's",
+                    )));
+                }
+            }
+        }
+        self.run(task).await
+    }
+
     /// Runs `task` to its end and reports how it went: the outcome, the final answer, the files
     /// created, changed or deleted in the workspace, and the tokens used. The conversation of
     /// earlier tasks is kept.
@@ -637,6 +668,10 @@ impl Forwarder {
         let task = tokio::spawn(async move {
             let mut usage = Usage::default();
             let mut record = |event: &AgentEvent| {
+                // Streamed text is for live views: the thought that follows carries it whole.
+                if matches!(event, AgentEvent::TextDelta { .. }) {
+                    return;
+                }
                 usage.add(event);
                 // An image is in the journal already, in the request that carries it.
                 if !matches!(event, AgentEvent::Image { .. }) {

@@ -2,8 +2,12 @@
 
 use std::path::PathBuf;
 
+use agent_config::ConfigOverride;
 use agents::AgentKind;
 use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::color::ColorChoice;
+use crate::init::InitArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -12,21 +16,33 @@ use clap::{Parser, Subcommand, ValueEnum};
     about = "Run OpenManus agents: a model that thinks, then acts with tools, step by step.",
     long_about = "Run OpenManus agents from the terminal.\n\n\
         Without a subcommand, runs an agent (Manus by default) on --prompt, or asks for a task.\n\
-        Configuration comes from --config, $OPENMANUS_CONFIG, ./config/config.toml or\n\
-        ./config/config.example.toml. Try `openmanus demo` first: it needs no API key.",
+        Configuration comes from --config, $OPENMANUS_CONFIG, ./config/config.toml, the\n\
+        per-user ~/.config/openmanus/config.toml ($XDG_CONFIG_HOME), or\n\
+        ./config/config.example.toml; `openmanus config init` writes the per-user one.\n\
+        -c KEY=VALUE and --model override any key for one run.\n\
+        Try `openmanus demo` first: it needs no API key.",
     after_help = "Examples:\n  openmanus demo\n  openmanus --prompt \"Summarise the files in the workspace\"\n  \
         openmanus --agent swe -i\n  openmanus -i --resume\n  openmanus sessions list\n  \
-        openmanus config check"
+        openmanus config init --provider anthropic\n  \
+        openmanus --model gpt-4o-mini -c llm.temperature=0.2 -p \"...\"\n  \
+        git diff | openmanus -p \"Review this diff:\"\n  openmanus config check"
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// The task. Without it (and without -i) you are asked for one.
+    /// The task (`-` reads it from standard input). Without it (and without -i), the task is
+    /// asked for on a terminal, and is all of standard input when that is a pipe or a file.
     #[arg(short, long)]
     pub prompt: Option<String>,
     /// Keep going: ask for another task after each run, keeping the conversation.
     #[arg(short, long)]
     pub interactive: bool,
+    /// Attach an image (PNG, JPEG, GIF, WebP) to the first task, for vision models; repeat for
+    /// several.
+    #[arg(long, value_name = "PATH")]
+    pub image: Vec<PathBuf>,
+    #[command(flatten)]
+    pub overrides: ShortOverrides,
     /// Continue a recorded session instead of starting one: the one given (an id, or its first
     /// characters), or without ID the most recent one. Its agent, workspace and conversation
     /// come back; --agent is ignored.
@@ -41,10 +57,22 @@ pub struct Cli {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct GlobalArgs {
-    /// The configuration file (default: $OPENMANUS_CONFIG, ./config/config.toml, then
-    /// ./config/config.example.toml).
+    /// The configuration file (default: $OPENMANUS_CONFIG, ./config/config.toml, the per-user
+    /// ~/.config/openmanus/config.toml, then ./config/config.example.toml).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The model, for this run: replaces `model` in [llm] and in every [llm.<name>] section
+    /// that names one, except [llm.vision].
+    #[arg(short, long, global = true, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Replace one configuration key for this run: `-c llm.temperature=0.2`,
+    /// `-c agent.max_steps=40`. VALUE is TOML (else a string); unknown keys are errors.
+    /// (`-c` is the short form, except after `mcp`, where -c is --connection.)
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub set: Vec<ConfigOverride>,
+    /// The `-c` overrides of the command line (collected from wherever `-c` was accepted).
+    #[arg(skip)]
+    pub short_set: Vec<ConfigOverride>,
     /// The workspace directory (default: from the config, else ./workspace).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -54,14 +82,60 @@ pub struct GlobalArgs {
     /// More logging (-v: info, -vv: debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Colour on the terminal: auto (unless NO_COLOR is set or TERM=dumb), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
     /// Print only the final answer.
     #[arg(short, long, global = true, conflicts_with = "json")]
     pub quiet: bool,
+    /// Also write the final answer of the (last) run to FILE, replaced at each run.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub output_last_message: Option<PathBuf>,
     /// Do not record this run in the session store (default: recorded in
     /// WORKSPACE/.openmanus/sessions.db, or where `[store] path` says; `[store] enabled =
     /// false` turns recording off for good).
     #[arg(long, global = true)]
     pub no_store: bool,
+}
+
+impl Cli {
+    /// Moves the `-c` overrides, wherever given, into [`GlobalArgs::short_set`].
+    pub fn gather_overrides(&mut self) {
+        let mut short = std::mem::take(&mut self.overrides.set);
+        if let Some(
+            Command::Flow { overrides, .. }
+            | Command::Serve { overrides, .. }
+            | Command::Config {
+                action: ConfigAction::Check { overrides },
+            }
+            | Command::Sessions {
+                action: SessionsAction::Resume { overrides, .. },
+            },
+        ) = &mut self.command
+        {
+            short.append(&mut overrides.set);
+        }
+        self.global.short_set = short;
+    }
+}
+
+impl GlobalArgs {
+    /// Every override of the command line, in order: `-c`, then `--set`, then `--model`.
+    pub fn overrides(&self) -> Vec<ConfigOverride> {
+        let mut all = self.short_set.clone();
+        all.extend(self.set.iter().cloned());
+        all.extend(self.model.as_deref().map(ConfigOverride::model));
+        all
+    }
+}
+
+/// `-c KEY=VALUE`, accepted by the commands that load a configuration (not by `mcp`, whose
+/// `-c` is `--connection` as in OpenManus's run_mcp.py; `--set` works everywhere).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ShortOverrides {
+    /// Replace one configuration key for this run (as --set): `-c llm.temperature=0.2`.
+    #[arg(id = "short_set", short = 'c', value_name = "KEY=VALUE")]
+    pub set: Vec<ConfigOverride>,
 }
 
 /// An agent kind as the command line spells it (`data-analysis` for `data_analysis`).
@@ -91,6 +165,8 @@ pub enum Command {
         /// The task. Without it you are asked for one.
         #[arg(short, long)]
         prompt: Option<String>,
+        #[command(flatten)]
+        overrides: ShortOverrides,
     },
     /// Run the MCP agent on the tools of one MCP server (OpenManus's run_mcp.py).
     Mcp {
@@ -118,12 +194,12 @@ pub enum Command {
         /// The transport.
         #[arg(long, value_enum, default_value_t = McpServe::Stdio)]
         transport: McpServe,
-        /// The address to listen on (http).
-        #[arg(long, default_value = "127.0.0.1")]
-        host: String,
-        /// The port to listen on (http; 0 picks a free one).
-        #[arg(long, default_value_t = 8000)]
-        port: u16,
+        /// The address to listen on (http and sse; default 127.0.0.1).
+        #[arg(long)]
+        host: Option<String>,
+        /// The port to listen on (http and sse; 0 picks a free one; default 8000).
+        #[arg(long)]
+        port: Option<u16>,
     },
     /// Serve agents over HTTP: the web page and the API (sessions, tasks, live events). Binds
     /// 127.0.0.1 unless told otherwise; any other address needs a token.
@@ -139,11 +215,22 @@ pub enum Command {
         /// Runs going at once; the rest wait in line (default: `max_concurrent_runs` of `[server]`).
         #[arg(long, value_name = "N")]
         max_concurrent_runs: Option<usize>,
+        #[command(flatten)]
+        overrides: ShortOverrides,
     },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
         action: ConfigAction,
+    },
+    /// Print the completion script for a shell: `openmanus completions bash >
+    /// ~/.local/share/bash-completion/completions/openmanus`, `openmanus completions zsh >
+    /// ~/.zfunc/_openmanus`, `openmanus completions fish >
+    /// ~/.config/fish/completions/openmanus.fish`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// The recorded sessions: list them, show one, resume one with a new task, export one as a
     /// journal. Every run is recorded in the session store (see --no-store).
@@ -172,6 +259,8 @@ pub enum SessionsAction {
         /// Keep going: ask for another task after each run.
         #[arg(short, long)]
         interactive: bool,
+        #[command(flatten)]
+        overrides: ShortOverrides,
     },
     /// Write a session as a JSONL journal (the format of .openmanus/runs/): its tasks, every
     /// event, each run's result and the stored memory.
@@ -213,5 +302,15 @@ pub enum McpServe {
 pub enum ConfigAction {
     /// Load and validate the configuration, and show the effective model settings (the API key
     /// is redacted).
-    Check,
+    Check {
+        #[command(flatten)]
+        overrides: ShortOverrides,
+    },
+    /// Write a commented starting configuration, by default the per-user one
+    /// (~/.config/openmanus/config.toml). Asks the provider, model and key variable when
+    /// standard input is a terminal; otherwise (or with --yes) takes the flags and defaults.
+    #[command(after_help = "Examples:\n  openmanus config init\n  \
+        openmanus config init --provider anthropic --model claude-sonnet-4-5-20250929\n  \
+        openmanus config init --provider ollama --model qwen2.5 --path config/config.toml")]
+    Init(InitArgs),
 }

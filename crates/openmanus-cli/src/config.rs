@@ -2,13 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_config::Config;
+use agent_config::{Config, McpTransport};
 use agent_llm::{ApiType, Model, ToolCallMode};
 use agents::AgentFactory;
 use anyhow::{Context, Result};
 
+use serde_json::json;
+
 use crate::cli::GlobalArgs;
-use crate::output::{EXIT_OK, say};
+use crate::output::{EXIT_OK, note, say};
 
 /// Loads the configuration `--config` names, else the one found from the current directory.
 ///
@@ -17,7 +19,10 @@ use crate::output::{EXIT_OK, say};
 /// A configuration error (it names the file, line and key).
 pub fn load(global: &GlobalArgs) -> Result<Config> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    Ok(Config::load(cwd, global.config.as_deref())?)
+    Ok(agent_config::ConfigLoader::new(cwd)
+        .explicit_path(global.config.clone())
+        .with_overrides(global.overrides())
+        .load()?)
 }
 
 /// The configuration for the `sessions` commands, which need only the workspace and `[store]`:
@@ -31,6 +36,7 @@ pub fn load_for_store(global: &GlobalArgs) -> Result<Config> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let loader = agent_config::ConfigLoader::new(cwd)
         .explicit_path(global.config.clone())
+        .with_overrides(global.overrides())
         .with_env(|name| {
             std::env::var(name)
                 .ok()
@@ -67,7 +73,9 @@ pub fn factory(global: &GlobalArgs, config: Config) -> AgentFactory {
     }
 }
 
-/// `openmanus config check`.
+/// `openmanus config check`: the file, the overrides, the workspace, each model setting (the
+/// key redacted), the MCP servers of `mcp.json`, and warnings about keys that do nothing; with
+/// `--json`, one JSON object with the same facts.
 ///
 /// # Errors
 ///
@@ -75,24 +83,108 @@ pub fn factory(global: &GlobalArgs, config: Config) -> AgentFactory {
 pub fn check(global: &GlobalArgs) -> Result<u8> {
     let factory = factory(global, load(global)?);
     let config = factory.config();
-    say(&format!("configuration: {}", config.source()));
-    say(&format!("workspace: {}", factory.workspace().display()));
-    say("");
-    say(&config.describe_llms());
-    say("");
+    let mut agents = serde_json::Map::new();
+    let mut agent_lines = Vec::new();
     for name in [agents::MANUS, agents::SWE] {
         let settings = config.llm_for(name);
         Model::new(settings.clone())
             .with_context(|| format!("the model settings for `{name}` are not usable"))?;
-        say(&format!(
+        agent_lines.push(format!(
             "{name}: {} through {}; tool calls: {}",
             settings.model,
             api_name(settings.api_type),
             mode_name(settings.tool_call_mode)
         ));
+        agents.insert(
+            name.to_lowercase(),
+            json!({"model": settings.model, "api_type": settings.api_type,
+                   "tool_call_mode": settings.tool_call_mode, "base_url": settings.base_url}),
+        );
+    }
+    let servers: Vec<(String, &str, String)> = config
+        .mcp
+        .servers
+        .iter()
+        .map(|server| {
+            (
+                server.id.clone(),
+                server.transport.kind(),
+                target(&server.transport),
+            )
+        })
+        .collect();
+    let warnings: Vec<String> = config
+        .inert_keys()
+        .map(|(key, why)| format!("`{key}` does nothing: {why}"))
+        .collect();
+    if global.json {
+        let mut llms = serde_json::Map::new();
+        for name in std::iter::once("default").chain(config.llm_profile_names()) {
+            llms.insert(name.to_owned(), serde_json::to_value(config.llm_for(name))?);
+        }
+        let overrides: Vec<String> = global.overrides().iter().map(ToString::to_string).collect();
+        say(&json!({
+            "ok": true,
+            "source": config.source().path,
+            "origin": config.source().origin.to_string(),
+            "overrides": overrides,
+            "workspace": factory.workspace(),
+            "llm": llms,
+            "agents": agents,
+            "mcp_json": config.mcp_path(),
+            "mcp_servers": servers.iter().map(|(id, kind, target)| {
+                json!({"id": id, "transport": kind, "target": target})
+            }).collect::<Vec<_>>(),
+            "warnings": warnings,
+        })
+        .to_string());
+        return Ok(EXIT_OK);
+    }
+    say(&format!("configuration: {}", config.source()));
+    for over in global.overrides() {
+        say(&format!("override: {over}"));
+    }
+    say(&format!("workspace: {}", factory.workspace().display()));
+    say("");
+    say(&config.describe_llms());
+    say("");
+    for line in agent_lines {
+        say(&line);
+    }
+    say("");
+    match (config.mcp_path(), servers.is_empty()) {
+        (Some(path), true) => say(&format!(
+            "MCP servers: none ({} does not list any)",
+            path.display()
+        )),
+        (None, true) => say("MCP servers: none"),
+        (path, false) => {
+            let from = path
+                .map(|p| format!(" (from {})", p.display()))
+                .unwrap_or_default();
+            say(&format!("MCP servers{from}:"));
+            for (id, kind, target) in &servers {
+                say(&format!("  {id}: {kind} {target}"));
+            }
+        }
+    }
+    for warning in &warnings {
+        note(&format!("warning: {warning}"));
     }
     say("\nok: the configuration loads and every model setting is usable");
     Ok(EXIT_OK)
+}
+
+/// Where an MCP server is: its command line or its URL (never headers or environment values,
+/// which may hold tokens).
+fn target(transport: &McpTransport) -> String {
+    match transport {
+        McpTransport::Stdio { command, args, .. } => std::iter::once(command.as_str())
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        McpTransport::Sse { url, .. } | McpTransport::StreamableHttp { url, .. } => url.clone(),
+    }
 }
 
 /// The API a setting talks to, for `config check`.

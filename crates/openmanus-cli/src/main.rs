@@ -11,8 +11,12 @@
 //! [`agent_session::Session`] (see `run.rs`); events are rendered by `render.rs`.
 
 mod cli;
+mod color;
+mod completions;
 mod config;
 mod demo;
+mod init;
+mod line_editor;
 mod mcp;
 mod output;
 mod render;
@@ -20,7 +24,6 @@ mod run;
 mod serve;
 mod sessions;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use agent_config::Config;
@@ -35,7 +38,8 @@ use crate::output::{EXIT_FAILED, note, report_error};
 use crate::run::{Interrupts, Job};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    cli.gather_overrides();
     init_logging(&cli.global);
     // One thread: a run is one conversation at a time, and tools that block run on tokio's
     // blocking pool. It halves the CPU a step costs (`cargo xtask bench`, process_cost: 0.8 ms
@@ -63,9 +67,12 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(global: &GlobalArgs) {
+    // Without -v, libraries' chatter stays out of the live view: chromiumoxide warns about
+    // every CDP message it does not know (`WS Invalid message: ...`), which says nothing
+    // about the run. OPENMANUS_LOG replaces all of this.
     let level = match (global.quiet, global.verbose) {
         (true, _) => "error",
-        (false, 0) => "warn",
+        (false, 0) => "warn,chromiumoxide=error",
         (false, 1) => "info",
         (false, _) => "debug",
     };
@@ -74,7 +81,7 @@ fn init_logging(global: &GlobalArgs) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(color::init(global.color).colour)
         .try_init();
 }
 
@@ -82,6 +89,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     if let Some(Command::Serve {
         bind,
         max_concurrent_runs,
+        ..
     }) = cli.command
     {
         // The server handles its own signals: the first stops it cleanly.
@@ -96,16 +104,21 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         prompt,
         interactive,
         resume: None,
+        images: Vec::new(),
     };
     match cli.command {
+        Some(Command::Completions { shell }) => completions::generate(shell),
         Some(Command::Demo) => demo(global, &interrupts).await,
-        Some(Command::Flow { prompt }) => {
+        Some(Command::Flow { prompt, .. }) => {
             let factory = config::factory(global, config::load(global)?);
             run::run(job(Target::Flow, prompt, false), &factory).await
         }
         Some(Command::Config {
-            action: ConfigAction::Check,
+            action: ConfigAction::Check { .. },
         }) => config::check(global),
+        Some(Command::Config {
+            action: ConfigAction::Init(args),
+        }) => init::init(global, &args),
         Some(Command::Sessions { action }) => {
             let config = match &action {
                 SessionsAction::Resume { .. } => config::load(global)?,
@@ -124,6 +137,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                     id,
                     prompt,
                     interactive,
+                    ..
                 } => {
                     store.close().await;
                     let job = Job {
@@ -158,7 +172,11 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             transport,
             host,
             port,
-        }) => mcp::serve(transport, &host, port).await,
+        }) => {
+            mcp::refuse_ignored_flags(global, transport, host.is_some() || port.is_some())?;
+            let host = host.as_deref().unwrap_or("127.0.0.1");
+            mcp::serve(transport, host, port.unwrap_or(8000)).await
+        }
         None => {
             let kind = cli.agent;
             let config = config::load(global)?;
@@ -179,6 +197,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             }
             let job = Job {
                 resume: cli.resume,
+                images: cli.image,
                 ..job(Target::Agent(kind), cli.prompt, cli.interactive)
             };
             run::run(job, &factory).await
@@ -213,6 +232,7 @@ async fn demo(global: &GlobalArgs, interrupts: &Interrupts) -> Result<u8> {
         prompt: Some(demo::DEMO_TASK.to_owned()),
         interactive: false,
         resume: None,
+        images: Vec::new(),
     };
     let code = run::run(job, &factory).await?;
     if let Err(violations) = server.verify() {

@@ -62,6 +62,51 @@ pub fn server_config(
     })
 }
 
+/// `mcp-server` takes no configuration and prints no events: the flags that would do nothing
+/// are refused rather than ignored, and so are `--host`/`--port` with the stdio transport.
+///
+/// # Errors
+///
+/// Names the flags that do nothing here.
+pub fn refuse_ignored_flags(
+    global: &crate::cli::GlobalArgs,
+    transport: McpServe,
+    listens: bool,
+) -> Result<()> {
+    let mut ignored = Vec::new();
+    for (given, flag) in [
+        (global.config.is_some(), "--config"),
+        (global.workspace.is_some(), "--workspace"),
+        (global.json, "--json"),
+        (global.model.is_some(), "--model"),
+        (
+            !global.overrides().is_empty() && global.model.is_none(),
+            "--set",
+        ),
+        (global.no_store, "--no-store"),
+        (
+            global.output_last_message.is_some(),
+            "--output-last-message",
+        ),
+        (
+            transport == McpServe::Stdio && listens,
+            "--host/--port (stdio)",
+        ),
+    ] {
+        if given {
+            ignored.push(flag);
+        }
+    }
+    if !ignored.is_empty() {
+        anyhow::bail!(
+            "mcp-server does not use {}: it serves bash, str_replace_editor, browser_use and \
+             terminate in the current directory, with no configuration",
+            ignored.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// `openmanus mcp-server`.
 ///
 /// # Errors

@@ -51,6 +51,19 @@ pub enum Style {
     Flow,
 }
 
+/// The line (on standard error) above the answer (on standard output).
+fn answer_label(style: Style) -> String {
+    let label = match style {
+        Style::Agent => "■ answer",
+        Style::Flow => "■ result",
+    };
+    if crate::color::terminal().colour {
+        format!("\x1b[1m{label}\x1b[0m")
+    } else {
+        label.to_owned()
+    }
+}
+
 /// Prints the report of a run: the failure, the files changed, the tokens and the answer (or,
 /// with `--json`, one `result` line).
 pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, style: Style) {
@@ -63,11 +76,10 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
         return;
     }
     if json {
-        say(
-            &json!({"type": "result", "status": report.status_text(), "answer": report.answer,
+        say(&json!({"type": "result", "status": report.ending(),
+                    "status_text": report.status_text(), "answer": report.answer,
                     "changes": report.changes, "usage": report.usage, "workspace": workspace})
-            .to_string(),
-        );
+        .to_string());
         return;
     }
     if let Some(outcome) = report.outcome() {
@@ -107,6 +119,10 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
                 "tokens: {} in, {} out",
                 report.usage.prompt_tokens, report.usage.completion_tokens
             ));
+        }
+        // A run that failed has no answer: its error was said above.
+        if report.answer.is_some() && !shown.trim().is_empty() {
+            note(&answer_label(style));
         }
     }
     say(shown);

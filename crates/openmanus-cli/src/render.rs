@@ -1,10 +1,10 @@
 //! Live rendering of an agent's events: readable text on the terminal (colours and a spinner
 //! only on a TTY), or JSON lines for other programs.
 
-use std::io::{IsTerminal, Write};
-use std::sync::Arc;
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use agent_core::AgentEvent;
 use agent_session::Session;
@@ -84,32 +84,58 @@ struct Renderer {
     tty: bool,
     thinking: Arc<AtomicBool>,
     spinner: Option<JoinHandle<()>>,
+    /// The reply streamed so far in this step (the spinner shows its end).
+    streamed: Arc<Mutex<String>>,
+    /// A thought that may be the final answer (its only call is `terminate`, or it has no
+    /// calls): shown when the run goes on, left to the report (which labels the answer) when
+    /// the run ends, so the answer is not printed twice.
+    pending: Option<String>,
 }
 
 impl Renderer {
     fn new(mode: Mode) -> Self {
-        let tty = std::io::stderr().is_terminal();
+        let terminal = crate::color::terminal();
+        let tty = terminal.animate;
         let thinking = Arc::new(AtomicBool::new(false));
-        let spinner = (tty && mode == Mode::Text).then(|| spawn_spinner(thinking.clone()));
+        let streamed = Arc::new(Mutex::new(String::new()));
+        let spinner = (tty && mode == Mode::Text)
+            .then(|| spawn_spinner(thinking.clone(), streamed.clone(), terminal.colour));
         Self {
             mode,
             style: Style {
-                colour: tty && std::env::var_os("NO_COLOR").is_none(),
+                colour: terminal.colour,
             },
             tty,
             thinking,
             spinner,
+            streamed,
+            pending: None,
         }
     }
 
     /// Shows one agent event.
     fn agent(&mut self, event: &AgentEvent) {
+        if let AgentEvent::TextDelta { text } = event {
+            match self.mode {
+                Mode::Json => {
+                    if let Ok(line) = serde_json::to_string(event) {
+                        out(&line);
+                    }
+                }
+                // On a terminal the spinner line shows the reply as it streams in; the
+                // thought shows it whole when it is complete.
+                Mode::Text => lock(&self.streamed).push_str(text),
+                Mode::Quiet => {}
+            }
+            return;
+        }
+        lock(&self.streamed).clear();
         self.thinking.store(
             matches!(event, AgentEvent::StepStarted { .. }),
             Ordering::SeqCst,
         );
         if self.tty && self.mode == Mode::Text {
-            clear_line();
+            clear_line(self.style.colour);
         }
         match self.mode {
             Mode::Json => {
@@ -117,8 +143,35 @@ impl Renderer {
                     out(&line);
                 }
             }
-            Mode::Text => text(&self.style, event),
+            Mode::Text => self.text(event),
             Mode::Quiet => {}
+        }
+    }
+
+    /// The text view of one event, holding back a thought that may be the answer.
+    fn text(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::Thought {
+                content,
+                tool_calls,
+                ..
+            } if !content.trim().is_empty()
+                && tool_calls.iter().all(|c| c.function.name == "terminate") =>
+            {
+                self.show_pending();
+                self.pending = Some(content.clone());
+            }
+            AgentEvent::StepStarted { .. } | AgentEvent::Thought { .. } => {
+                self.show_pending();
+                text(&self.style, event);
+            }
+            _ => text(&self.style, event),
+        }
+    }
+
+    fn show_pending(&mut self) {
+        if let Some(thought) = self.pending.take() {
+            show_thought(&self.style, &thought);
         }
     }
 
@@ -126,7 +179,7 @@ impl Renderer {
     fn flow(&mut self, event: &FlowEvent) {
         self.thinking.store(false, Ordering::SeqCst);
         if self.tty && self.mode == Mode::Text {
-            clear_line();
+            clear_line(self.style.colour);
         }
         match self.mode {
             Mode::Json => {
@@ -139,19 +192,21 @@ impl Renderer {
         }
     }
 
-    fn finish(self) {
+    /// Stops the spinner; returns the thought held back as the likely answer.
+    fn finish(self) -> Option<String> {
         self.thinking.store(false, Ordering::SeqCst);
         if let Some(spinner) = self.spinner {
             spinner.abort();
-            clear_line();
+            clear_line(self.style.colour);
         }
+        self.pending
     }
 }
 
 /// The live view of one run: the session's agent events and, for a flow, its flow events.
 pub struct Live {
     stop: oneshot::Sender<()>,
-    task: JoinHandle<()>,
+    task: JoinHandle<Option<String>>,
 }
 
 impl Live {
@@ -187,15 +242,16 @@ impl Live {
                     }
                 }
             }
-            renderer.finish();
+            renderer.finish()
         });
         Self { stop, task }
     }
 
-    /// Shows what is still queued of the run (it has returned) and stops.
-    pub async fn finish(self) {
+    /// Shows what is still queued of the run (it has returned) and stops. Returns the last
+    /// thought when it was held back as the likely answer (the text view only).
+    pub async fn finish(self) -> Option<String> {
         let _ = self.stop.send(());
-        let _ = self.task.await;
+        self.task.await.ok().flatten()
     }
 }
 
@@ -256,31 +312,84 @@ fn err(line: &str) {
     eprintln!("{line}");
 }
 
-fn clear_line() {
+/// Erases the spinner's line: with an escape code when colours are allowed, else by
+/// overwriting it with spaces (no escape codes at all under NO_COLOR or --color never).
+fn clear_line(colour: bool) {
     let mut stderr = std::io::stderr();
-    let _ = stderr.write_all(b"\r\x1b[2K");
+    if colour {
+        let _ = stderr.write_all(b"\r\x1b[2K");
+    } else {
+        let _ = write!(stderr, "\r{:width$}\r", "", width = SPINNER_WIDTH);
+    }
     let _ = stderr.flush();
 }
 
-fn spawn_spinner(thinking: Arc<AtomicBool>) -> JoinHandle<()> {
+/// The widest spinner line, in characters.
+const SPINNER_WIDTH: usize = 64;
+
+/// The characters of streamed text the spinner line shows.
+const SPINNER_TEXT: usize = 50;
+
+fn lock(text: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
+    text.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The last `max` characters of the last line of `text`.
+fn tail(text: &str, max: usize) -> String {
+    let line = text.trim_end().lines().last().unwrap_or_default();
+    let count = line.chars().count();
+    if count <= max {
+        return line.to_owned();
+    }
+    let skipped: String = line.chars().skip(count - max).collect();
+    format!("…{skipped}")
+}
+
+/// The spinner shown while the model thinks, with the seconds it has been thinking and, when
+/// the reply streams, the end of the text received so far.
+fn spawn_spinner(
+    thinking: Arc<AtomicBool>,
+    streamed: Arc<Mutex<String>>,
+    colour: bool,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
         let mut frame = 0;
+        let mut since: Option<Instant> = None;
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
         loop {
             ticker.tick().await;
-            if thinking.load(Ordering::SeqCst) {
-                let mut stderr = std::io::stderr();
-                let _ = write!(
-                    stderr,
-                    "\r\x1b[2K{} waiting for the model…",
-                    FRAMES[frame % FRAMES.len()]
-                );
-                let _ = stderr.flush();
-                frame += 1;
+            if !thinking.load(Ordering::SeqCst) {
+                since = None;
+                continue;
             }
+            let started = *since.get_or_insert_with(Instant::now);
+            let seconds = started.elapsed().as_secs();
+            let frame_char = FRAMES[frame % FRAMES.len()];
+            let text = tail(&lock(&streamed), SPINNER_TEXT);
+            let line = if text.is_empty() {
+                format!("{frame_char} waiting for the model… {seconds}s")
+            } else {
+                format!("{frame_char} {seconds}s  {text}")
+            };
+            let mut stderr = std::io::stderr();
+            if colour {
+                let _ = write!(stderr, "\r\x1b[2K\x1b[2m{line}\x1b[0m");
+            } else {
+                let _ = write!(stderr, "\r{line:width$}", width = SPINNER_WIDTH);
+            }
+            let _ = stderr.flush();
+            frame += 1;
         }
     })
+}
+
+fn show_thought(style: &Style, content: &str) {
+    err(&format!(
+        "{} {}",
+        style.cyan("✨"),
+        indent(content.trim(), "   ").trim_start()
+    ));
 }
 
 fn text(style: &Style, event: &AgentEvent) {
@@ -290,11 +399,7 @@ fn text(style: &Style, event: &AgentEvent) {
             err(&style.dim(&format!("── step {step}/{max_steps}")));
         }
         AgentEvent::Thought { content, .. } if !content.trim().is_empty() => {
-            err(&format!(
-                "{} {}",
-                style.cyan("✨"),
-                indent(content.trim(), "   ").trim_start()
-            ));
+            show_thought(style, content);
         }
         AgentEvent::ToolCallStarted { call, .. } => {
             err(&format!(
@@ -350,6 +455,13 @@ fn text(style: &Style, event: &AgentEvent) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_spinner_shows_the_end_of_the_last_line() {
+        assert_eq!(tail("first\nsecond line", 6), "…d line");
+        assert_eq!(tail("short\n", 10), "short");
+        assert_eq!(tail("", 10), "");
+    }
 
     #[test]
     fn previews_are_bounded() {

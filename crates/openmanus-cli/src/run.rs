@@ -1,6 +1,7 @@
 //! Running a [`Session`] from the terminal: one task or, with `-i`, one after another; the live
 //! view, Ctrl-C, and the report of each run.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_session::store::Store;
@@ -10,6 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::cli::GlobalArgs;
+use crate::line_editor::{Input, Prompter};
 use crate::output::{self, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, Style, note};
 use crate::render::{Live, Mode};
 use crate::sessions;
@@ -68,6 +70,31 @@ pub async fn read_task(question: &str) -> Result<Option<String>> {
     .context("reading the task")
 }
 
+/// Reads the whole of standard input as one task (a pipe or a file: `git diff | openmanus`).
+pub async fn read_all_stdin() -> Result<Option<String>> {
+    tokio::task::spawn_blocking(|| {
+        use std::io::Read;
+        let mut text = String::new();
+        std::io::stdin().lock().read_to_string(&mut text)?;
+        Ok::<_, std::io::Error>(Some(text.trim().to_owned()))
+    })
+    .await
+    .context("reading the task from standard input")?
+    .context("reading the task from standard input")
+}
+
+/// The first task of a run that is not interactive: `--prompt` (`-`: standard input), else all
+/// of standard input when it is not a terminal, else asked for.
+async fn first_task(prompt: Option<String>) -> Result<Option<String>> {
+    use std::io::IsTerminal;
+    match prompt {
+        Some(dash) if dash == "-" => read_all_stdin().await,
+        Some(task) => Ok(Some(task)),
+        None if !std::io::stdin().is_terminal() => read_all_stdin().await,
+        None => read_task("Enter your prompt: ").await,
+    }
+}
+
 /// The view `--json` and `--quiet` ask for.
 pub fn mode(global: &GlobalArgs) -> Mode {
     if global.json {
@@ -93,6 +120,39 @@ pub struct Job<'a> {
     pub interactive: bool,
     /// Continue this recorded session (`""`: the most recent one) instead of starting one.
     pub resume: Option<String>,
+    /// Images attached to the first task (`--image`).
+    pub images: Vec<PathBuf>,
+}
+
+/// The images of `--image` as messages for the model, each captioned with its file name.
+///
+/// # Errors
+///
+/// A file that cannot be read or is not a PNG, JPEG, GIF or WebP image.
+fn image_messages(paths: &[PathBuf]) -> Result<Vec<agent_core::Message>> {
+    use base64::Engine as _;
+    paths
+        .iter()
+        .map(|path| {
+            let bytes = std::fs::read(path)
+                .with_context(|| format!("cannot read the image {}", path.display()))?;
+            let known = [&b"\x89PNG"[..], &b"\xff\xd8\xff"[..], &b"GIF8"[..]]
+                .iter()
+                .any(|magic| bytes.starts_with(magic))
+                || (bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(&b"WEBP"[..]));
+            if !known {
+                anyhow::bail!("{} is not a PNG, JPEG, GIF or WebP image", path.display());
+            }
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            Ok(agent_core::Message::user_message_with_image(
+                format!("Image attached to the task: {name}"),
+                base64::engine::general_purpose::STANDARD.encode(bytes),
+            ))
+        })
+        .collect()
 }
 
 /// Starts a session of `job.target` with `factory`, runs its tasks, closes it; returns the exit
@@ -102,15 +162,14 @@ pub struct Job<'a> {
 ///
 /// The session cannot start (the agent cannot be built), or the journal cannot be written.
 pub async fn run(job: Job<'_>, factory: &AgentFactory) -> Result<u8> {
+    // Read before anything starts, so a bad path costs nothing.
+    let mut images = image_messages(&job.images)?;
     // A single run asks for its task before anything is created, so an empty prompt leaves no
     // journal behind (main.py: a warning, and nothing runs).
     let mut next = if job.interactive {
         job.prompt
     } else {
-        let task = match job.prompt {
-            Some(task) => Some(task),
-            None => read_task("Enter your prompt: ").await?,
-        };
+        let task = first_task(job.prompt).await?;
         match task.filter(|t| !t.trim().is_empty()) {
             Some(task) => Some(task),
             None => {
@@ -152,22 +211,40 @@ pub async fn run(job: Job<'_>, factory: &AgentFactory) -> Result<u8> {
         Target::Agent(_) => Style::Agent,
     };
     let mut code = EXIT_OK;
+    let prompter = job.interactive.then(Prompter::new);
     loop {
-        let task = match next.take() {
-            Some(task) => Some(task),
-            None if job.interactive => read_task("\nTask (empty line to quit): ").await?,
-            None => None,
+        let task = match (next.take(), &prompter) {
+            (Some(task), _) => Some(task),
+            (None, Some(prompter)) => match prompter.read("\nTask (empty line to quit): ").await? {
+                Input::Line(line) => Some(line),
+                Input::End => None,
+                Input::Interrupted => {
+                    note("interrupted");
+                    code = EXIT_CANCELLED;
+                    None
+                }
+            },
+            (None, None) => None,
         };
         let Some(task) = task.filter(|t| !t.trim().is_empty()) else {
             break;
         };
         let live = Live::start(&session, mode(job.global));
         job.interrupts.watch(Some(session.canceller()));
-        let result = session.run(&task).await;
+        let result = session
+            .run_with_images(&task, std::mem::take(&mut images))
+            .await;
         job.interrupts.watch(None);
-        live.finish().await;
+        let held_back = live.finish().await;
         code = match result {
             Ok(report) => {
+                let saved = save_answer(job.global, &report, style);
+                // A thought held back as the answer that turns out not to be it is shown now.
+                if let Some(thought) =
+                    held_back.filter(|t| t.trim() != report.answer_or_text().trim())
+                {
+                    note(&format!("✨ {}", thought.trim()));
+                }
                 output::report(
                     &report,
                     session.workspace(),
@@ -175,7 +252,11 @@ pub async fn run(job: Job<'_>, factory: &AgentFactory) -> Result<u8> {
                     job.global.quiet,
                     style,
                 );
-                output::exit_code(&report)
+                if saved {
+                    output::exit_code(&report)
+                } else {
+                    EXIT_FAILED
+                }
             }
             Err(error) => {
                 output::report_error(&anyhow::Error::new(error));
@@ -191,17 +272,40 @@ pub async fn run(job: Job<'_>, factory: &AgentFactory) -> Result<u8> {
     if let Some(store) = store {
         store.close().await;
     }
+    let chatty = !job.global.json && !job.global.quiet;
     if let Some(path) = path
-        && !job.global.json
+        && chatty
     {
         note(&format!("journal: {}", path.display()));
     }
     if let Some(id) = recorded
-        && !job.global.json
+        && chatty
     {
         note(&format!("session: {id}"));
     }
     Ok(code)
+}
+
+/// Writes the run's answer to `--output-last-message`'s file, if given; whether that went well
+/// (a failure is reported).
+fn save_answer(global: &GlobalArgs, report: &agent_session::RunReport, style: Style) -> bool {
+    let Some(path) = &global.output_last_message else {
+        return true;
+    };
+    let answer = match style {
+        Style::Agent => report.answer_or_text(),
+        Style::Flow => &report.text,
+    };
+    match std::fs::write(path, format!("{answer}\n")) {
+        Ok(()) => true,
+        Err(error) => {
+            note(&format!(
+                "error: cannot write the answer to {}: {error}",
+                path.display()
+            ));
+            false
+        }
+    }
 }
 
 /// Starts the recorded session `id` again (`""`: the most recent one).

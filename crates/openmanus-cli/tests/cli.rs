@@ -646,6 +646,9 @@ async fn json_mode_prints_events_and_a_result_line_and_agent_sections_apply() {
     let result = lines.last().unwrap();
     assert_eq!(result["type"], "result");
     assert_eq!(result["answer"], "All done.");
+    // A machine value, and the words beside it.
+    assert_eq!(result["status"], "finished");
+    assert_eq!(result["status_text"], "finished (special tool `terminate`)");
     assert!(lines.iter().any(|l| l["type"] == "tool_call_finished"));
     // [llm.swe] took effect for the SWE agent.
     let body = &server.requests()[0].body;
