@@ -12,8 +12,8 @@ use crate::env::Env;
 use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
 use crate::sections::{
-    AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, RunflowSettings, SandboxSettings,
-    SearchSettings, Sections, ServerSettings, StoreSettings,
+    AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings, RunflowSettings,
+    SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
 
@@ -62,6 +62,8 @@ pub struct Config {
     pub store: StoreSettings,
     /// `[server]`.
     pub server: ServerSettings,
+    /// `[nats]`.
+    pub nats: NatsSettings,
 }
 
 impl Config {
@@ -92,6 +94,7 @@ impl Config {
             agent: AgentSettings::default(),
             store: StoreSettings::default(),
             server: ServerSettings::default(),
+            nats: NatsSettings::default(),
         }
     }
 
@@ -132,6 +135,7 @@ impl Config {
             agent: sections.agent,
             store: sections.store,
             server: sections.server,
+            nats: sections.nats,
         })
     }
 

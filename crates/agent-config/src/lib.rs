@@ -93,8 +93,8 @@ pub use overrides::{ConfigOverride, OverrideSyntaxError};
 pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
 pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
-    AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, EngineBaseUrls,
-    McpSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
-    ServerSettings, StoreSettings,
+    AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, Dispatch,
+    EngineBaseUrls, McpSettings, NatsSettings, ProxySettings, RunflowSettings, SandboxBackend,
+    SandboxSettings, SearchSettings, ServerSettings, StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

@@ -449,6 +449,74 @@ pub struct ServerSettings {
     /// Where each session's own workspace is made. Default: `sessions/` inside the workspace.
     #[serde(deserialize_with = "empty_path_as_none")]
     pub sessions_dir: Option<PathBuf>,
+    /// Where runs go: `local` (this process runs them, the default) or `nats` (workers take
+    /// them from NATS JetStream, `[nats]`; `openmanus worker`).
+    pub dispatch: Dispatch,
+}
+
+/// Where `openmanus serve` runs its sessions' tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dispatch {
+    /// In the server's own process.
+    #[default]
+    Local,
+    /// On workers, through NATS JetStream.
+    Nats,
+}
+
+/// `[nats]`: the NATS server with JetStream that `openmanus worker`, `openmanus submit` and a
+/// dispatching server share, and how the workers use it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NatsSettings {
+    /// The server URL(s), comma-separated. Default `nats://127.0.0.1:4222`.
+    pub url: String,
+    /// A `.creds` file (JWT and NKey seed), for servers that require one.
+    #[serde(deserialize_with = "empty_path_as_none")]
+    pub creds_file: Option<PathBuf>,
+    /// The environment variable holding a token, for servers configured with one. Default
+    /// `OPENMANUS_NATS_TOKEN` (unset: no token).
+    pub token_env: String,
+    /// The prefix of the subjects, streams and buckets. Default `openmanus`.
+    pub prefix: String,
+    /// Tasks one worker runs at once. Default 2.
+    pub concurrency: usize,
+    /// Seconds a task may go without an acknowledgement before it is redelivered. Default 30.
+    pub ack_wait_secs: u64,
+    /// Deliveries of one task at most. Default 5.
+    pub max_deliver: i64,
+    /// Seconds between a running task's in-progress acknowledgements. Default 10.
+    pub progress_secs: u64,
+    /// Where a worker makes each task's workspace. Default: `tasks/` inside the workspace.
+    #[serde(deserialize_with = "empty_path_as_none")]
+    pub workspaces_dir: Option<PathBuf>,
+}
+
+impl Default for NatsSettings {
+    fn default() -> Self {
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            creds_file: None,
+            token_env: "OPENMANUS_NATS_TOKEN".into(),
+            prefix: "openmanus".into(),
+            concurrency: 2,
+            ack_wait_secs: 30,
+            max_deliver: 5,
+            progress_secs: 10,
+            workspaces_dir: None,
+        }
+    }
+}
+
+impl NatsSettings {
+    /// The directory of the tasks' workspaces for a workspace root.
+    #[must_use]
+    pub fn workspaces_path(&self, workspace: &std::path::Path) -> PathBuf {
+        self.workspaces_dir
+            .clone()
+            .unwrap_or_else(|| workspace.join("tasks"))
+    }
 }
 
 impl Default for ServerSettings {
@@ -463,6 +531,7 @@ impl Default for ServerSettings {
             allowed_origins: Vec::new(),
             allow_host_tools: false,
             sessions_dir: None,
+            dispatch: Dispatch::Local,
         }
     }
 }
@@ -491,4 +560,5 @@ pub(crate) struct Sections {
     pub(crate) agent: AgentSettings,
     pub(crate) store: StoreSettings,
     pub(crate) server: ServerSettings,
+    pub(crate) nats: NatsSettings,
 }

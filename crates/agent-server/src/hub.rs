@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_session::{Session, SessionError, Target};
-use agent_store::{SessionRecord, Store, StoreError};
+use agent_store::{NewSession, SessionRecord, Store, StoreError};
 use agent_tools::ChannelInput;
+use agent_worker::Submitter;
 use agents::AgentFactory;
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -18,6 +19,7 @@ use crate::error::ApiError;
 use crate::live::Live;
 use crate::notice::Notice;
 use crate::queue::RunQueue;
+use crate::remote::Remote;
 
 /// How many notices a session's stream holds for a slow client before it must replay from
 /// the store.
@@ -35,6 +37,8 @@ pub struct Hub {
     starting: tokio::sync::Mutex<()>,
     /// Becomes true when the server shuts down: event streams end.
     closing: tokio::sync::watch::Sender<bool>,
+    /// Where tasks go when they run on workers (`None`: in this process).
+    workers: Option<Submitter>,
 }
 
 impl Hub {
@@ -56,7 +60,23 @@ impl Hub {
             streams: Mutex::default(),
             starting: tokio::sync::Mutex::new(()),
             closing: tokio::sync::watch::channel(false).0,
+            workers: None,
         }
+    }
+
+    /// The same hub, running every task on the workers behind `submitter` (NATS JetStream)
+    /// instead of in this process: sessions are recorded here, their events relayed from the
+    /// workers and stored here, their conversations kept in NATS between tasks.
+    #[must_use]
+    pub fn with_workers(mut self, submitter: Submitter) -> Self {
+        self.workers = Some(submitter);
+        self
+    }
+
+    /// Whether tasks run on workers.
+    #[must_use]
+    pub fn dispatches(&self) -> bool {
+        self.workers.is_some()
     }
 
     /// Tells every event stream to end (the server is shutting down).
@@ -112,6 +132,11 @@ impl Hub {
     pub async fn create(&self, target: Target, settings: Value) -> Result<Arc<Live>, ApiError> {
         // No lock: a new session has a new id, so it cannot be made live twice.
         let workspace = self.new_workspace()?;
+        if let Some(workers) = &self.workers {
+            let new = NewSession::new(target.as_str(), &workspace).with_settings(settings);
+            let record = self.store.create_session(new).await.map_err(store_error)?;
+            return Ok(self.make_remote(workers.clone(), record));
+        }
         let (input, questions) = ChannelInput::new();
         let factory = self
             .factory
@@ -140,6 +165,10 @@ impl Hub {
         let _starting = self.starting.lock().await;
         if let Some(live) = self.live(id) {
             return Ok(live);
+        }
+        if let Some(workers) = &self.workers {
+            let record = self.store.find_session(id).await.map_err(store_error)?;
+            return Ok(self.make_remote(workers.clone(), record));
         }
         let (input, questions) = ChannelInput::new();
         let factory = self.factory.clone().with_human_input(Arc::new(input));
@@ -233,6 +262,14 @@ impl Hub {
             self.stream(&id),
             questions,
         );
+        self.lock_live().insert(id, Arc::clone(&live));
+        live
+    }
+
+    fn make_remote(&self, workers: Submitter, record: SessionRecord) -> Arc<Live> {
+        let id = record.id.clone();
+        let remote = Remote::new(workers, self.store.clone(), record.id, record.agent);
+        let live = Live::start_remote(id.clone(), remote, self.queue.clone(), self.stream(&id));
         self.lock_live().insert(id, Arc::clone(&live));
         live
     }

@@ -7,6 +7,10 @@
 //! with the store's ids, so a client that reconnects with `Last-Event-ID` misses nothing. A
 //! session whose process ended is resumed from the store when it gets a new task.
 //!
+//! With [`Hub::with_workers`] (`[server] dispatch = "nats"`) the server runs nothing itself:
+//! each task goes to the workers of [`agent_worker`] through NATS JetStream and the events they
+//! publish are stored here and streamed as a local run's ([`remote`]).
+//!
 //! The page (embedded: `assets/`) lists the sessions and shows a run live: thoughts as
 //! markdown rendered on the server and sanitised, tool calls and their observations, the plan
 //! of a flow, images and files, token usage; a task box, a cancel button and `ask_human`
@@ -28,6 +32,7 @@ pub mod markdown;
 pub mod notice;
 pub mod options;
 pub mod queue;
+pub mod remote;
 mod server;
 pub mod sse;
 

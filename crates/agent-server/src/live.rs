@@ -13,6 +13,30 @@ use tracing::{debug, warn};
 
 use crate::notice::{Notice, Status};
 use crate::queue::RunQueue;
+use crate::remote::{Remote, RemoteCanceller};
+
+/// What runs a live session's tasks.
+enum Runner {
+    /// A session in this process.
+    Local(Box<Session>),
+    /// Workers, through NATS.
+    Remote(Remote),
+}
+
+/// Cancels the run of a live session.
+enum Cancel {
+    Local(Canceller),
+    Remote(RemoteCanceller),
+}
+
+impl Cancel {
+    fn cancel(&self) -> bool {
+        match self {
+            Self::Local(canceller) => canceller.cancel(),
+            Self::Remote(canceller) => canceller.cancel(),
+        }
+    }
+}
 
 /// What the owner task is asked to do.
 enum Command {
@@ -26,7 +50,7 @@ enum Command {
 pub struct Live {
     id: String,
     commands: mpsc::UnboundedSender<Command>,
-    canceller: Canceller,
+    canceller: Cancel,
     status: Arc<Mutex<Status>>,
     question: Arc<Mutex<Option<oneshot::Sender<Option<String>>>>>,
     leave_queue: Arc<Notify>,
@@ -63,7 +87,7 @@ impl Live {
         let live = Arc::new(Self {
             id,
             commands,
-            canceller: session.canceller(),
+            canceller: Cancel::Local(session.canceller()),
             status: Arc::new(Mutex::new(Status::at_rest())),
             question: Arc::default(),
             leave_queue: Arc::new(Notify::new()),
@@ -75,7 +99,31 @@ impl Live {
             tokio::spawn(forward(events, live.stream.clone()));
         }
         tokio::spawn(Arc::clone(&live).watch_questions(questions));
-        tokio::spawn(Arc::clone(&live).own(session, queue, receiver));
+        tokio::spawn(Arc::clone(&live).own(Runner::Local(Box::new(session)), queue, receiver));
+        live
+    }
+
+    /// Starts the owner task of a session whose tasks run on workers ([`Remote`]): its
+    /// relayed events go to `stream`, its runs (submissions) wait in `queue`.
+    pub fn start_remote(
+        id: String,
+        remote: Remote,
+        queue: RunQueue,
+        stream: broadcast::Sender<Notice>,
+    ) -> Arc<Self> {
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let live = Arc::new(Self {
+            id,
+            commands,
+            canceller: Cancel::Remote(remote.canceller()),
+            status: Arc::new(Mutex::new(Status::at_rest())),
+            question: Arc::default(),
+            leave_queue: Arc::new(Notify::new()),
+            stream,
+            idle_since: Mutex::new(Instant::now()),
+            retired: AtomicBool::new(false),
+        });
+        tokio::spawn(Arc::clone(&live).own(Runner::Remote(remote), queue, receiver));
         live
     }
 
@@ -182,7 +230,7 @@ impl Live {
     /// The owner task: runs each task after the queue admits it; closes the session at the end.
     async fn own(
         self: Arc<Self>,
-        mut session: Session,
+        mut runner: Runner,
         queue: RunQueue,
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
@@ -207,14 +255,22 @@ impl Live {
                 continue;
             };
             self.update(|status| status.queue_position = None);
-            let error = match session.run(&task).await {
-                Ok(report) => {
-                    debug!(session = %self.id, status = %report.status_text(), "run ended");
+            let outcome = match &mut runner {
+                Runner::Local(session) => session
+                    .run(&task)
+                    .await
+                    .map(|report| report.status_text())
+                    .map_err(|error| error.to_string()),
+                Runner::Remote(remote) => remote.run(&task, &self.stream).await,
+            };
+            let error = match outcome {
+                Ok(status) => {
+                    debug!(session = %self.id, %status, "run ended");
                     None
                 }
                 Err(error) => {
                     warn!(session = %self.id, %error, "the task could not run");
-                    Some(error.to_string())
+                    Some(error)
                 }
             };
             drop(slot);
@@ -228,7 +284,9 @@ impl Live {
                 status.error = error;
             });
         }
-        if let Err(error) = session.close().await {
+        if let Runner::Local(session) = runner
+            && let Err(error) = session.close().await
+        {
             warn!(session = %self.id, %error, "closing the session");
         }
         if let Some(done) = closed {

@@ -3,7 +3,7 @@
 use agent_core::{AgentEvent, RunOutcome, RunStatus};
 use agents::WorkspaceChanges;
 use agents::flow::FlowOutcome;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Tokens used by a run, as the model reported them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -45,7 +45,7 @@ pub enum RunResult {
 }
 
 /// How a run ended, in the few cases a front end tells apart (exit codes, HTTP states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Ending {
     /// The agent finished (or every step of the flow's plan was completed).

@@ -16,6 +16,7 @@
 //!   JSON replies, 529/429 faults, prompt caching modelled in the usage it reports.
 //! * [`MockBedrock`]: Bedrock's Converse API (`/model/{id}/converse`, SigV4 required), strict
 //!   about the Converse shapes, for the AWS SDK with its endpoint overridden.
+//! * [`NatsServer`]: a real `nats-server -js` child process on 127.0.0.1 for the workers' tests.
 //! * Small tools for driving agents: [`EchoTool`], [`ImageTool`], [`FailTool`], [`BlockingTool`].
 //!
 //! ```
@@ -43,6 +44,7 @@ pub mod mock_anthropic;
 pub mod mock_bedrock;
 pub mod mock_openai;
 mod model;
+mod nats;
 mod server;
 mod tools;
 mod violation;
@@ -58,6 +60,7 @@ pub use mock_bedrock::{BedrockReply, MockBedrock, validate_converse_request};
 pub use violation::{ProtocolViolation, ViolationList};
 
 pub use model::{ScriptedModel, ScriptedReply, tool_call, validate_request};
+pub use nats::NatsServer;
 pub use tools::{
     BlockingTool, EchoArgs, EchoTool, FailArgs, FailMode, FailTool, ImageArgs, ImageTool, NoArgs,
     ToolProbe,

@@ -218,6 +218,48 @@ pub enum Command {
         #[command(flatten)]
         overrides: ShortOverrides,
     },
+    /// Run tasks for others: take them from NATS JetStream (`[nats]`), each in its own session
+    /// and workspace, publish their events and store their results. SIGTERM or Ctrl-C stops
+    /// taking tasks, hands back the ones held and exits.
+    #[command(
+        after_help = "Examples:\n  nats-server -js &\n  openmanus worker --concurrency 4\n  \
+        openmanus worker --nats-url nats://queue.internal:4222 --creds worker.creds\n\n\
+        How to run a NATS server, workers and a server: docs/scale-out.md."
+    )]
+    Worker {
+        #[command(flatten)]
+        nats: NatsArgs,
+        /// Tasks run at once (default: `concurrency` of `[nats]`, 2).
+        #[arg(long, value_name = "N")]
+        concurrency: Option<usize>,
+        /// The worker's name in events and results (default: host name and process id).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Give a task to the workers through NATS JetStream; prints its id, and with --follow its
+    /// events, with --wait (or --follow) its result.
+    Submit {
+        #[command(flatten)]
+        nats: NatsArgs,
+        /// The agent (`manus`, `swe`, `browser`, `sandbox`, `mcp`, `data_analysis`) or `flow`.
+        #[arg(long, default_value = "manus")]
+        agent: String,
+        /// The task's id (letters, digits, `-`, `_`; default: a new one). Submitting the same
+        /// id again within two minutes is dropped as a duplicate.
+        #[arg(long)]
+        id: Option<String>,
+        /// Continue this session's conversation (kept in NATS between its tasks).
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Print the task's events as they come, then its result.
+        #[arg(long)]
+        follow: bool,
+        /// Wait for the result and print it; the exit code is the run's.
+        #[arg(long)]
+        wait: bool,
+        /// The task.
+        task: String,
+    },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -238,6 +280,17 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsAction,
     },
+}
+
+/// Where the NATS server is (over `[nats]`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct NatsArgs {
+    /// The NATS server URL (default: `url` of `[nats]`, nats://127.0.0.1:4222).
+    #[arg(long, value_name = "URL")]
+    pub nats_url: Option<String>,
+    /// A NATS credentials file (default: `creds_file` of `[nats]`).
+    #[arg(long, value_name = "FILE")]
+    pub creds: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

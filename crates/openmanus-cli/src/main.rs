@@ -23,6 +23,7 @@ mod render;
 mod run;
 mod serve;
 mod sessions;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -94,6 +95,34 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     {
         // The server handles its own signals: the first stops it cleanly.
         return serve::serve(&cli.global, bind, max_concurrent_runs).await;
+    }
+    match &cli.command {
+        // The worker handles its own signals: the first stops it cleanly.
+        Some(Command::Worker {
+            nats,
+            concurrency,
+            name,
+        }) => return worker::worker(&cli.global, nats, *concurrency, name.clone()).await,
+        Some(Command::Submit {
+            nats,
+            agent,
+            id,
+            session,
+            follow,
+            wait,
+            task,
+        }) => {
+            let submission = worker::Submission {
+                agent: agent.clone(),
+                id: id.clone(),
+                session: session.clone(),
+                follow: *follow,
+                wait: *wait,
+                task: task.clone(),
+            };
+            return worker::submit(&cli.global, nats, submission).await;
+        }
+        _ => {}
     }
     let interrupts = Interrupts::install();
     let global = &cli.global;
@@ -167,7 +196,9 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             .await
         }
         // Served above, before Ctrl-C is given its meaning for runs.
-        Some(Command::Serve { .. }) => Ok(EXIT_FAILED),
+        Some(Command::Serve { .. } | Command::Worker { .. } | Command::Submit { .. }) => {
+            Ok(EXIT_FAILED)
+        }
         Some(Command::McpServer {
             transport,
             host,

@@ -52,12 +52,22 @@ pub async fn serve(
         probe = config::factory(global, config);
     }
     let store = sessions::open(global, &probe).await?;
-    let hub = Arc::new(Hub::new(
+    let nats_settings = probe.config().nats.clone();
+    let mut hub = Hub::new(
         store.clone(),
         probe,
         &options.sessions_root,
         options.max_concurrent_runs,
-    ));
+    );
+    if settings.dispatch == agent_config::Dispatch::Nats {
+        let nats = crate::worker::connect(&nats_settings, "openmanus serve").await?;
+        note(&format!(
+            "runs go to the workers at {} ([server] dispatch = \"nats\")",
+            nats_settings.url
+        ));
+        hub = hub.with_workers(agent_worker::Submitter::new(nats));
+    }
+    let hub = Arc::new(hub);
     let server = Server::bind(&options, hub).await?;
     let address = server.local_addr().context("the server's address")?;
     note(&format!(
@@ -92,7 +102,7 @@ fn token(settings: &agent_config::ServerSettings) -> Result<Option<String>> {
 }
 
 /// Completes at the first Ctrl-C or SIGTERM; a second one kills every process at once.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     wait_for_signal().await;
     note("\nstopping: closing the sessions (press Ctrl-C again to exit at once)");
     tokio::spawn(async {

@@ -49,18 +49,27 @@ impl TestServer {
     }
 
     pub async fn start_with(change: impl FnOnce(&mut ServerOptions)) -> Self {
+        Self::start_with_hub(change, |hub| hub).await
+    }
+
+    /// As [`TestServer::start_with`], the hub changed by `hub` before the server starts.
+    pub async fn start_with_hub(
+        change: impl FnOnce(&mut ServerOptions),
+        hub: impl FnOnce(Hub) -> Hub,
+    ) -> Self {
+        let change_hub = hub;
         let mock = MockOpenAi::start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
         let mut options = ServerOptions::new(dir.path().join("sessions"));
         options.bind = "127.0.0.1:0".parse().unwrap();
         change(&mut options);
-        let hub = Arc::new(Hub::new(
+        let hub = Arc::new(change_hub(Hub::new(
             store,
             factory(&mock, &dir.path().join("default")),
             &options.sessions_root,
             options.max_concurrent_runs,
-        ));
+        )));
         let server = Server::bind(&options, Arc::clone(&hub)).await.unwrap();
         let addr = server.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();

@@ -1,0 +1,198 @@
+//! `openmanus worker` and `openmanus submit`: the command line over [`agent_worker`]. A worker
+//! takes tasks from NATS JetStream until SIGTERM or Ctrl-C; `submit` publishes one task and
+//! can follow its events and wait for its result.
+
+use std::time::Duration;
+
+use agent_config::{Config, NatsSettings};
+use agent_session::Ending;
+use agent_worker::{
+    Names, Nats, NatsOptions, QueueSettings, Submitter, TaskMessage, Worker, WorkerOptions,
+};
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{GlobalArgs, NatsArgs};
+use crate::output::{EXIT_CANCELLED, EXIT_FAILED, EXIT_MAX_STEPS, EXIT_OK, note, say};
+use crate::{config, serve};
+
+/// `[nats]` with the command line's flags over it.
+pub fn settings(config: &Config, args: &NatsArgs) -> NatsSettings {
+    let mut settings = config.nats.clone();
+    if let Some(url) = &args.nats_url {
+        settings.url.clone_from(url);
+    }
+    if let Some(creds) = &args.creds {
+        settings.creds_file = Some(creds.clone());
+    }
+    settings
+}
+
+/// Connects as `[nats]` says (creating the streams and buckets that are missing).
+///
+/// # Errors
+///
+/// The server cannot be reached or JetStream is not enabled on it.
+pub async fn connect(settings: &NatsSettings, name: &str) -> Result<Nats> {
+    let mut options = NatsOptions::new(settings.url.clone());
+    options.creds_file.clone_from(&settings.creds_file);
+    options.token = std::env::var(&settings.token_env)
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    options.name = name.to_owned();
+    let queue = QueueSettings {
+        ack_wait: Duration::from_secs(settings.ack_wait_secs.max(1)),
+        max_deliver: settings.max_deliver,
+        ..QueueSettings::default()
+    };
+    Nats::connect(&options, Names::new(&settings.prefix), &queue)
+        .await
+        .with_context(|| format!("cannot use NATS at {}", settings.url))
+}
+
+/// `openmanus worker`: runs tasks until the first SIGTERM or Ctrl-C, then hands back the ones
+/// it holds and exits; a second signal kills everything at once.
+///
+/// # Errors
+///
+/// A configuration error; NATS cannot be reached.
+pub async fn worker(
+    global: &GlobalArgs,
+    args: &NatsArgs,
+    concurrency: Option<usize>,
+    name: Option<String>,
+) -> Result<u8> {
+    let config = config::load(global)?;
+    let settings = settings(&config, args);
+    let factory = config::factory(global, config);
+    let mut options = WorkerOptions::new(settings.workspaces_path(factory.workspace()));
+    options.concurrency = concurrency.unwrap_or(settings.concurrency).max(1);
+    options.progress_interval = Duration::from_secs(settings.progress_secs.max(1));
+    if let Some(name) = name {
+        options.name = name;
+    }
+    let nats = connect(&settings, &format!("openmanus worker {}", options.name)).await?;
+    note(&format!(
+        "openmanus worker {}: {} task(s) at once from {} (workspaces in {}; Ctrl-C or SIGTERM stops)",
+        options.name,
+        options.concurrency,
+        settings.url,
+        options.workspaces.display()
+    ));
+    let stop = CancellationToken::new();
+    let worker = Worker::new(nats, factory, options);
+    let trigger = stop.clone();
+    tokio::spawn(async move {
+        serve::stop_signal().await;
+        trigger.cancel();
+    });
+    let summary = worker.run(stop).await?;
+    note(&format!(
+        "stopped: {} completed, {} already done, {} handed back, {} rejected",
+        summary.completed, summary.already_done, summary.handed_back, summary.rejected
+    ));
+    Ok(EXIT_OK)
+}
+
+/// What `openmanus submit` was asked.
+#[derive(Debug)]
+pub struct Submission {
+    /// The agent kind (or `flow`).
+    pub agent: String,
+    /// The task id (default: a new one).
+    pub id: Option<String>,
+    /// The session it continues.
+    pub session: Option<String>,
+    /// Print the events as they come.
+    pub follow: bool,
+    /// Wait for the result and print it.
+    pub wait: bool,
+    /// The task.
+    pub task: String,
+}
+
+/// `openmanus submit`: publishes the task, prints its id, and with `--follow`/`--wait` its
+/// events and result. The exit code is the run's, as for a local run, when it waits.
+///
+/// # Errors
+///
+/// A configuration error; NATS cannot be reached; the task is invalid.
+pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission) -> Result<u8> {
+    let config = config::load_for_store(global)?;
+    let settings = settings(&config, args);
+    let nats = connect(&settings, "openmanus submit").await?;
+    let submitter = Submitter::new(nats);
+    let mut task = TaskMessage::new(submission.agent, submission.task);
+    if let Some(id) = submission.id {
+        task = task.with_id(id);
+    }
+    if let Some(session) = submission.session {
+        task = task.in_session(session);
+    }
+    let mut events = if submission.follow {
+        Some(submitter.events(&task.id).await?)
+    } else {
+        None
+    };
+    let submitted = submitter.submit(&task).await?;
+    if global.json {
+        say(&serde_json::json!({"submitted": task.id, "sequence": submitted.sequence, "duplicate": submitted.duplicate}).to_string());
+    } else {
+        say(&task.id);
+        if submitted.duplicate {
+            note("this task id was submitted already; the copy was dropped");
+        }
+    }
+    if !submission.follow && !submission.wait {
+        return Ok(EXIT_OK);
+    }
+    let waiting = submitter.wait_result(&task.id);
+    tokio::pin!(waiting);
+    let result = loop {
+        let Some(stream) = events.as_mut() else {
+            break waiting.await?;
+        };
+        tokio::select! {
+            result = &mut waiting => break result?,
+            event = stream.next() => match event {
+                Some(Ok(event)) => {
+                    if global.json {
+                        say(&serde_json::to_string(&event)?);
+                    } else if !global.quiet {
+                        note(&format!(
+                            "[{} #{} {}] {}",
+                            event.worker,
+                            event.attempt,
+                            event.seq,
+                            event.data.get("type").and_then(|t| t.as_str()).unwrap_or(event.kind.as_str())
+                        ));
+                    }
+                }
+                Some(Err(error)) => note(&format!("warning: {error}")),
+                None => events = None,
+            },
+        }
+    };
+    if global.json {
+        say(&serde_json::to_string(&result)?);
+    } else {
+        if !global.quiet {
+            note(&format!(
+                "{} on {} (attempt {}): {}; tokens {} in, {} out",
+                task.id,
+                result.worker,
+                result.attempt,
+                result.status,
+                result.usage.prompt_tokens,
+                result.usage.completion_tokens
+            ));
+        }
+        say(result.answer.as_deref().unwrap_or(&result.text));
+    }
+    Ok(match result.ending {
+        Ending::Finished => EXIT_OK,
+        Ending::MaxSteps => EXIT_MAX_STEPS,
+        Ending::Cancelled => EXIT_CANCELLED,
+        Ending::Failed => EXIT_FAILED,
+    })
+}
