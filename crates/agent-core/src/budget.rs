@@ -11,6 +11,14 @@ use serde::Serialize;
 
 use crate::event::AgentEvent;
 
+/// `usd` rounded to a billionth of a dollar, so that sums print as the decimals they are
+/// (`0.000175 + 0.00021` is `0.000385`, not `0.00038500000000000003`) and survive a round trip
+/// through JSON text and SQLite unchanged.
+#[must_use]
+pub fn round_usd(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
+}
+
 /// Tokens and cost, added up over model calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct RunUsage {
@@ -40,7 +48,7 @@ impl RunUsage {
             self.cached_prompt_tokens += cached_prompt_tokens;
             self.completion_tokens += completion_tokens;
             match cost_usd {
-                Some(cost) => self.cost_usd += cost,
+                Some(cost) => self.cost_usd = round_usd(self.cost_usd + cost),
                 None => self.unpriced_calls += 1,
             }
         }
@@ -264,6 +272,14 @@ mod tests {
         assert_eq!(usage.total_tokens(), 330);
         assert!((usage.cost_usd - 0.5).abs() < 1e-12);
         assert_eq!(usage.unpriced_calls, 1);
+    }
+
+    #[test]
+    fn sums_of_costs_stay_short_decimals() {
+        let mut usage = RunUsage::default();
+        usage.add(&usage_event(1, 1, Some(0.000_175)));
+        usage.add(&usage_event(1, 1, Some(0.000_21)));
+        assert_eq!(usage.cost_usd.to_string(), "0.000385");
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use agent::{
     Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, STUCK_PROMPT, StuckDetection,
     cancelled_observation, failed_observation, out_of_time_observation, run_loop,
 };
-pub use budget::{Budget, BudgetExceeded, BudgetKind, BudgetMeter, RunUsage};
+pub use budget::{Budget, BudgetExceeded, BudgetKind, BudgetMeter, RunUsage, round_usd};
 pub use error::{AgentError, BoxError, TOOL_CALL_REQUIRED};
 pub use event::{AgentEvent, EventBus, EventSink};
 pub use memory::{

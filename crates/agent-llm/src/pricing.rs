@@ -47,16 +47,18 @@ impl Price {
     /// A model that costs nothing (a local server).
     pub const FREE: Self = Self::new(0.0, 0.0);
 
-    /// The cost of `usage` in US dollars: uncached input at `input`, cached input at
-    /// `cached_input`, output at `output`.
+    /// The cost of `usage` in US dollars (to a billionth, [`agent_core::round_usd`]): uncached
+    /// input at `input`, cached input at `cached_input`, output at `output`.
     #[must_use]
     pub fn cost(&self, usage: &Usage) -> f64 {
         let cached = usage.cached_prompt_tokens.min(usage.prompt_tokens);
         let uncached = usage.prompt_tokens - cached;
         let per_token = |price: f64| price / 1_000_000.0;
-        uncached as f64 * per_token(self.input)
-            + cached as f64 * per_token(self.cached_input.unwrap_or(self.input))
-            + usage.completion_tokens as f64 * per_token(self.output)
+        agent_core::round_usd(
+            uncached as f64 * per_token(self.input)
+                + cached as f64 * per_token(self.cached_input.unwrap_or(self.input))
+                + usage.completion_tokens as f64 * per_token(self.output),
+        )
     }
 
     /// Whether every figure is finite and not negative (what a configured price must be).
