@@ -119,6 +119,7 @@ async fn conversation(stream: bool, policies: Policies) {
             AgentEvent::TokenUsage {
                 prompt_tokens,
                 completion_tokens,
+                ..
             } => Some((prompt_tokens, completion_tokens)),
             _ => None,
         })

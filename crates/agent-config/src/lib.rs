@@ -90,11 +90,12 @@ pub use llm::VISION;
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use overrides::{ConfigOverride, OverrideSyntaxError};
-pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
+pub use policies::{AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation};
 pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
-    AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, Dispatch,
-    EngineBaseUrls, McpSettings, NatsSettings, ProxySettings, RunflowSettings, SandboxBackend,
-    SandboxSettings, SearchSettings, ServerSettings, StoreSettings,
+    AgentSettings, BrowserSettings, DEFAULT_COMPACTION_KEEP_TURNS, DEFAULT_COMPACTION_THRESHOLD,
+    DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, Dispatch, EngineBaseUrls, McpSettings,
+    NatsSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
+    ServerSettings, StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

@@ -49,3 +49,22 @@ pub enum AutoTextReply {
     #[serde(rename = "finish")]
     Finish,
 }
+
+/// What happens when the next request would pass `compaction_threshold` of the model's context
+/// window (`[agent] compaction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+pub enum CompactionStrategy {
+    /// `"off"` — OpenManus: nothing but the message cap (`max_messages`), which drops whole
+    /// turns by count; requests grow until the provider refuses them.
+    #[serde(rename = "off")]
+    Off,
+    /// `"cut"` — the older turns are dropped (the task and the latest turns kept), with no
+    /// summary.
+    #[serde(rename = "cut")]
+    Cut,
+    /// `"summary"` — the older turns are replaced by a summary the model writes in a separate
+    /// request (what was asked, what was done, files touched, what is left). The default.
+    #[default]
+    #[serde(rename = "summary")]
+    Summary,
+}

@@ -9,7 +9,9 @@ use agent_llm::ApiKey;
 use serde::{Deserialize, Deserializer};
 
 use crate::mcp::McpServerConfig;
-use crate::policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
+use crate::policies::{
+    AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation,
+};
 
 /// `""` means "not set" for optional strings (OpenManus's examples write `cdp_url = ""`).
 fn empty_as_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
@@ -335,9 +337,13 @@ impl Default for RunflowSettings {
 /// The default byte cap of one tool observation (`[agent] max_observation_bytes`): 128 KiB,
 /// some 30 000 tokens.
 pub const DEFAULT_MAX_OBSERVATION_BYTES: usize = 128 * 1024;
+/// The default of `[agent] compaction_threshold`: compact past 80 % of the context window.
+pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
+/// The default of `[agent] compaction_keep_turns`.
+pub const DEFAULT_COMPACTION_KEEP_TURNS: usize = 4;
 
 /// `[agent]` (openmanus-rs): overrides and policies for every agent.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentSettings {
     /// Step budget of every agent run; `None`: each agent's own default (Manus 20, SWE 20, ...).
@@ -367,6 +373,27 @@ pub struct AgentSettings {
     /// Variables tool processes keep even though the configuration names them (for instance a
     /// token a tool needs on purpose).
     pub tool_env_allow: Vec<String>,
+    /// Tokens (input plus output) one run may use; reaching it ends the run with a `budget`
+    /// finish reason. For `openmanus flow`, all the steps of one execution together. `None`:
+    /// no limit.
+    pub max_run_tokens: Option<u64>,
+    /// US dollars one run may spend, at the models' prices (`[llm] price` or the shipped
+    /// table); calls of a model with no price count nothing. `None`: no limit.
+    pub max_run_cost: Option<f64>,
+    /// Seconds of wall time one run may take; the step in progress is interrupted when it runs
+    /// out. `None`: no limit.
+    pub max_run_seconds: Option<u64>,
+    /// What happens when a request would pass `compaction_threshold` of the context window:
+    /// `"summary"` (default), `"cut"` or `"off"` (OpenManus).
+    pub compaction: CompactionStrategy,
+    /// The fraction of the model's context window (from `[llm] context_window` or the model
+    /// table) past which the conversation is compacted. Default `0.8`.
+    pub compaction_threshold: f64,
+    /// How many of the latest turns compaction keeps as they are. Default `4`.
+    pub compaction_keep_turns: usize,
+    /// The `[llm.<name>]` section of the model that writes summaries (a cheaper one, say);
+    /// `None`: each agent's own model.
+    pub summary_llm: Option<String>,
 }
 
 impl Default for AgentSettings {
@@ -381,6 +408,13 @@ impl Default for AgentSettings {
             workspace_root: PathBuf::from("workspace"),
             tool_env_deny: Vec::new(),
             tool_env_allow: Vec::new(),
+            max_run_tokens: None,
+            max_run_cost: None,
+            max_run_seconds: None,
+            compaction: CompactionStrategy::default(),
+            compaction_threshold: DEFAULT_COMPACTION_THRESHOLD,
+            compaction_keep_turns: DEFAULT_COMPACTION_KEEP_TURNS,
+            summary_llm: None,
         }
     }
 }

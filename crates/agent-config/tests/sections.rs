@@ -7,8 +7,9 @@ mod common;
 use std::path::PathBuf;
 
 use agent_config::{
-    AgentSettings, AutoTextReply, BrowserSettings, DaytonaSettings, McpSettings,
-    NextStepPromptMode, ObservationTruncation, RunflowSettings, SandboxSettings, SearchSettings,
+    AgentSettings, AutoTextReply, BrowserSettings, CompactionStrategy, DaytonaSettings,
+    McpSettings, NextStepPromptMode, ObservationTruncation, RunflowSettings, SandboxSettings,
+    SearchSettings,
 };
 use common::{LLM, parse, with_llm};
 
@@ -220,7 +221,9 @@ fn agent_defaults_and_every_policy_value() {
     let openmanus = with_llm(
         "[agent]\nmax_steps = 50\nmax_observe = 0\nnext_step_prompt = \"append\"\n\
          observation_truncation = \"cut\"\nauto_text_reply = \"finish\"\n\
-         workspace_root = \"/srv/ws\"\nmax_observation_bytes = 0\n",
+         workspace_root = \"/srv/ws\"\nmax_observation_bytes = 0\nmax_run_tokens = 50000\n\
+         max_run_cost = 0.5\nmax_run_seconds = 600\ncompaction = \"off\"\n\
+         compaction_threshold = 0.7\ncompaction_keep_turns = 6\nsummary_llm = \"cheap\"\n",
     );
     assert_eq!(
         openmanus.agent,
@@ -234,8 +237,18 @@ fn agent_defaults_and_every_policy_value() {
             workspace_root: PathBuf::from("/srv/ws"),
             tool_env_deny: Vec::new(),
             tool_env_allow: Vec::new(),
+            max_run_tokens: Some(50_000),
+            max_run_cost: Some(0.5),
+            max_run_seconds: Some(600),
+            compaction: CompactionStrategy::Off,
+            compaction_threshold: 0.7,
+            compaction_keep_turns: 6,
+            summary_llm: Some("cheap".to_owned()),
         }
     );
+    assert_eq!(d.compaction, CompactionStrategy::Summary);
+    assert!((d.compaction_threshold - 0.8).abs() < f64::EPSILON);
+    assert_eq!((d.max_run_tokens, d.max_run_seconds), (None, None));
     let ours = with_llm(
         "[agent]\nnext_step_prompt = \"ephemeral\"\nobservation_truncation = \"head_and_tail\"\n\
          auto_text_reply = \"keep_looping\"\n",

@@ -1,11 +1,12 @@
 //! BaseAgent: the run loop, the state machine, stuck detection and the structured run outcome.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, info_span, warn};
 
+use crate::budget::{Budget, BudgetExceeded, BudgetMeter, RunUsage};
 use crate::error::AgentError;
 use crate::event::{AgentEvent, EventBus};
 use crate::memory::Memory;
@@ -37,6 +38,15 @@ pub fn cancelled_observation(call: &ToolCall) -> String {
 pub fn failed_observation(call: &ToolCall) -> String {
     format!(
         "Error: Tool '{}' did not complete: the step failed",
+        call.function.name
+    )
+}
+
+/// The observation given to a tool call that the run's time budget interrupted or never started.
+#[must_use]
+pub fn out_of_time_observation(call: &ToolCall) -> String {
+    format!(
+        "Error: Tool '{}' did not complete: the run's time budget ran out",
         call.function.name
     )
 }
@@ -73,6 +83,13 @@ pub struct BaseAgent {
     pub duplicate_threshold: usize,
     /// What stuck detection compares.
     pub stuck_detection: StuckDetection,
+    /// Limits on tokens, cost and wall time; reaching one finishes the run with
+    /// [`FinishReason::Budget`]. Checked before every step, and the time limit also during one.
+    pub budget: Budget,
+    meter: BudgetMeter,
+    /// The meter is a flow's: runs do not restart it.
+    shared_meter: bool,
+    usage: std::sync::Mutex<RunUsage>,
     state: AgentState,
     current_step: u32,
     stuck_hint: bool,
@@ -94,6 +111,10 @@ impl BaseAgent {
             max_steps: DEFAULT_MAX_STEPS,
             duplicate_threshold: DEFAULT_DUPLICATE_THRESHOLD,
             stuck_detection: StuckDetection::default(),
+            budget: Budget::default(),
+            meter: BudgetMeter::new(),
+            shared_meter: false,
+            usage: std::sync::Mutex::default(),
             state: AgentState::Idle,
             current_step: 0,
             stuck_hint: false,
@@ -137,6 +158,39 @@ impl BaseAgent {
     pub fn with_max_messages(mut self, max_messages: usize) -> Self {
         self.memory.set_max_messages(max_messages);
         self
+    }
+
+    /// Sets the budget of every run.
+    #[must_use]
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Measures this agent's budget on `meter`, which its runs do not restart: a flow gives
+    /// every executor the same meter (restarted when the flow starts), so the limits hold over
+    /// all its steps together.
+    pub fn share_budget_meter(&mut self, meter: BudgetMeter) {
+        self.meter = meter;
+        self.shared_meter = true;
+    }
+
+    /// The meter of this agent's budget.
+    #[must_use]
+    pub fn budget_meter(&self) -> &BudgetMeter {
+        &self.meter
+    }
+
+    /// Tokens and cost of the current (or last) run's model calls so far.
+    #[must_use]
+    pub fn run_usage(&self) -> RunUsage {
+        *self.usage.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The budget limit reached so far, if any.
+    #[must_use]
+    pub fn budget_exceeded(&self) -> Option<BudgetExceeded> {
+        self.meter.check(&self.budget)
     }
 
     /// Sets the stuck threshold.
@@ -218,6 +272,13 @@ impl BaseAgent {
         } = &event
         {
             self.answers().record(content, tool_calls);
+        }
+        if matches!(event, AgentEvent::TokenUsage { .. }) {
+            self.usage
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(&event);
+            self.meter.record(&event);
         }
         self.events.emit(event);
     }
@@ -353,6 +414,10 @@ impl BaseAgent {
         self.finish_reason = None;
         self.stuck_hint = false;
         *self.answers() = AnswerTracker::default();
+        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) = RunUsage::default();
+        if !self.shared_meter {
+            self.meter.restart();
+        }
     }
 
     fn answers(&self) -> std::sync::MutexGuard<'_, AnswerTracker> {
@@ -446,12 +511,14 @@ pub async fn run_loop<A: Agent + ?Sized>(
             base.emit(AgentEvent::Finished {
                 status: RunStatus::Cancelled.to_string(),
                 steps: 0,
+                usage: RunUsage::default(),
             });
             return Ok(RunOutcome {
                 status: RunStatus::Cancelled,
                 steps: Vec::new(),
                 final_state: base.state(),
                 answer: None,
+                usage: RunUsage::default(),
             });
         }
         // A run whose future was dropped mid-step left calls unanswered: answer them first.
@@ -465,6 +532,10 @@ pub async fn run_loop<A: Agent + ?Sized>(
             base.memory.add_task(Message::user_message(request));
         }
         base.set_state(AgentState::Running)?;
+        let deadline = base
+            .budget
+            .max_duration
+            .and_then(|max| base.meter.started().checked_add(max));
 
         let mut steps = Vec::new();
         let mut status = None;
@@ -476,18 +547,48 @@ pub async fn run_loop<A: Agent + ?Sized>(
                 break;
             }
             let base = agent.base_mut();
+            if let Some(exceeded) = base.budget_exceeded() {
+                info!(%exceeded, "budget reached; finishing");
+                base.finish(FinishReason::Budget(exceeded))?;
+                break;
+            }
             base.current_step += 1;
             let step = base.current_step;
             let max_steps = base.max_steps;
             info!("Executing step {step}/{max_steps}");
             base.emit(AgentEvent::StepStarted { step, max_steps });
 
+            let out_of_time = async {
+                match deadline {
+                    Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             let result = tokio::select! {
                 biased;
                 () = token.cancelled() => None,
-                result = agent.step().instrument(info_span!("step", step)) => Some(result),
+                () = out_of_time => Some(None),
+                result = agent.step().instrument(info_span!("step", step)) => Some(Some(result)),
             };
             match result {
+                Some(None) => {
+                    let base = agent.base_mut();
+                    let closed = base.memory.close_open_tool_calls(out_of_time_observation);
+                    base.emit_closed_calls(step, &closed, out_of_time_observation);
+                    let elapsed = base.meter.started().elapsed();
+                    let exceeded = base.budget.time_exceeded(elapsed);
+                    info!(
+                        step,
+                        closed = closed.len(),
+                        "time budget ran out inside a step"
+                    );
+                    if let Some(exceeded) = exceeded
+                        && base.state() == AgentState::Running
+                    {
+                        base.finish(FinishReason::Budget(exceeded))?;
+                    }
+                    break;
+                }
                 None => {
                     let base = agent.base_mut();
                     let closed = base.memory.close_open_tool_calls(cancelled_observation);
@@ -496,7 +597,7 @@ pub async fn run_loop<A: Agent + ?Sized>(
                     status = Some(RunStatus::Cancelled);
                     break;
                 }
-                Some(Err(error)) => {
+                Some(Some(Err(error))) => {
                     warn!(step, %error, "step failed");
                     // Only a running agent moves to ERROR; a step that already finished the
                     // agent and then failed still reports the failure.
@@ -511,7 +612,7 @@ pub async fn run_loop<A: Agent + ?Sized>(
                     status = Some(RunStatus::Failed(Arc::new(error)));
                     break;
                 }
-                Some(Ok(result)) => {
+                Some(Some(Ok(result))) => {
                     if agent.is_stuck() {
                         agent.handle_stuck_state();
                     } else {
@@ -546,9 +647,11 @@ pub async fn run_loop<A: Agent + ?Sized>(
         }
         agent.cleanup().await;
         let base = agent.base();
+        let usage = base.run_usage();
         base.emit(AgentEvent::Finished {
             status: status.to_string(),
             steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
+            usage,
         });
         let answer = base.answers().answer(&status);
         Ok(RunOutcome {
@@ -556,6 +659,7 @@ pub async fn run_loop<A: Agent + ?Sized>(
             steps,
             final_state: base.state(),
             answer,
+            usage,
         })
     }
     .instrument(span)

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use crate::budget::RunUsage;
 use crate::schema::{AgentState, ToolCall};
 
 /// Something that happened during a run.
@@ -81,12 +82,31 @@ pub enum AgentEvent {
         /// The new text.
         text: String,
     },
-    /// Tokens used by one model call, as reported by the provider.
+    /// Tokens used by one model call, as reported by the provider, and what they cost.
     TokenUsage {
         /// Input tokens.
         prompt_tokens: u64,
+        /// Of the input tokens, those read from the provider's prompt cache.
+        cached_prompt_tokens: u64,
         /// Output tokens.
         completion_tokens: u64,
+        /// The call's cost in US dollars at the model's price; `None` when the model has no
+        /// price.
+        cost_usd: Option<f64>,
+    },
+    /// Older turns of the conversation were replaced to keep requests within the model's
+    /// context window.
+    Compacted {
+        /// Step number.
+        step: u32,
+        /// How: `summary` (the model summarised them) or `cut` (they were dropped).
+        strategy: String,
+        /// Messages removed from memory (the summary message added is not counted).
+        removed_messages: usize,
+        /// Estimated tokens of the next request before the compaction.
+        tokens_before: u64,
+        /// Estimated tokens of the next request after it.
+        tokens_after: u64,
     },
     /// A model call is being retried.
     Retry {
@@ -119,6 +139,8 @@ pub enum AgentEvent {
         status: String,
         /// Steps executed.
         steps: u32,
+        /// Tokens and cost of the run's model calls.
+        usage: RunUsage,
     },
 }
 

@@ -37,6 +37,7 @@
 //! ```
 
 mod agent;
+mod budget;
 mod error;
 mod event;
 mod memory;
@@ -45,8 +46,9 @@ mod schema;
 
 pub use agent::{
     Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, STUCK_PROMPT, StuckDetection,
-    cancelled_observation, failed_observation, run_loop,
+    cancelled_observation, failed_observation, out_of_time_observation, run_loop,
 };
+pub use budget::{Budget, BudgetExceeded, BudgetKind, BudgetMeter, RunUsage, round_usd};
 pub use error::{AgentError, BoxError, TOOL_CALL_REQUIRED};
 pub use event::{AgentEvent, EventBus, EventSink};
 pub use memory::{

@@ -321,6 +321,44 @@ impl Memory {
         changed
     }
 
+    /// Replaces the whole turns in `range` with one message (a summary of them), keeping the
+    /// order of everything else. The replacement takes the place, and the id, of the first
+    /// message replaced (reported as [`MemoryChange::Edited`]); the others are reported
+    /// [`MemoryChange::Removed`]. Returns `false`, changing nothing, when `range` is empty, out
+    /// of bounds, does not start and end at turn boundaries (see [`turns`]) or holds the pinned
+    /// task of the current run.
+    pub fn replace_turns(&mut self, range: Range<usize>, replacement: Message) -> bool {
+        let starts: Vec<usize> = turns(&self.messages).iter().map(|t| t.start).collect();
+        let boundary = |at: usize| at == self.messages.len() || starts.contains(&at);
+        if range.is_empty()
+            || range.end > self.messages.len()
+            || !boundary(range.start)
+            || !boundary(range.end)
+            || self.task.is_some_and(|task| range.contains(&task))
+        {
+            return false;
+        }
+        let removed = range.len() - 1;
+        self.messages[range.start] = replacement;
+        let gone: Vec<u64> = self.ids.drain(range.start + 1..range.end).collect();
+        self.messages.drain(range.start + 1..range.end);
+        if let Some(task) = self.task
+            && task >= range.end
+        {
+            self.task = Some(task - removed);
+        }
+        if let Some(observer) = &self.observer {
+            observer.changed(MemoryChange::Edited {
+                id: self.ids[range.start],
+                message: &self.messages[range.start],
+            });
+            if !gone.is_empty() {
+                observer.changed(MemoryChange::Removed { ids: &gone });
+            }
+        }
+        true
+    }
+
     /// The message cap.
     #[must_use]
     pub fn max_messages(&self) -> usize {
@@ -359,6 +397,12 @@ impl Memory {
     #[must_use]
     pub fn current_task(&self) -> Option<&Message> {
         self.task.and_then(|at| self.messages.get(at))
+    }
+
+    /// Where the pinned request of the current run is (see [`Memory::current_task`]).
+    #[must_use]
+    pub fn task_index(&self) -> Option<usize> {
+        self.task
     }
 
     /// Removes every message.
@@ -721,5 +765,28 @@ mod tests {
         assert_eq!(copy.ids(), [0, 1, 3]);
         memory.add_message(Message::user_message("after"));
         assert_eq!(memory.ids(), [4], "ids are never reused");
+    }
+
+    #[test]
+    fn replacing_turns_keeps_ids_ascending_pairing_valid_and_the_task_pinned() {
+        let log = Arc::new(Log::default());
+        let mut memory = Memory::new(100);
+        memory.add_task(Message::user_message("task"));
+        memory.add_messages([calls(&["a"]), result("a"), calls(&["b", "c"])]);
+        memory.add_messages([result("b"), result("c"), Message::assistant_message("last")]);
+        memory.set_observer(Some(log.clone()));
+        // Not at turn boundaries (inside the second call's turn), or holding the task: refused.
+        assert!(!memory.replace_turns(1..4, Message::user_message("x")));
+        assert!(!memory.replace_turns(0..3, Message::user_message("x")));
+        assert!(!memory.replace_turns(3..3, Message::user_message("x")));
+        assert!(!memory.replace_turns(6..8, Message::user_message("x")));
+        assert_eq!(memory.len(), 7);
+        assert!(memory.replace_turns(1..6, Message::user_message("summary")));
+        let texts: Vec<&str> = memory.messages().iter().map(Message::text).collect();
+        assert_eq!(texts, ["task", "summary", "last"]);
+        assert_eq!(memory.ids(), [0, 1, 6]);
+        assert_eq!(memory.current_task().map(Message::text), Some("task"));
+        assert_eq!(check_tool_pairing(memory.messages(), false), Ok(()));
+        assert_eq!(*log.0.lock().unwrap(), ["~1 summary", "-[2, 3, 4, 5]"]);
     }
 }

@@ -3,11 +3,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::budget::{BudgetExceeded, RunUsage};
 use crate::error::AgentError;
 use crate::schema::{AgentState, ToolCall};
 
 /// Why an agent reached `FINISHED`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum FinishReason {
     /// A special tool (by default `terminate`) ended the run.
@@ -20,6 +21,8 @@ pub enum FinishReason {
         /// The limit error's text.
         message: String,
     },
+    /// A limit of the run's [`Budget`](crate::Budget) was reached.
+    Budget(BudgetExceeded),
     /// The agent decided it was done for another reason (a hook, a custom rule).
     Other(String),
 }
@@ -29,6 +32,7 @@ impl fmt::Display for FinishReason {
         match self {
             Self::SpecialTool { name } => write!(f, "special tool `{name}`"),
             Self::TokenLimit { message } => write!(f, "token limit: {message}"),
+            Self::Budget(exceeded) => exceeded.fmt(f),
             Self::Other(reason) => f.write_str(reason),
         }
     }
@@ -80,11 +84,14 @@ pub struct RunOutcome {
     pub final_state: AgentState,
     /// The run's answer (see [`RunOutcome::answer`]).
     pub answer: Option<String>,
+    /// Tokens and cost of the run's model calls.
+    pub usage: RunUsage,
 }
 
 impl RunOutcome {
     /// OpenManus's result text: `Step {i}: {result}` lines, then
-    /// `Terminated: Reached max steps ({n})` when the budget ran out, or `No steps executed`.
+    /// `Terminated: Reached max steps ({n})` when the budget ran out, `Terminated: {budget}`
+    /// when a [`Budget`](crate::Budget) limit was reached, or `No steps executed`.
     /// A cancelled run that completed steps ends with `Cancelled after step {i}`; a failed one
     /// with `Error: {error}`.
     #[must_use]
@@ -102,6 +109,9 @@ impl RunOutcome {
                 }
             }
             RunStatus::Failed(error) => lines.push(format!("Error: {error}")),
+            RunStatus::Finished(FinishReason::Budget(exceeded)) => {
+                lines.push(format!("Terminated: {exceeded}"));
+            }
             RunStatus::Finished(_) => {}
         }
         if lines.is_empty() {

@@ -259,6 +259,7 @@ impl LlmClient {
                     prompt_tokens: input,
                     completion_tokens: completion,
                     total_tokens: input.saturating_add(completion),
+                    cached_prompt_tokens: 0,
                 }
             }
         };
@@ -558,6 +559,14 @@ impl ChatModel for LlmClient {
 
     fn model_name(&self) -> &str {
         &self.settings.model
+    }
+
+    fn price(&self) -> Option<crate::Price> {
+        self.settings.effective_price()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.settings.effective_context_window()
     }
 
     fn supports_images(&self) -> bool {

@@ -44,6 +44,7 @@ mod error;
 pub mod format;
 pub mod http;
 mod models;
+pub mod pricing;
 mod provider;
 mod request;
 mod retry;
@@ -59,6 +60,7 @@ pub use anthropic::AnthropicClient;
 pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient, TokenTotals};
 pub use error::{LlmError, classify, parse_retry_after};
 pub use models::{ModelProfile, model_profile};
+pub use pricing::{Price, default_price};
 pub use provider::Model;
 pub use retry::RetryPolicy;
 pub use settings::{ApiKey, ApiType, LlmSettings, ToolCallMode};
@@ -88,6 +90,19 @@ pub trait ChatModel: Send + Sync {
     /// whether a screenshot is worth sending.
     fn supports_images(&self) -> bool {
         false
+    }
+
+    /// What the model's tokens cost, for the cost of each call (default: the shipped table's
+    /// price of [`ChatModel::model_name`], [`default_price`]). `None`: unknown, so calls have
+    /// no cost.
+    fn price(&self) -> Option<Price> {
+        default_price(self.model_name())
+    }
+
+    /// The model's context window in tokens, when known (default: the model table's,
+    /// [`model_profile`]). Agents compact their conversation against it.
+    fn context_window(&self) -> Option<u64> {
+        model_profile(self.model_name()).context_window
     }
 
     /// OpenManus's `ask`: a text-only completion, returned trimmed.

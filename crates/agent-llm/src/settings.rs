@@ -218,6 +218,11 @@ pub struct LlmSettings {
     /// applies).
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// What this model costs, in US dollars per million tokens (`{ input, cached_input,
+    /// output }`). `None`: the shipped table's price for `model` ([`crate::default_price`]);
+    /// calls of a model with neither have no cost.
+    #[serde(default)]
+    pub price: Option<crate::Price>,
     /// Whether the model accepts images. `None`: from the model table. (Not called `vision`: in
     /// OpenManus configs `[llm.vision]` is a whole model section.)
     #[serde(default)]
@@ -286,6 +291,7 @@ impl LlmSettings {
             temperature: default_temperature(),
             max_input_tokens: None,
             context_window: None,
+            price: None,
             supports_images: None,
             reasoning: None,
             stream: true,
@@ -322,6 +328,24 @@ impl LlmSettings {
     pub fn with_tool_call_mode(mut self, mode: ToolCallMode) -> Self {
         self.tool_call_mode = mode;
         self
+    }
+
+    /// The price of this model: `price` when set, else free for a local Ollama server, else the
+    /// shipped table's ([`crate::default_price`]).
+    #[must_use]
+    pub fn effective_price(&self) -> Option<crate::Price> {
+        match (self.price, self.api_type) {
+            (Some(price), _) => Some(price),
+            (None, ApiType::Ollama) => Some(crate::Price::FREE),
+            (None, _) => crate::default_price(&self.model),
+        }
+    }
+
+    /// The model's context window: `context_window` when set, else the model table's.
+    #[must_use]
+    pub fn effective_context_window(&self) -> Option<u64> {
+        self.context_window
+            .or_else(|| crate::model_profile(&self.model).context_window)
     }
 
     /// A duration in seconds; `None` for 0, negative or non-finite values ("no limit").

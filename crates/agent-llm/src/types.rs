@@ -79,6 +79,16 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Their sum, as reported.
     pub total_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache (OpenAI's
+    /// `prompt_tokens_details.cached_tokens`, Anthropic's and Bedrock's cache reads); they are
+    /// billed at the cached-input price.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_prompt_tokens: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The assistant's reply to one request.

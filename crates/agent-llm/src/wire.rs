@@ -85,6 +85,10 @@ pub fn parse_usage(value: &Value) -> Option<Usage> {
     let prompt_tokens = number("prompt_tokens");
     let completion_tokens = number("completion_tokens");
     let total = number("total_tokens");
+    let cached_prompt_tokens = usage
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     Some(Usage {
         prompt_tokens,
         completion_tokens,
@@ -93,6 +97,7 @@ pub fn parse_usage(value: &Value) -> Option<Usage> {
         } else {
             total
         },
+        cached_prompt_tokens,
     })
 }
 
@@ -305,7 +310,8 @@ mod tests {
                     {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
                     {"id": "c2", "type": "function", "function": {"name": "echo", "arguments": {"text": "hi"}}}
                 ]}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
+                      "prompt_tokens_details": {"cached_tokens": 4}}
         });
         let response = parse_completion(body.to_string().as_bytes()).unwrap();
         assert_eq!(response.content, None);
@@ -321,7 +327,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 10,
                 completion_tokens: 5,
-                total_tokens: 15
+                total_tokens: 15,
+                cached_prompt_tokens: 4,
             })
         );
         assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));

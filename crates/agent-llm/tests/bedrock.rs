@@ -74,7 +74,8 @@ async fn converse_with_tools_images_and_retries() {
         Some(Usage {
             prompt_tokens: 30,
             completion_tokens: 7,
-            total_tokens: 37
+            total_tokens: 37,
+            cached_prompt_tokens: 0,
         })
     );
     messages.push(Message::from_tool_calls(

@@ -1,30 +1,49 @@
 //! [`RunReport`]: what one task of a session came to.
 
-use agent_core::{AgentEvent, RunOutcome, RunStatus};
+use agent_core::{AgentEvent, FinishReason, RunOutcome, RunStatus, RunUsage};
 use agents::WorkspaceChanges;
 use agents::flow::FlowOutcome;
 use serde::{Deserialize, Serialize};
 
-/// Tokens used by a run, as the model reported them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// Tokens used by a run, as the model reported them, and what they cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Usage {
     /// Input tokens, over every request of the run.
     pub prompt_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    pub cached_prompt_tokens: u64,
     /// Output tokens, over every request of the run.
     pub completion_tokens: u64,
+    /// The cost in US dollars of the requests whose model has a price.
+    pub cost_usd: f64,
+    /// Requests whose model has no price (not in `cost_usd`).
+    pub unpriced_calls: u32,
 }
 
 impl Usage {
     /// Adds the usage an event reports (only [`AgentEvent::TokenUsage`] does).
     pub fn add(&mut self, event: &AgentEvent) {
-        if let AgentEvent::TokenUsage {
-            prompt_tokens,
-            completion_tokens,
-        } = event
-        {
-            self.prompt_tokens += *prompt_tokens;
-            self.completion_tokens += *completion_tokens;
-        }
+        let mut run = RunUsage {
+            prompt_tokens: self.prompt_tokens,
+            cached_prompt_tokens: self.cached_prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cost_usd: self.cost_usd,
+            unpriced_calls: self.unpriced_calls,
+        };
+        run.add(event);
+        *self = Self {
+            prompt_tokens: run.prompt_tokens,
+            cached_prompt_tokens: run.cached_prompt_tokens,
+            completion_tokens: run.completion_tokens,
+            cost_usd: run.cost_usd,
+            unpriced_calls: run.unpriced_calls,
+        };
+    }
+
+    /// Whether any request had a priced model (so `cost_usd` means something).
+    #[must_use]
+    pub fn is_priced(&self) -> bool {
+        self.cost_usd > 0.0 || (self.total() > 0 && self.unpriced_calls == 0)
     }
 
     /// Every token, in and out.
@@ -56,6 +75,8 @@ pub enum Ending {
     Cancelled,
     /// The run failed, or the flow ended with steps not done (blocked, timed out).
     Failed,
+    /// A budget of `[agent]` (tokens, cost, time) was reached; the status says which.
+    Budget,
 }
 
 /// What one task of a session came to.
@@ -96,12 +117,14 @@ impl RunReport {
     pub fn ending(&self) -> Ending {
         match &self.result {
             RunResult::Agent(outcome) => match outcome.status {
+                RunStatus::Finished(FinishReason::Budget(_)) => Ending::Budget,
                 RunStatus::Finished(_) => Ending::Finished,
                 RunStatus::MaxSteps(_) => Ending::MaxSteps,
                 RunStatus::Cancelled => Ending::Cancelled,
                 _ => Ending::Failed,
             },
             RunResult::Flow(outcome) if outcome.cancelled => Ending::Cancelled,
+            RunResult::Flow(outcome) if outcome.budget.is_some() => Ending::Budget,
             RunResult::Flow(outcome) if outcome.is_complete() => Ending::Finished,
             RunResult::Flow(_) => Ending::Failed,
         }
@@ -114,6 +137,10 @@ impl RunReport {
         match &self.result {
             RunResult::Agent(outcome) => outcome.status.to_string(),
             RunResult::Flow(outcome) if outcome.cancelled => "cancelled".to_owned(),
+            RunResult::Flow(outcome) if outcome.budget.is_some() => outcome
+                .budget
+                .map(|exceeded| exceeded.to_string())
+                .unwrap_or_default(),
             RunResult::Flow(outcome) if outcome.timed_out => "timed out".to_owned(),
             RunResult::Flow(outcome) if outcome.is_complete() => "completed".to_owned(),
             RunResult::Flow(_) => "incomplete".to_owned(),

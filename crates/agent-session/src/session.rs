@@ -729,7 +729,9 @@ fn flow_handler(
 fn token_usage(usage: Usage) -> TokenUsage {
     TokenUsage {
         prompt_tokens: usage.prompt_tokens,
+        cached_prompt_tokens: usage.cached_prompt_tokens,
         completion_tokens: usage.completion_tokens,
+        cost_usd: usage.is_priced().then_some(usage.cost_usd),
     }
 }
 
@@ -738,7 +740,7 @@ fn summary_of(report: &RunReport) -> RunSummary {
     RunSummary {
         state: match report.ending() {
             Ending::Finished => RunState::Finished,
-            Ending::MaxSteps => RunState::MaxSteps,
+            Ending::MaxSteps | Ending::Budget => RunState::MaxSteps,
             Ending::Cancelled => RunState::Cancelled,
             Ending::Failed => RunState::Failed,
         },

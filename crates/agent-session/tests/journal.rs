@@ -35,7 +35,11 @@ struct Run {
     distinct_files: bool,
     /// The agent's memory cap.
     max_messages: Option<usize>,
+    /// The model's context window, with compaction at half of it (else no compaction).
+    window: Option<u64>,
 }
+
+const TASK: &str = "Read the modules.";
 
 /// Runs SWE as `run` says, every event journaled the way the CLI does. Returns the journal's
 /// path and the bodies the server received.
@@ -52,7 +56,8 @@ async fn swe_run(run: &Run) -> (tempfile::TempDir, PathBuf, Vec<Value>) {
         std::fs::write(workspace.join(&file), forty_lines(step)).unwrap();
         let path = workspace.join(&file).display().to_string();
         let arguments = json!({"command": "view", "path": path}).to_string();
-        server.push(
+        server.push_for(
+            TASK,
             Completion::tool_calls(
                 Some(format!("Step {step}: reading {file}.")),
                 [ToolCall::new(
@@ -64,18 +69,26 @@ async fn swe_run(run: &Run) -> (tempfile::TempDir, PathBuf, Vec<Value>) {
             .with_usage(1000 + u64::from(step) * 100, 20),
         );
     }
-    server.push(Completion::tool_calls(
-        Some("Done.".into()),
-        [ToolCall::new(
-            "call_end",
-            "terminate",
-            r#"{"status":"success"}"#,
-        )],
-    ));
+    server.push_for(
+        TASK,
+        Completion::tool_calls(
+            Some("Done.".into()),
+            [ToolCall::new(
+                "call_end",
+                "terminate",
+                r#"{"status":"success"}"#,
+            )],
+        ),
+    );
 
+    // Summary requests have a first user message of their own: they take the default queue.
+    server.set_fallback(Some(
+        Completion::text("You read some modules; the rest are left.").into(),
+    ));
     let journal = Journal::create(&workspace, agents::SWE).unwrap();
     let mut settings = LlmSettings::new("gpt-4o", server.base_url()).with_api_key("sk-journal");
     settings.max_attempts = 1;
+    settings.context_window = run.window;
     let model = journal.model(settings, None).unwrap();
     let mut options = agents::AgentOptions::new(&workspace);
     options.max_steps = Some(run.views + 1);
@@ -83,6 +96,14 @@ async fn swe_run(run: &Run) -> (tempfile::TempDir, PathBuf, Vec<Value>) {
     if let Some(max_messages) = run.max_messages {
         agent = agent.with_max_messages(max_messages);
     }
+    agent = agent.with_compaction(if run.window.is_some() {
+        agent_toolcall::Compaction {
+            threshold: 0.5,
+            ..agent_toolcall::Compaction::default()
+        }
+    } else {
+        agent_toolcall::Compaction::off()
+    });
     let mut events = agent.base().events().subscribe();
     let handle = journal.handle();
     let forward = tokio::spawn(async move {
@@ -90,7 +111,7 @@ async fn swe_run(run: &Run) -> (tempfile::TempDir, PathBuf, Vec<Value>) {
             handle.event(&event);
         }
     });
-    let task = "Read the modules.";
+    let task = TASK;
     journal.handle().write("task", json!({ "task": task }));
     let outcome = tokio::time::timeout(TIMEOUT, agent.run(Some(task.into())))
         .await
@@ -131,6 +152,7 @@ async fn a_twenty_step_swe_run_writes_a_small_journal_that_rebuilds_every_body()
         views: 20,
         distinct_files: false,
         max_messages: None,
+        window: None,
     };
     let (_dir, path, sent) = swe_run(&run).await;
     assert_eq!(sent.len(), 21);
@@ -180,6 +202,7 @@ async fn the_journal_grows_linearly_when_every_step_sees_a_new_file() {
             views,
             distinct_files: true,
             max_messages: None,
+            window: None,
         };
         let (_dir, path, sent) = swe_run(&run).await;
         assert_rebuilds(&path, &sent);
@@ -198,6 +221,7 @@ async fn the_reader_rebuilds_requests_after_memory_truncation_dropped_turns() {
         views: 8,
         distinct_files: true,
         max_messages: Some(5),
+        window: None,
     };
     let (_dir, path, sent) = swe_run(&run).await;
     assert_eq!(sent.len(), 9);
@@ -211,4 +235,32 @@ async fn the_reader_rebuilds_requests_after_memory_truncation_dropped_turns() {
     assert!(dropped, "memory was never truncated");
     assert!(messages(&sent[8]).len() <= 6, "{:?}", messages(&sent[8]));
     assert_rebuilds(&path, &sent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compactions_are_journaled_and_every_body_is_still_rebuilt() {
+    let run = Run {
+        views: 40,
+        distinct_files: true,
+        max_messages: None,
+        window: Some(6_000),
+    };
+    let (_dir, path, sent) = swe_run(&run).await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let compacted = text
+        .lines()
+        .filter(|line| line.contains(r#""type":"compacted""#))
+        .count();
+    assert!(compacted >= 2, "{compacted} compactions journaled");
+    let summaries = sent
+        .iter()
+        .filter(|b| b["messages"][1]["content"] != TASK)
+        .count();
+    assert_eq!(summaries, compacted);
+    assert_rebuilds(&path, &sent);
+    let last = sent.last().unwrap();
+    assert_eq!(last["messages"][1]["content"], TASK);
+    for body in &sent {
+        assert!(body.to_string().len() / 4 < 6_000);
+    }
 }

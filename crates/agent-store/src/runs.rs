@@ -14,7 +14,7 @@ use crate::types::{
 };
 
 const RUN_COLUMNS: &str = "id, session_id, task, state, status, answer, text, changes, \
-    prompt_tokens, completion_tokens, started_at, finished_at";
+    prompt_tokens, cached_prompt_tokens, completion_tokens, cost_usd, started_at, finished_at";
 
 fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
     let state: String = row.try_get("state")?;
@@ -39,7 +39,9 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
         },
         usage: TokenUsage {
             prompt_tokens: tokens("prompt_tokens")?,
+            cached_prompt_tokens: tokens("cached_prompt_tokens")?,
             completion_tokens: tokens("completion_tokens")?,
+            cost_usd: row.try_get("cost_usd")?,
         },
         started_at: row.try_get("started_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -121,8 +123,8 @@ impl Store {
         let mut tx = self.write().await?;
         let session: Option<String> = sqlx::query_scalar(
             "UPDATE runs SET state = ?, status = ?, answer = ?, text = ?, changes = ?, \
-             prompt_tokens = ?, completion_tokens = ?, finished_at = ? WHERE id = ? \
-             RETURNING session_id",
+             prompt_tokens = ?, cached_prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, \
+             finished_at = ? WHERE id = ? RETURNING session_id",
         )
         .bind(summary.state.as_str())
         .bind(&summary.status)
@@ -130,7 +132,9 @@ impl Store {
         .bind(&summary.text)
         .bind((!summary.changes.is_null()).then(|| summary.changes.to_string()))
         .bind(i64::try_from(summary.usage.prompt_tokens).unwrap_or(i64::MAX))
+        .bind(i64::try_from(summary.usage.cached_prompt_tokens).unwrap_or(i64::MAX))
         .bind(i64::try_from(summary.usage.completion_tokens).unwrap_or(i64::MAX))
+        .bind(summary.usage.cost_usd)
         .bind(now)
         .bind(run)
         .fetch_optional(&mut *tx)
@@ -231,7 +235,9 @@ impl Store {
     async fn usage_of(&self, run: RunId) -> Result<TokenUsage, StoreError> {
         let row = sqlx::query(
             "SELECT COALESCE(SUM(json_extract(data, '$.prompt_tokens')), 0) AS prompt, \
-             COALESCE(SUM(json_extract(data, '$.completion_tokens')), 0) AS completion \
+             COALESCE(SUM(json_extract(data, '$.cached_prompt_tokens')), 0) AS cached, \
+             COALESCE(SUM(json_extract(data, '$.completion_tokens')), 0) AS completion, \
+             SUM(json_extract(data, '$.cost_usd')) AS cost \
              FROM events WHERE run_id = ? AND kind = 'agent' \
              AND json_extract(data, '$.type') = 'token_usage'",
         )
@@ -239,10 +245,13 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         let prompt: i64 = row.try_get("prompt")?;
+        let cached: i64 = row.try_get("cached")?;
         let completion: i64 = row.try_get("completion")?;
         Ok(TokenUsage {
             prompt_tokens: u64::try_from(prompt).unwrap_or_default(),
+            cached_prompt_tokens: u64::try_from(cached).unwrap_or_default(),
             completion_tokens: u64::try_from(completion).unwrap_or_default(),
+            cost_usd: row.try_get("cost")?,
         })
     }
 }

@@ -44,7 +44,9 @@ fn summary(state: RunState) -> RunSummary {
         changes: json!({"created": ["a.txt"]}),
         usage: TokenUsage {
             prompt_tokens: 10,
+            cached_prompt_tokens: 4,
             completion_tokens: 3,
+            cost_usd: Some(0.0125),
         },
     }
 }
@@ -111,6 +113,8 @@ async fn event_ids_grow_across_sessions_and_reads_resume_after_any_id() {
     assert_eq!(run.state, RunState::Finished);
     assert_eq!(run.answer.as_deref(), Some("42"));
     assert_eq!(run.usage.completion_tokens, 3);
+    assert_eq!(run.usage.cached_prompt_tokens, 4);
+    assert_eq!(run.usage.cost_usd, Some(0.0125));
     assert_eq!(run.changes, json!({"created": ["a.txt"]}));
     assert!(run.finished_at.is_some());
     let a = store.session(&a.id).await.unwrap();
@@ -355,7 +359,20 @@ async fn a_run_whose_process_died_is_shown_interrupted_after_a_reopen() {
             NewEvent::now(
                 Some(dead),
                 EventKind::Agent,
-                json!({"type": "token_usage", "prompt_tokens": 7, "completion_tokens": 2}),
+                json!({"type": "token_usage", "prompt_tokens": 7, "cached_prompt_tokens": 3,
+                       "completion_tokens": 2, "cost_usd": 0.25}),
+            ),
+        )
+        .await
+        .unwrap();
+    store
+        .append_event(
+            &s.id,
+            NewEvent::now(
+                Some(dead),
+                EventKind::Agent,
+                json!({"type": "token_usage", "prompt_tokens": 1, "cached_prompt_tokens": 0,
+                       "completion_tokens": 1, "cost_usd": 0.5}),
             ),
         )
         .await
@@ -384,9 +401,11 @@ async fn a_run_whose_process_died_is_shown_interrupted_after_a_reopen() {
     let run = store.run(dead).await.unwrap();
     assert_eq!(run.state, RunState::Interrupted);
     assert_eq!(
-        run.usage.prompt_tokens, 7,
+        run.usage.prompt_tokens, 8,
         "usage is added up from the events"
     );
+    assert_eq!(run.usage.cached_prompt_tokens, 3);
+    assert_eq!(run.usage.cost_usd, Some(0.75), "and so is the cost");
     assert_eq!(
         store.session(&s.id).await.unwrap().state,
         SessionState::Interrupted

@@ -187,6 +187,7 @@ impl ScriptedModel {
             prompt_tokens,
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
+            cached_prompt_tokens: 0,
         }
     }
 }

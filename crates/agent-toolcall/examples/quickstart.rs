@@ -78,7 +78,7 @@ async fn main() {
                         observation.replace('\n', "\n            ")
                     );
                 }
-                AgentEvent::Finished { status, steps } => {
+                AgentEvent::Finished { status, steps, .. } => {
                     println!("── {status} after {steps} step(s)");
                     break;
                 }

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
+use crate::compaction::{Compaction, compact_if_needed};
 use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
     AutoTextReply, NextStepPromptMode, Policies, cap_observation_bytes, truncate_observation,
@@ -50,6 +51,8 @@ pub struct ToolCallCore {
     pub max_observe: Option<usize>,
     /// Behaviour policies.
     pub policies: Policies,
+    /// How requests are kept within the model's context window.
+    pub compaction: Compaction,
     /// Clean the tools up at the end of every run (OpenManus). `false` keeps them (a shell's
     /// directory and variables, a Python interpreter's state) across the runs of a multi-turn
     /// session; [`Agent::shutdown`] cleans them up when the session ends.
@@ -67,6 +70,7 @@ impl std::fmt::Debug for ToolCallCore {
             .field("special_tool_names", &self.special_tool_names)
             .field("max_observe", &self.max_observe)
             .field("policies", &self.policies)
+            .field("compaction", &self.compaction)
             .finish_non_exhaustive()
     }
 }
@@ -138,6 +142,7 @@ impl ToolCallAgent<()> {
                 special_tool_names: vec![agent_tools::TERMINATE.to_owned()],
                 max_observe: None,
                 policies: Policies::default(),
+                compaction: Compaction::default(),
                 cleanup_tools_each_run: true,
                 tool_calls: Vec::new(),
             },
@@ -239,6 +244,20 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
     #[must_use]
     pub fn with_policies(mut self, policies: Policies) -> Self {
         self.core.policies = policies;
+        self
+    }
+
+    /// Sets how requests are kept within the context window.
+    #[must_use]
+    pub fn with_compaction(mut self, compaction: Compaction) -> Self {
+        self.core.compaction = compaction;
+        self
+    }
+
+    /// Sets the limits of every run (tokens, cost, wall time).
+    #[must_use]
+    pub fn with_budget(mut self, budget: agent_core::Budget) -> Self {
+        self.core.base.budget = budget;
         self
     }
 
@@ -356,6 +375,31 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
     }
 }
 
+/// The request of one step: the system prompt, memory, the ephemeral next-step prompt, the
+/// tools.
+fn build_request(core: &ToolCallCore, ephemeral: Option<&Message>) -> ChatRequest {
+    let mut messages = core.base.memory.messages().to_vec();
+    messages.extend(ephemeral.cloned());
+    let system = if core.base.system_prompt.is_empty() {
+        Vec::new()
+    } else {
+        vec![Message::system_message(&core.base.system_prompt)]
+    };
+    ChatRequest::new(messages)
+        .with_system(system)
+        .with_tools(core.tools.to_params().to_vec(), core.tool_choice)
+}
+
+/// The [`AgentEvent::TokenUsage`] of one call of a model with `price`.
+pub(crate) fn usage_event(usage: &agent_llm::Usage, price: Option<agent_llm::Price>) -> AgentEvent {
+    AgentEvent::TokenUsage {
+        prompt_tokens: usage.prompt_tokens,
+        cached_prompt_tokens: usage.cached_prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cost_usd: price.map(|price| price.cost(usage)),
+    }
+}
+
 /// A hook's prompt with the stuck hint in front exactly when the agent is stuck: a hint the hook
 /// put there itself is taken off first, so the model never reads it twice.
 fn hinted(base: &BaseAgent, prompt: &str) -> String {
@@ -384,16 +428,14 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                 NextStepPromptMode::Ephemeral => ephemeral = Some(Message::user_message(prompt)),
             }
         }
-        let mut messages = core.base.memory.messages().to_vec();
-        messages.extend(ephemeral);
-        let system = if core.base.system_prompt.is_empty() {
-            Vec::new()
-        } else {
-            vec![Message::system_message(&core.base.system_prompt)]
-        };
-        let request = ChatRequest::new(messages)
-            .with_system(system)
-            .with_tools(core.tools.to_params().to_vec(), core.tool_choice);
+        let mut request = build_request(core, ephemeral.as_ref());
+        if compact_if_needed(core, &request, |core| {
+            build_request(core, ephemeral.as_ref())
+        })
+        .await
+        {
+            request = build_request(core, ephemeral.as_ref());
+        }
 
         let response = match core.llm.complete(request).await {
             Ok(response) => response,
@@ -411,10 +453,7 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
         };
         let step = core.base.current_step();
         if let Some(usage) = response.usage {
-            core.base.emit(AgentEvent::TokenUsage {
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-            });
+            core.base.emit(usage_event(&usage, core.llm.price()));
         }
         let content = response.content.unwrap_or_default();
         let calls = response.tool_calls;

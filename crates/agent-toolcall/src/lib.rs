@@ -37,6 +37,7 @@
 //! ```
 
 mod agent;
+pub mod compaction;
 mod hooks;
 mod policy;
 
@@ -44,8 +45,9 @@ pub use agent::{
     DEFAULT_DESCRIPTION, DEFAULT_MAX_STEPS, DEFAULT_NAME, DEFAULT_NEXT_STEP_PROMPT,
     DEFAULT_SYSTEM_PROMPT, NO_CONTENT, TOOL_CALL_REQUIRED, ToolCallAgent, ToolCallCore,
 };
+pub use compaction::{Compaction, CompactionStrategy};
 pub use hooks::{BeforeThink, ToolCallHooks};
 pub use policy::{
     AutoTextReply, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,
-    Policies, cap_observation_bytes, truncate_observation,
+    Policies, budget_from_settings, cap_observation_bytes, truncate_observation,
 };

@@ -63,6 +63,19 @@ impl Policies {
     }
 }
 
+/// The run limits of the `[agent]` section (`max_run_tokens`, `max_run_cost`,
+/// `max_run_seconds`); a cost that is negative or not a number is no limit.
+#[must_use]
+pub fn budget_from_settings(section: &AgentSettings) -> agent_core::Budget {
+    agent_core::Budget {
+        max_tokens: section.max_run_tokens,
+        max_cost_usd: section
+            .max_run_cost
+            .filter(|cost| cost.is_finite() && *cost >= 0.0),
+        max_duration: section.max_run_seconds.map(std::time::Duration::from_secs),
+    }
+}
+
 /// Shortens `observation` to `max_chars` characters (Unicode scalar values, as Python slices)
 /// according to `mode`. `HeadAndTail` keeps `max_chars` characters of the original plus the
 /// marker.

@@ -544,7 +544,9 @@ async fn events_describe_the_run_in_order() {
     );
     assert!(seen.contains(&AgentEvent::TokenUsage {
         prompt_tokens: 120,
-        completion_tokens: 8
+        cached_prompt_tokens: 0,
+        completion_tokens: 8,
+        cost_usd: None,
     }));
     assert!(seen.contains(&AgentEvent::ToolCallFinished {
         step: 1,
@@ -554,7 +556,7 @@ async fn events_describe_the_run_in_order() {
         success: true,
     }));
     assert!(
-        matches!(seen.last(), Some(AgentEvent::Finished { steps: 2, status }) if status.starts_with("finished"))
+        matches!(seen.last(), Some(AgentEvent::Finished { steps: 2, status, .. }) if status.starts_with("finished"))
     );
 }
 

@@ -284,6 +284,19 @@ impl AgentFactory {
         &self.workspace
     }
 
+    /// The model of `[agent] summary_llm`, when set.
+    fn summary_model(
+        &self,
+        models: &dyn ModelSource,
+    ) -> Result<Option<Arc<dyn ChatModel>>, FactoryError> {
+        self.config
+            .agent
+            .summary_llm
+            .as_deref()
+            .map(|name| model_for(models, name))
+            .transpose()
+    }
+
     /// The options every agent gets: `[agent]` (steps, observation limit, policies),
     /// `[browser]`, `[search]`, the workspace and, with `with_sandbox` and `[sandbox]
     /// use_sandbox = true`, the sandbox the tools run in.
@@ -299,6 +312,8 @@ impl AgentFactory {
         options.max_steps = config.agent.max_steps;
         options.max_observe = config.agent.max_observe;
         options.policies = Policies::from_settings(&config.agent);
+        options.budget = agent_toolcall::budget_from_settings(&config.agent);
+        options.compaction = agent_toolcall::Compaction::from_settings(&config.agent);
         // Secrets stay with the client: the provider keys never reach a tool process, and the
         // files holding them are out of the file tools' reach.
         agent_process::withhold_env(config.secret_env_names(std::env::vars()));
@@ -350,8 +365,10 @@ impl AgentFactory {
         models: &dyn ModelSource,
     ) -> Result<BuiltAgent, FactoryError> {
         let model = |name: &str| model_for(models, name);
+        let summary_model = self.summary_model(models)?;
         // SandboxManus has a sandbox of its own; every other kind gets `use_sandbox`'s.
-        let options = self.options(kind != AgentKind::Sandbox).await?;
+        let mut options = self.options(kind != AgentKind::Sandbox).await?;
+        options.compaction.summary_model = summary_model;
         let mut sandbox = options.sandbox.clone();
         let mut warnings = Vec::new();
         let built: Result<Box<dyn Agent>, FactoryError> = async {
@@ -479,7 +496,9 @@ impl AgentFactory {
     /// As [`AgentFactory::build`].
     pub async fn build_flow(&self, models: &dyn ModelSource) -> Result<BuiltFlow, FactoryError> {
         let model = |name: &str| model_for(models, name);
-        let options = self.options(true).await?;
+        let summary_model = self.summary_model(models)?;
+        let mut options = self.options(true).await?;
+        options.compaction.summary_model = summary_model;
         let sandbox = options.sandbox.clone();
         let built = (|| {
             let config = &self.config;
@@ -498,6 +517,7 @@ impl AgentFactory {
                 max_step_retries: config.runflow.max_step_retries,
                 time_limit: (config.runflow.timeout_secs > 0)
                     .then(|| Duration::from_secs(config.runflow.timeout_secs)),
+                budget: options.budget,
                 ..FlowOptions::default()
             }))
         })();

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_browser::{BrowserConfig, BrowserUseTool};
+use agent_core::Budget;
 use agent_llm::ChatModel;
 use agent_sandbox::{Sandbox, SandboxFileOperator};
-use agent_toolcall::{Policies, ToolCallAgent, ToolCallHooks};
+use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks};
 use agent_tools::{AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput};
 use agent_web::WebSearch;
 
@@ -23,6 +24,11 @@ pub struct AgentOptions {
     pub max_observe: Option<usize>,
     /// Behaviour policies (default: [`Policies::default`]).
     pub policies: Policies,
+    /// Limits on every run (`[agent]`'s `max_run_tokens`, `max_run_cost`, `max_run_seconds`).
+    pub budget: Budget,
+    /// How requests are kept within the context window (`[agent]`'s `compaction` keys and the
+    /// model of `summary_llm`).
+    pub compaction: Compaction,
     /// Where `ask_human` questions go (default: the terminal).
     pub human: Option<Arc<dyn HumanInput>>,
     /// The Python interpreter for `python_execute` (default: `python3` from `PATH`).
@@ -68,6 +74,8 @@ impl AgentOptions {
             max_steps: None,
             max_observe: None,
             policies: Policies::default(),
+            budget: Budget::default(),
+            compaction: Compaction::default(),
             human: None,
             python: None,
             python_timeout: None,
@@ -150,7 +158,10 @@ impl AgentOptions {
         if let Some(max_observe) = self.max_observe {
             agent = agent.with_max_observe(max_observe);
         }
-        agent.with_policies(self.policies)
+        agent
+            .with_policies(self.policies)
+            .with_budget(self.budget)
+            .with_compaction(self.compaction.clone())
     }
 }
 

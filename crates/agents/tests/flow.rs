@@ -1034,3 +1034,63 @@ async fn a_permanent_planner_error_aborts_the_flow() {
         assert!(text.contains(&error.to_string()), "{text}");
     }
 }
+
+#[tokio::test]
+async fn a_token_budget_holds_over_all_the_steps_of_the_flow() {
+    use agent_core::{Budget, BudgetKind, FinishReason};
+    let steps = ["First", "Second", "Third"];
+    let planner = model();
+    push_plan(&planner, &steps);
+    let manus = model();
+    // Step one: an echo and a finish, 600 tokens each: 1200 of the flow's 1500.
+    for call in [
+        tool_call("e", "echo", r#"{"text":"one"}"#),
+        tool_call("t", "terminate", r#"{"status":"success"}"#),
+    ] {
+        manus.push_response(agent_llm::ChatResponse {
+            content: None,
+            tool_calls: vec![call],
+            usage: Some(ScriptedModel::usage(500, 100)),
+            finish_reason: None,
+        });
+    }
+    // Step two: one echo reaches the budget (1800); the executor stops before its next step.
+    manus.push_response(agent_llm::ChatResponse {
+        content: None,
+        tool_calls: vec![tool_call("e2", "echo", r#"{"text":"two"}"#)],
+        usage: Some(ScriptedModel::usage(500, 100)),
+        finish_reason: None,
+    });
+    let mut flow = PlanningFlow::new(planner.clone())
+        .with_agent(
+            "manus",
+            worker("Manus", "A versatile agent", &manus).with_max_steps(5),
+        )
+        .with_options(FlowOptions {
+            budget: Budget {
+                max_tokens: Some(1_500),
+                ..Budget::default()
+            },
+            ..options()
+        });
+    let outcome = flow.execute("Do three things.").await.unwrap();
+    let exceeded = outcome.budget.expect("the flow's budget stopped it");
+    assert_eq!(exceeded.kind, BudgetKind::Tokens);
+    assert_eq!(exceeded.used, 1800.0);
+    // Step two's run ended on the shared budget; step three never ran, and no summary was asked.
+    assert_eq!(outcome.steps.len(), 2);
+    assert!(matches!(
+        outcome.steps[1].run_status,
+        Some(RunStatus::Finished(FinishReason::Budget(_)))
+    ));
+    assert!(
+        outcome
+            .text()
+            .ends_with("Terminated: token budget reached: 1800 of 1500 tokens used"),
+        "{}",
+        outcome.text()
+    );
+    assert_eq!(manus.remaining(), 0);
+    assert_eq!(planner.remaining(), 0);
+    assert!(outcome.summary.is_none());
+}

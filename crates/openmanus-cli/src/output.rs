@@ -12,6 +12,8 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code of a run that used up its steps without finishing.
 pub const EXIT_MAX_STEPS: u8 = 3;
+/// Exit code of a run that reached a budget of `[agent]` (tokens, cost, time).
+pub const EXIT_BUDGET: u8 = 4;
 /// Exit code of a cancelled run (as a shell reports SIGINT).
 pub const EXIT_CANCELLED: u8 = 130;
 
@@ -39,6 +41,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         Ending::MaxSteps => EXIT_MAX_STEPS,
         Ending::Cancelled => EXIT_CANCELLED,
         Ending::Failed => EXIT_FAILED,
+        Ending::Budget => EXIT_BUDGET,
     }
 }
 
@@ -90,6 +93,9 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
             agent_core::RunStatus::MaxSteps(n) => {
                 note(&format!("Terminated: Reached max steps ({n})"));
             }
+            agent_core::RunStatus::Finished(agent_core::FinishReason::Budget(exceeded)) => {
+                note(&format!("Terminated: {exceeded}"));
+            }
             _ => {}
         }
     }
@@ -115,9 +121,15 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
             ));
         }
         if report.usage.total() > 0 {
+            let usage = &report.usage;
             note(&format!(
-                "tokens: {} in, {} out",
-                report.usage.prompt_tokens, report.usage.completion_tokens
+                "tokens: {}",
+                crate::render::usage_line(
+                    usage.prompt_tokens,
+                    usage.cached_prompt_tokens,
+                    usage.completion_tokens,
+                    usage.is_priced().then_some(usage.cost_usd)
+                )
             ));
         }
         // A run that failed has no answer: its error was said above.

@@ -55,6 +55,19 @@ impl Style {
     }
 }
 
+/// `1200 in (800 cached), 50 out · $0.0031`: tokens, and the cost when it is known.
+pub fn usage_line(prompt: u64, cached: u64, completion: u64, cost_usd: Option<f64>) -> String {
+    let mut line = format!("{prompt} in");
+    if cached > 0 {
+        line.push_str(&format!(" ({cached} cached)"));
+    }
+    line.push_str(&format!(", {completion} out"));
+    if let Some(cost) = cost_usd {
+        line.push_str(&format!(" · ${cost:.4}"));
+    }
+    line
+}
+
 /// The first `max` characters of the first lines of `text`, on at most `lines` lines.
 pub fn preview(text: &str, lines: usize, max: usize) -> String {
     let mut out: Vec<String> = text.lines().take(lines).map(str::to_owned).collect();
@@ -439,14 +452,51 @@ fn text(style: &Style, event: &AgentEvent) {
         }
         AgentEvent::TokenUsage {
             prompt_tokens,
+            cached_prompt_tokens,
             completion_tokens,
+            cost_usd,
         } => {
             err(&style.dim(&format!(
-                "  tokens: {prompt_tokens} in, {completion_tokens} out"
+                "  tokens: {}",
+                usage_line(
+                    *prompt_tokens,
+                    *cached_prompt_tokens,
+                    *completion_tokens,
+                    *cost_usd
+                )
             )));
         }
-        AgentEvent::Finished { status, steps } => {
+        AgentEvent::Compacted {
+            strategy,
+            removed_messages,
+            tokens_before,
+            tokens_after,
+            ..
+        } => {
+            err(&style.yellow(&format!(
+                "  ⇣ compacted the conversation ({strategy}): {removed_messages} messages replaced, \
+                 ~{tokens_before} → ~{tokens_after} tokens (saved ~{})",
+                tokens_before.saturating_sub(*tokens_after)
+            )));
+        }
+        AgentEvent::Finished {
+            status,
+            steps,
+            usage,
+        } => {
             err(&style.bold(&format!("■ {status} after {steps} step(s)")));
+            if usage.total_tokens() > 0 {
+                let cost = (usage.unpriced_calls == 0).then_some(usage.cost_usd);
+                err(&style.dim(&format!(
+                    "  run total: {}",
+                    usage_line(
+                        usage.prompt_tokens,
+                        usage.cached_prompt_tokens,
+                        usage.completion_tokens,
+                        cost
+                    )
+                )));
+            }
         }
         _ => {}
     }
@@ -468,5 +518,14 @@ mod tests {
         assert_eq!(preview("a\nb\nc", 2, 100), "a\nb\n… (1 more lines)");
         assert_eq!(preview("short", 3, 100), "short");
         assert_eq!(preview(&"x".repeat(10), 1, 4), "xxxx…");
+    }
+
+    #[test]
+    fn usage_lines_show_cache_and_cost_only_when_known() {
+        assert_eq!(usage_line(1200, 0, 50, None), "1200 in, 50 out");
+        assert_eq!(
+            usage_line(1200, 800, 50, Some(0.003_14)),
+            "1200 in (800 cached), 50 out · $0.0031"
+        );
     }
 }

@@ -168,8 +168,13 @@ fn show_text(session: &SessionRecord, runs: &[RunRecord], messages: usize, event
         }
         if run.usage.prompt_tokens + run.usage.completion_tokens > 0 {
             say(&format!(
-                "  tokens:  {} in, {} out",
-                run.usage.prompt_tokens, run.usage.completion_tokens
+                "  tokens:  {}",
+                crate::render::usage_line(
+                    run.usage.prompt_tokens,
+                    run.usage.cached_prompt_tokens,
+                    run.usage.completion_tokens,
+                    run.usage.cost_usd
+                )
             ));
         }
         if let Some(answer) = &run.answer {

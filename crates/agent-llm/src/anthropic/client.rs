@@ -304,6 +304,14 @@ impl ChatModel for AnthropicClient {
         &self.settings.model
     }
 
+    fn price(&self) -> Option<crate::Price> {
+        self.settings.effective_price()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.settings.effective_context_window()
+    }
+
     fn supports_images(&self) -> bool {
         self.profile.vision
     }

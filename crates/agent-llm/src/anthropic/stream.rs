@@ -153,6 +153,7 @@ impl MessageAssembler {
             prompt_tokens: input.prompt_tokens,
             completion_tokens: self.output_tokens,
             total_tokens: input.prompt_tokens + self.output_tokens,
+            cached_prompt_tokens: input.cached_prompt_tokens,
         });
         ChatResponse {
             content: (!text.is_empty()).then_some(text),
@@ -200,7 +201,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 112,
                 completion_tokens: 30,
-                total_tokens: 142
+                total_tokens: 142,
+                cached_prompt_tokens: 0,
             })
         );
     }

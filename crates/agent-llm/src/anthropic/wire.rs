@@ -244,6 +244,7 @@ pub(crate) fn usage(value: &Value) -> Usage {
         prompt_tokens: input,
         completion_tokens: output,
         total_tokens: input + output,
+        cached_prompt_tokens: number("cache_read_input_tokens"),
     }
 }
 
@@ -398,7 +399,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 100,
                 completion_tokens: 5,
-                total_tokens: 105
+                total_tokens: 105,
+                cached_prompt_tokens: 90,
             })
         );
         let error = parse_message(

@@ -376,6 +376,7 @@ fn response(output: &SdkOutput) -> ChatResponse {
             prompt_tokens: input,
             completion_tokens: output,
             total_tokens: input + output,
+            cached_prompt_tokens: count(u.cache_read_input_tokens.unwrap_or(0)),
         }
     });
     ChatResponse {
@@ -418,6 +419,14 @@ impl ChatModel for BedrockClient {
 
     fn model_name(&self) -> &str {
         &self.settings.model
+    }
+
+    fn price(&self) -> Option<crate::Price> {
+        self.settings.effective_price()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.settings.effective_context_window()
     }
 
     fn supports_images(&self) -> bool {

@@ -183,6 +183,14 @@ impl ChatModel for JournaledModel {
         self.inner.model_name()
     }
 
+    fn price(&self) -> Option<agent_llm::Price> {
+        self.inner.price()
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.inner.context_window()
+    }
+
     fn supports_images(&self) -> bool {
         self.inner.supports_images()
     }

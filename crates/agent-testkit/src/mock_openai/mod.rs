@@ -762,6 +762,7 @@ fn usage_for(completion: &Completion, recorded: &RecordedRequest) -> Usage {
             prompt_tokens,
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
+            cached_prompt_tokens: 0,
         }
     })
 }

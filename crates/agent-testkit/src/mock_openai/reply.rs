@@ -47,6 +47,25 @@ impl Completion {
             prompt_tokens,
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
+            cached_prompt_tokens: 0,
+        });
+        self
+    }
+
+    /// Reports these token counts, `cached` of the prompt tokens read from the prompt cache
+    /// (sent as `prompt_tokens_details.cached_tokens`, as OpenAI does).
+    #[must_use]
+    pub fn with_cached_usage(
+        mut self,
+        prompt_tokens: u64,
+        cached: u64,
+        completion_tokens: u64,
+    ) -> Self {
+        self.usage = Some(Usage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+            cached_prompt_tokens: cached,
         });
         self
     }

@@ -68,11 +68,15 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
 }
 
 fn usage_json(usage: Usage) -> Value {
-    json!({
+    let mut value = json!({
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
-    })
+    });
+    if usage.cached_prompt_tokens > 0 {
+        value["prompt_tokens_details"] = json!({ "cached_tokens": usage.cached_prompt_tokens });
+    }
+    value
 }
 
 fn tool_calls_json(completion: &Completion) -> Value {

@@ -107,7 +107,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{Agent, CancellationToken, RunStatus};
+use agent_core::{Agent, Budget, BudgetExceeded, CancellationToken, RunStatus};
 use agent_llm::{ChatModel, LlmError};
 use agent_tools::{Plan, StepStatus};
 use async_trait::async_trait;
@@ -213,7 +213,7 @@ pub enum ExecutorMemory {
 }
 
 /// The settings of a flow. `FlowOptions { max_step_retries: 2, ..FlowOptions::default() }`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FlowOptions {
     /// The key of the primary agent (default: the first agent added).
     pub primary_agent: Option<String>,
@@ -228,6 +228,10 @@ pub struct FlowOptions {
     pub time_limit: Option<Duration>,
     /// What an executor's memory starts from at each step.
     pub executor_memory: ExecutorMemory,
+    /// Limits on the tokens, cost and time of all the executors' runs of one execution
+    /// together (`[agent]`'s budget keys); unlimited by default. Reaching one stops the flow
+    /// before its next step ([`FlowOutcome::budget`]).
+    pub budget: Budget,
 }
 
 impl Default for FlowOptions {
@@ -239,6 +243,7 @@ impl Default for FlowOptions {
             max_step_retries: DEFAULT_MAX_STEP_RETRIES,
             time_limit: Some(DEFAULT_TIME_LIMIT),
             executor_memory: ExecutorMemory::Keep,
+            budget: Budget::default(),
         }
     }
 }
@@ -300,6 +305,8 @@ pub struct FlowOutcome {
     pub time_limit: Option<Duration>,
     /// How long the execution took.
     pub elapsed: Duration,
+    /// The budget that stopped the flow, if one did.
+    pub budget: Option<BudgetExceeded>,
 }
 
 impl FlowOutcome {
@@ -323,6 +330,8 @@ impl FlowOutcome {
             out.push_str(TIMEOUT_ADVICE);
         } else if self.cancelled {
             out.push_str(FLOW_CANCELLED);
+        } else if let Some(exceeded) = &self.budget {
+            out.push_str(&format!("Terminated: {exceeded}"));
         }
         out
     }

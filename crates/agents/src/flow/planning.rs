@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_core::{
-    Agent, AgentError, AgentState, CancellationToken, FinishReason, Message, Role, RunOutcome,
-    RunStatus, ToolChoice,
+    Agent, AgentError, AgentState, BudgetMeter, CancellationToken, FinishReason, Message, Role,
+    RunOutcome, RunStatus, ToolChoice,
 };
 use agent_llm::ChatModel;
 use agent_tools::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus, TerminateStatus, Tool};
@@ -38,6 +38,7 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(10);
 enum Interrupt {
     Cancelled,
     TimedOut,
+    Budget,
 }
 
 impl Interrupt {
@@ -45,6 +46,7 @@ impl Interrupt {
         match self {
             Self::Cancelled => "the flow was cancelled",
             Self::TimedOut => "the flow's time limit ran out",
+            Self::Budget => "the flow's budget was reached",
         }
     }
 }
@@ -253,6 +255,7 @@ pub struct PlanningFlow {
     cancel: CancellationToken,
     on_event: Option<FlowEventHandler>,
     plan_id: Option<String>,
+    meter: BudgetMeter,
 }
 
 impl std::fmt::Debug for PlanningFlow {
@@ -277,6 +280,7 @@ impl PlanningFlow {
             cancel: CancellationToken::new(),
             on_event: None,
             plan_id: None,
+            meter: BudgetMeter::new(),
         }
     }
 
@@ -616,6 +620,14 @@ impl PlanningFlow {
         let started = Instant::now();
         let deadline = self.options.time_limit.map(|limit| started + limit);
         let primary = self.primary_index()?;
+        self.meter.restart();
+        if !self.options.budget.is_unlimited() {
+            for (_, agent) in &mut self.agents {
+                let base = agent.base_mut();
+                base.budget = self.options.budget;
+                base.share_budget_meter(self.meter.clone());
+            }
+        }
         let mut outcome = FlowOutcome {
             time_limit: self.options.time_limit,
             ..FlowOutcome::default()
@@ -627,7 +639,7 @@ impl PlanningFlow {
         match interrupt {
             Some(Interrupt::Cancelled) => outcome.cancelled = true,
             Some(Interrupt::TimedOut) => outcome.timed_out = true,
-            None => {}
+            Some(Interrupt::Budget) | None => {}
         }
         outcome.plan = self
             .plan_id
@@ -703,6 +715,11 @@ impl PlanningFlow {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(Some(Interrupt::TimedOut));
+            }
+            if let Some(exceeded) = self.meter.check(&self.options.budget) {
+                info!(%exceeded, "the flow's budget was reached");
+                outcome.budget = Some(exceeded);
+                return Ok(Some(Interrupt::Budget));
             }
             let Some(plan) = self.planning_tool.plan(&plan_id) else {
                 warn!(%plan_id, "the plan disappeared");

@@ -1,0 +1,352 @@
+//! Compaction: when the next request would pass a set fraction of the model's context window,
+//! the older turns of the conversation are replaced — by a summary the model writes in a
+//! separate request ([`CompactionStrategy::Summary`]), or by a short note that they were dropped
+//! ([`CompactionStrategy::Cut`]). The task (the first user message and the current run's
+//! request) and the latest turns are kept; whole turns go, so no tool result loses its call.
+
+use std::fmt;
+use std::sync::Arc;
+
+use agent_config::AgentSettings;
+pub use agent_config::{
+    CompactionStrategy, DEFAULT_COMPACTION_KEEP_TURNS, DEFAULT_COMPACTION_THRESHOLD,
+};
+use agent_core::{AgentEvent, Message, Role, turns};
+use agent_llm::{ChatModel, ChatRequest};
+use tracing::{info, warn};
+
+use crate::agent::{ToolCallCore, usage_event};
+
+/// The first line of the summary message that replaces the older turns.
+pub const SUMMARY_PREFIX: &str = "[Summary of the earlier part of this conversation, written to \
+save space; the turns it replaces are gone]";
+
+/// The first line of the note that replaces turns dropped without a summary.
+pub const CUT_NOTE: &str = "[Earlier turns of this conversation were removed to save space]";
+
+/// The system prompt of the summary request.
+pub const SUMMARY_SYSTEM_PROMPT: &str = "You condense the middle of an AI agent's working \
+conversation so that the agent can go on with its task without it. Write a factual summary \
+for the agent, in the second person, with these parts: what was asked; what has been done so \
+far, step by step, with the results that matter (values found, errors met, decisions taken); \
+the files created, read or changed, with their paths; what is left to do. Keep exact names, \
+paths, commands and numbers. Do not invent anything and do not address the user.";
+
+/// Longest text of one message in the transcript sent for a summary, in characters (the head
+/// and the tail are kept).
+const TRANSCRIPT_MESSAGE_CHARS: usize = 2_000;
+
+/// How a ToolCallAgent keeps its requests within the model's context window.
+#[derive(Clone)]
+pub struct Compaction {
+    /// What to do past the threshold.
+    pub strategy: CompactionStrategy,
+    /// The fraction of the context window past which the conversation is compacted.
+    pub threshold: f64,
+    /// How many of the latest turns are kept as they are.
+    pub keep_turns: usize,
+    /// The model that writes summaries (`None`: the agent's own).
+    pub summary_model: Option<Arc<dyn ChatModel>>,
+    /// The context window in tokens (`None`: the model's, [`ChatModel::context_window`]).
+    pub context_window: Option<u64>,
+}
+
+impl fmt::Debug for Compaction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Compaction")
+            .field("strategy", &self.strategy)
+            .field("threshold", &self.threshold)
+            .field("keep_turns", &self.keep_turns)
+            .field(
+                "summary_model",
+                &self
+                    .summary_model
+                    .as_ref()
+                    .map(|m| m.model_name().to_owned()),
+            )
+            .field("context_window", &self.context_window)
+            .finish()
+    }
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Self {
+            strategy: CompactionStrategy::default(),
+            threshold: DEFAULT_COMPACTION_THRESHOLD,
+            keep_turns: DEFAULT_COMPACTION_KEEP_TURNS,
+            summary_model: None,
+            context_window: None,
+        }
+    }
+}
+
+impl Compaction {
+    /// OpenManus's behaviour: no compaction (only the message cap).
+    #[must_use]
+    pub fn off() -> Self {
+        Self {
+            strategy: CompactionStrategy::Off,
+            ..Self::default()
+        }
+    }
+
+    /// `[agent]`'s `compaction`, `compaction_threshold` and `compaction_keep_turns` (a threshold
+    /// outside (0, 1] is replaced by the default). The summary model is the factory's to set.
+    #[must_use]
+    pub fn from_settings(section: &AgentSettings) -> Self {
+        let threshold = section.compaction_threshold;
+        let threshold = if threshold.is_finite() && threshold > 0.0 && threshold <= 1.0 {
+            threshold
+        } else {
+            warn!(
+                threshold,
+                "compaction_threshold must be in (0, 1]; using the default"
+            );
+            DEFAULT_COMPACTION_THRESHOLD
+        };
+        Self {
+            strategy: section.compaction,
+            threshold,
+            keep_turns: section.compaction_keep_turns,
+            summary_model: None,
+            context_window: None,
+        }
+    }
+
+    /// Sets the model that writes summaries.
+    #[must_use]
+    pub fn with_summary_model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.summary_model = Some(model);
+        self
+    }
+
+    /// Sets the context window, whatever the model says.
+    #[must_use]
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+}
+
+/// An estimate of the tokens of `request` as sent: a token for every four bytes of its JSON
+/// (system prompt, messages and tool schemas), an over-estimate for English text and code.
+#[must_use]
+pub fn estimate_tokens(request: &ChatRequest) -> u64 {
+    let bytes = serde_json::to_vec(request).map_or(0, |body| body.len());
+    u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
+}
+
+/// The messages `[start, end)` that compaction would replace: the turns after the current run's
+/// request (or the first user message) and before the latest `keep_turns` turns. `None` when
+/// there is nothing to replace.
+fn compactable(
+    messages: &[Message],
+    task: Option<usize>,
+    keep_turns: usize,
+) -> Option<(usize, usize)> {
+    let turns = turns(messages);
+    let pinned = task
+        .or_else(|| messages.iter().position(|m| m.role == Role::User))
+        .and_then(|at| turns.iter().position(|t| t.contains(&at)));
+    let first = pinned.map_or(0, |turn| turn + 1);
+    let last = turns.len().saturating_sub(keep_turns);
+    if first >= last {
+        return None;
+    }
+    Some((turns[first].start, turns[last - 1].end))
+}
+
+/// `text` with at most `max` characters: the head and the tail around a note.
+fn clip(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max / 2).collect();
+    let tail: String = text.chars().skip(total - max / 2).collect();
+    format!(
+        "{head}\n[... {} characters omitted ...]\n{tail}",
+        total - max
+    )
+}
+
+/// The messages as a plain transcript for the summary request.
+fn transcript(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let who = match message.role {
+            Role::Tool => format!(
+                "tool result ({})",
+                message.name.as_deref().unwrap_or("tool")
+            ),
+            role => role.as_str().to_owned(),
+        };
+        out.push_str(&format!("## {who}\n"));
+        if !message.text().is_empty() {
+            out.push_str(&clip(message.text(), TRANSCRIPT_MESSAGE_CHARS));
+            out.push('\n');
+        }
+        for call in message.calls() {
+            out.push_str(&format!(
+                "→ calls {}({})\n",
+                call.function.name,
+                clip(&call.function.arguments, TRANSCRIPT_MESSAGE_CHARS)
+            ));
+        }
+        if message.base64_image.is_some() {
+            out.push_str("(an image)\n");
+        }
+    }
+    out
+}
+
+/// The summary request for `messages`, with the task for context.
+#[must_use]
+pub fn summary_request(task: Option<&Message>, messages: &[Message]) -> ChatRequest {
+    let task = task.map_or("", Message::text);
+    let prompt = format!(
+        "The agent's task:\n{}\n\nThe part of its conversation to summarise:\n\n{}\n\
+         Write the summary now.",
+        clip(task, TRANSCRIPT_MESSAGE_CHARS),
+        transcript(messages)
+    );
+    ChatRequest::new(vec![Message::user_message(prompt)])
+        .with_system(vec![Message::system_message(SUMMARY_SYSTEM_PROMPT)])
+}
+
+/// Compacts `core`'s memory when `request` would pass the threshold. Returns whether memory
+/// changed (then the caller builds the request again). `rebuild` makes the request from memory.
+pub(crate) async fn compact_if_needed(
+    core: &mut ToolCallCore,
+    request: &ChatRequest,
+    rebuild: impl Fn(&ToolCallCore) -> ChatRequest,
+) -> bool {
+    let settings = &core.compaction;
+    if settings.strategy == CompactionStrategy::Off {
+        return false;
+    }
+    let Some(window) = settings
+        .context_window
+        .or_else(|| core.llm.context_window())
+    else {
+        return false;
+    };
+    let limit = (window as f64 * settings.threshold) as u64;
+    let before = estimate_tokens(request);
+    if before <= limit {
+        return false;
+    }
+    let memory = &core.base.memory;
+    let Some((start, end)) =
+        compactable(memory.messages(), memory.task_index(), settings.keep_turns)
+    else {
+        warn!(
+            before,
+            limit, "the request passes the compaction threshold, but there is nothing to compact"
+        );
+        return false;
+    };
+    let mut strategy = settings.strategy;
+    let replacement = if strategy == CompactionStrategy::Summary {
+        let model = settings
+            .summary_model
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&core.llm));
+        let task = memory
+            .current_task()
+            .or_else(|| memory.first_user_message())
+            .cloned();
+        let request = summary_request(task.as_ref(), &memory.messages()[start..end]);
+        match model.complete(request).await {
+            Ok(response) => {
+                if let Some(usage) = &response.usage {
+                    core.base.emit(usage_event(usage, model.price()));
+                }
+                match response.content.filter(|text| !text.trim().is_empty()) {
+                    Some(summary) => Some(format!("{SUMMARY_PREFIX}\n{}", summary.trim())),
+                    None => {
+                        warn!("the summary request returned no text; cutting instead");
+                        None
+                    }
+                }
+            }
+            Err(error) => {
+                warn!(%error, "the summary request failed; cutting instead");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let text = replacement.unwrap_or_else(|| {
+        strategy = CompactionStrategy::Cut;
+        format!("{CUT_NOTE} ({} messages)", end - start)
+    });
+    if !core
+        .base
+        .memory
+        .replace_turns(start..end, Message::user_message(text))
+    {
+        warn!(start, end, "compaction could not replace the older turns");
+        return false;
+    }
+    let after = estimate_tokens(&rebuild(core));
+    let removed = end - start;
+    let strategy = match strategy {
+        CompactionStrategy::Summary => "summary",
+        _ => "cut",
+    };
+    info!(
+        strategy,
+        removed, before, after, "compacted the conversation"
+    );
+    core.base.emit(AgentEvent::Compacted {
+        step: core.base.current_step(),
+        strategy: strategy.to_owned(),
+        removed_messages: removed,
+        tokens_before: before,
+        tokens_after: after,
+    });
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_core::ToolCall;
+
+    fn turn(id: &str) -> [Message; 2] {
+        [
+            Message::from_tool_calls(vec![ToolCall::new(id, "bash", "{}")], ""),
+            Message::tool_message("out", "bash", id),
+        ]
+    }
+
+    #[test]
+    fn the_task_and_the_latest_turns_are_never_compactable() {
+        let mut messages = vec![Message::user_message("task")];
+        for id in ["a", "b", "c", "d"] {
+            messages.extend(turn(id));
+        }
+        assert_eq!(compactable(&messages, Some(0), 2), Some((1, 5)));
+        assert_eq!(compactable(&messages, None, 2), Some((1, 5)));
+        assert_eq!(compactable(&messages, Some(0), 4), None);
+        // A later run's request is pinned: only what follows it is compacted.
+        messages.push(Message::user_message("second task"));
+        messages.extend(turn("e"));
+        messages.extend(turn("f"));
+        assert_eq!(compactable(&messages, Some(9), 1), Some((10, 12)));
+    }
+
+    #[test]
+    fn the_transcript_names_calls_and_clips_long_texts() {
+        let mut messages = turn("a").to_vec();
+        messages[1] = Message::tool_message("x".repeat(5_000), "bash", "a");
+        let text = transcript(&messages);
+        assert!(text.contains("→ calls bash({})"), "{text}");
+        assert!(text.contains("## tool result (bash)"), "{text}");
+        assert!(text.contains("[... 3000 characters omitted ...]"), "{text}");
+        assert!(text.len() < 2_500);
+    }
+}
