@@ -29,6 +29,7 @@ pub struct Live {
     question: Arc<Mutex<Option<oneshot::Sender<Option<String>>>>>,
     leave_queue: Arc<Notify>,
     stream: broadcast::Sender<Notice>,
+    tools: Vec<agent_core::ToolDefinition>,
 }
 
 /// Why a task was not accepted.
@@ -61,6 +62,10 @@ impl Live {
             question: Arc::default(),
             leave_queue: Arc::new(Notify::new()),
             stream,
+            tools: session
+                .agent()
+                .map(agent_core::Agent::tool_definitions)
+                .unwrap_or_default(),
         });
         if let Some(events) = session.recorded_events() {
             tokio::spawn(forward(events, live.stream.clone()));
@@ -74,6 +79,12 @@ impl Live {
     #[must_use]
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The tools the session's agent offers its model (empty for a flow).
+    #[must_use]
+    pub fn tools(&self) -> &[agent_core::ToolDefinition] {
+        &self.tools
     }
 
     /// The session's live state.
