@@ -435,7 +435,9 @@ impl Dialect {
         let configuration = &params["configuration"];
         let blocking = match self {
             Self::Legacy => configuration["blocking"].as_bool().unwrap_or(true),
-            Self::V1 => !configuration["returnImmediately"].as_bool().unwrap_or(false),
+            Self::V1 => !configuration["returnImmediately"]
+                .as_bool()
+                .unwrap_or(false),
         };
         Ok(SendParams {
             message,
@@ -617,10 +619,10 @@ mod tests {
             context_id: "c1".into(),
             status: TaskStatus {
                 state: TaskState::InputRequired,
-                message: Some(Message::text(Role::Agent, "Which colour?").within(
-                    Some("c1".into()),
-                    Some("t1".into()),
-                )),
+                message: Some(
+                    Message::text(Role::Agent, "Which colour?")
+                        .within(Some("c1".into()), Some("t1".into())),
+                ),
                 timestamp: Some("2026-01-01T00:00:00.000Z".into()),
             },
             artifacts: vec![Artifact {
@@ -650,7 +652,10 @@ mod tests {
         let v1 = Dialect::V1.encode_event(&StreamEvent::Task(task));
         assert_eq!(v1["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
         assert_eq!(v1["task"]["status"]["message"]["role"], "ROLE_AGENT");
-        assert_eq!(v1["task"]["artifacts"][0]["parts"][0], json!({"text": "blue"}));
+        assert_eq!(
+            v1["task"]["artifacts"][0]["parts"][0],
+            json!({"text": "blue"})
+        );
     }
 
     #[test]
@@ -667,7 +672,8 @@ mod tests {
         assert_eq!(send.message.joined_text(), "hello");
         assert_eq!(send.message.context_id.as_deref(), Some("c1"));
         assert!(!send.blocking);
-        let v1 = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+        let v1 =
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
         let send = Dialect::V1.decode_send_params(&v1).unwrap();
         assert!(send.blocking);
         assert_eq!(send.message.role, Role::User);

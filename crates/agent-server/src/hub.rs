@@ -197,7 +197,10 @@ impl Hub {
     /// # Errors
     ///
     /// The agent cannot be built.
-    pub async fn tools_of(&self, kind: AgentKind) -> Result<Vec<agent_core::ToolDefinition>, ApiError> {
+    pub async fn tools_of(
+        &self,
+        kind: AgentKind,
+    ) -> Result<Vec<agent_core::ToolDefinition>, ApiError> {
         if let Some(tools) = self.lock_catalogue().get(&kind) {
             return Ok(tools.clone());
         }
@@ -226,7 +229,9 @@ impl Hub {
     fn lock_catalogue(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<AgentKind, Vec<agent_core::ToolDefinition>>> {
-        self.catalogue.lock().unwrap_or_else(PoisonError::into_inner)
+        self.catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Closes every live session (at shutdown).

@@ -115,11 +115,11 @@ impl A2a {
         let result = match method {
             Method::SendMessage => self.send(dialect, params).await,
             Method::StreamMessage => match self.stream_message(dialect, params).await {
-                Ok(stream) => return sse(dialect, id, stream).into_response(),
+                Ok(stream) => return sse(dialect, id, stream, Until::Pause).into_response(),
                 Err(error) => Err(error),
             },
             Method::Resubscribe => match self.resubscribe(params) {
-                Ok(stream) => return sse(dialect, id, stream).into_response(),
+                Ok(stream) => return sse(dialect, id, stream, Until::End).into_response(),
                 Err(error) => Err(error),
             },
             Method::GetTask => self.get(dialect, params),
@@ -168,7 +168,8 @@ impl A2a {
         Ok(events)
     }
 
-    /// `tasks/resubscribe`: the events of a task that has not ended, from now on.
+    /// `tasks/resubscribe`: the events of a task that has not ended, from now on, until it
+    /// ends (a task waiting for input stays followed through the answer).
     fn resubscribe(&self, params: &Value) -> Result<broadcast::Receiver<StreamEvent>, RpcError> {
         let query = Dialect::decode_task_query(params)?;
         let entry = self
@@ -182,7 +183,7 @@ impl A2a {
                 query.id, task.status.state
             )));
         }
-        Ok(with_first(task, events))
+        Ok(with_first(task, events, Until::End))
     }
 
     /// `tasks/get`.
@@ -243,7 +244,9 @@ impl A2a {
 
     /// Takes a message: the answer to a task waiting for input, or a new task.
     async fn accept(self: &Arc<Self>, message: Message) -> Result<Arc<TaskEntry>, RpcError> {
-        self.accept_subscribed(message).await.map(|(entry, _)| entry)
+        self.accept_subscribed(message)
+            .await
+            .map(|(entry, _)| entry)
     }
 
     /// As [`Self::accept`], with the task's events subscribed before anything happens (the
@@ -309,7 +312,10 @@ impl A2a {
         }
         entry.add_message(message);
         entry.set_state(TaskState::Working, None);
-        Ok((Arc::clone(&entry), with_first(entry.snapshot(), events)))
+        Ok((
+            Arc::clone(&entry),
+            with_first(entry.snapshot(), events, Until::Pause),
+        ))
     }
 
     /// A new task: a run of the message's context (a new session without one).
@@ -345,18 +351,25 @@ impl A2a {
             notices,
             after,
         ));
-        Ok((Arc::clone(&entry), with_first(entry.snapshot(), events)))
+        Ok((
+            Arc::clone(&entry),
+            with_first(entry.snapshot(), events, Until::Pause),
+        ))
     }
 
     /// The live session of the message's context, or a new one.
     async fn live_for(&self, message: &Message) -> Result<Arc<Live>, RpcError> {
         if let Some(context) = &message.context_id {
-            return self.hub.ensure_live(context).await.map_err(|error| match error {
-                ApiError::NotFound(_) => RpcError::invalid_params(format!(
-                    "unknown contextId {context}: leave it out to start a new conversation"
-                )),
-                other => RpcError::internal(other.to_string()),
-            });
+            return self
+                .hub
+                .ensure_live(context)
+                .await
+                .map_err(|error| match error {
+                    ApiError::NotFound(_) => RpcError::invalid_params(format!(
+                        "unknown contextId {context}: leave it out to start a new conversation"
+                    )),
+                    other => RpcError::internal(other.to_string()),
+                });
         }
         let agent = message
             .metadata
@@ -385,23 +398,37 @@ fn trimmed(mut task: Task, length: Option<usize>) -> Task {
     task
 }
 
+/// Where a stream ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// When the task ends or waits for the client (`message/stream`).
+    Pause,
+    /// When the task ends (`tasks/resubscribe`).
+    End,
+}
+
 /// A receiver whose first event is `task` as it stands, then the task's events.
-fn with_first(task: Task, events: broadcast::Receiver<StreamEvent>) -> broadcast::Receiver<StreamEvent> {
+fn with_first(
+    task: Task,
+    events: broadcast::Receiver<StreamEvent>,
+    until: Until,
+) -> broadcast::Receiver<StreamEvent> {
     // A fresh channel carries the snapshot, then forwards the rest.
     let (sender, receiver) = broadcast::channel(256);
     let _ = sender.send(StreamEvent::Task(task));
-    tokio::spawn(forward(events, sender));
+    tokio::spawn(forward(events, sender, until));
     receiver
 }
 
 async fn forward(
     mut events: broadcast::Receiver<StreamEvent>,
     sender: broadcast::Sender<StreamEvent>,
+    until: Until,
 ) {
     loop {
         match events.recv().await {
             Ok(event) => {
-                let end = is_final(&event);
+                let end = is_final(&event, until);
                 if sender.send(event).is_err() || end {
                     return;
                 }
@@ -413,12 +440,12 @@ async fn forward(
 }
 
 /// Whether a stream ends after `event`.
-fn is_final(event: &StreamEvent) -> bool {
+fn is_final(event: &StreamEvent, until: Until) -> bool {
+    let ends =
+        |state: TaskState| state.is_terminal() || (until == Until::Pause && state.is_interrupted());
     match event {
-        StreamEvent::Status(update) => update.is_final,
-        StreamEvent::Task(task) => {
-            task.status.state.is_terminal() || task.status.state.is_interrupted()
-        }
+        StreamEvent::Status(update) => ends(update.status.state),
+        StreamEvent::Task(task) => ends(task.status.state),
         StreamEvent::Message(_) => true,
         StreamEvent::Artifact(_) => false,
     }
@@ -429,6 +456,7 @@ fn sse(
     dialect: Dialect,
     id: Value,
     mut events: broadcast::Receiver<StreamEvent>,
+    until: Until,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let (sender, receiver) = mpsc::channel::<Event>(64);
     tokio::spawn(async move {
@@ -438,7 +466,7 @@ fn sse(
                 Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return,
             };
-            let end = is_final(&event);
+            let end = is_final(&event, until);
             let body = rpc::success(&id, dialect.encode_event(&event));
             if sender
                 .send(Event::default().data(body.to_string()))

@@ -182,7 +182,9 @@ pub async fn follow(
                     on_event(&entry, &event, &mut seen);
                 }
             }
-            Ok(Notice::Status(status)) => on_status(&hub, &entry, &session, &status, &mut seen).await,
+            Ok(Notice::Status(status)) => {
+                on_status(&hub, &entry, &session, &status, &mut seen).await
+            }
             Ok(Notice::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
                 replay(&hub, &entry, &session, &mut seen).await;
             }
@@ -203,7 +205,11 @@ pub async fn follow(
 /// Reads what the store holds after the last event seen.
 async fn replay(hub: &Hub, entry: &TaskEntry, session: &str, seen: &mut Seen) {
     loop {
-        let Ok(page) = hub.store().events_after(session, Some(seen.last), 500).await else {
+        let Ok(page) = hub
+            .store()
+            .events_after(session, Some(seen.last), 500)
+            .await
+        else {
             return;
         };
         let full = page.len() == 500;
@@ -242,7 +248,10 @@ async fn on_status(hub: &Hub, entry: &TaskEntry, session: &str, status: &Status,
         seen.finished = true;
     } else if !seen.started {
         // Cancelled while it waited in line.
-        entry.set_state(TaskState::Canceled, Some("cancelled before it started".into()));
+        entry.set_state(
+            TaskState::Canceled,
+            Some("cancelled before it started".into()),
+        );
         seen.finished = true;
     }
 }
@@ -256,6 +265,11 @@ fn on_event(entry: &TaskEntry, event: &StoredEvent, seen: &mut Seen) {
             entry.set_state(TaskState::Working, None);
         }
         EventKind::Agent => {
+            // A question waiting stays the task's state until it is answered, whatever the
+            // events that caught up with it (ask_human's own call, for one).
+            if entry.state() == TaskState::InputRequired {
+                return;
+            }
             if let Some(text) = progress_text(&event.data) {
                 entry.set_state(TaskState::Working, Some(text));
             }
