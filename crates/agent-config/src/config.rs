@@ -12,8 +12,8 @@ use crate::env::Env;
 use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
 use crate::sections::{
-    AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, RunflowSettings, SandboxSettings,
-    SearchSettings, Sections, ServerSettings, StoreSettings,
+    A2aSettings, AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, RunflowSettings,
+    SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
 
@@ -47,6 +47,8 @@ pub struct Config {
     pub store: StoreSettings,
     /// `[server]`.
     pub server: ServerSettings,
+    /// `[a2a]`.
+    pub a2a: A2aSettings,
 }
 
 impl Config {
@@ -76,6 +78,7 @@ impl Config {
             agent: AgentSettings::default(),
             store: StoreSettings::default(),
             server: ServerSettings::default(),
+            a2a: A2aSettings::default(),
         }
     }
 
@@ -110,6 +113,7 @@ impl Config {
             agent: sections.agent,
             store: sections.store,
             server: sections.server,
+            a2a: sections.a2a,
         })
     }
 

@@ -91,8 +91,8 @@ pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers
 pub use policies::{AutoTextReply, NextStepPromptMode, ObservationTruncation};
 pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
-    AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, EngineBaseUrls,
-    McpSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
-    ServerSettings, StoreSettings,
+    A2aAgentSettings, A2aSettings, AgentSettings, BrowserSettings, DEFAULT_MAX_OBSERVATION_BYTES,
+    DaytonaSettings, EngineBaseUrls, McpSettings, ProxySettings, RunflowSettings, SandboxBackend,
+    SandboxSettings, SearchSettings, ServerSettings, StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

@@ -287,10 +287,7 @@ fn running(pid: i32) -> bool {
 async fn cancel(sdk: Sdk) {
     let server = TestServer::start().await;
     let pid_file = server.dir.path().join("sleep.pid");
-    let command = format!(
-        "sh -c 'echo $$ > {}; exec sleep 300'",
-        pid_file.display()
-    );
+    let command = format!("sh -c 'echo $$ > {}; exec sleep 300'", pid_file.display());
     server.mock.push(Completion::tool_calls(
         None,
         [call("s", "bash", &json!({ "command": command }))],

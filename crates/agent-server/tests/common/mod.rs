@@ -38,9 +38,19 @@ pub struct TestServer {
 }
 
 pub fn factory(mock: &MockOpenAi, root: &Path) -> AgentFactory {
+    factory_with(mock, root, |_| {})
+}
+
+pub fn factory_with(
+    mock: &MockOpenAi,
+    root: &Path,
+    change: impl FnOnce(&mut Config),
+) -> AgentFactory {
     let mut llm = LlmSettings::new("gpt-4o", mock.base_url()).with_api_key("sk-server");
     llm.max_attempts = 1;
-    AgentFactory::new(Config::new(llm)).with_workspace(root)
+    let mut config = Config::new(llm);
+    change(&mut config);
+    AgentFactory::new(config).with_workspace(root)
 }
 
 impl TestServer {
@@ -49,6 +59,13 @@ impl TestServer {
     }
 
     pub async fn start_with(change: impl FnOnce(&mut ServerOptions)) -> Self {
+        Self::start_configured(change, |_| {}).await
+    }
+
+    pub async fn start_configured(
+        change: impl FnOnce(&mut ServerOptions),
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
         let mock = MockOpenAi::start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
@@ -57,7 +74,7 @@ impl TestServer {
         change(&mut options);
         let hub = Arc::new(Hub::new(
             store,
-            factory(&mock, &dir.path().join("default")),
+            factory_with(&mock, &dir.path().join("default"), configure),
             &options.sessions_root,
             options.max_concurrent_runs,
         ));
