@@ -39,6 +39,9 @@ use crate::hub::Hub;
 use crate::live::{Live, TaskError};
 pub use task::TaskEntry;
 
+/// How many tasks are kept in memory before the ended ones are forgotten.
+const MAX_KEPT_TASKS: usize = 10_000;
+
 /// How long `tasks/cancel` waits for the run to stop before answering.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(60);
 
@@ -343,7 +346,14 @@ impl A2a {
             ),
             TaskError::Closed => RpcError::internal("the session is closed"),
         })?;
-        lock(&self.tasks).insert(entry.id(), Arc::clone(&entry));
+        {
+            let mut tasks = lock(&self.tasks);
+            if tasks.len() >= MAX_KEPT_TASKS {
+                // Ended tasks go first; their sessions stay in the store.
+                tasks.retain(|_, task| !task.state().is_terminal());
+            }
+            tasks.insert(entry.id(), Arc::clone(&entry));
+        }
         lock(&self.latest).insert(context, Arc::clone(&entry));
         tokio::spawn(task::follow(
             Arc::clone(&self.hub),
