@@ -27,7 +27,9 @@ commands:
           copies), and the Python mcp SDK from PyPI into a virtualenv under
           target/xtask-tools/ (set MCP_PYTHON to another interpreter that has it), and
           pandas from PyPI into another virtualenv there for the DataAnalysis tests (set
-          ANALYSIS_PYTHON to another interpreter that has it))
+          ANALYSIS_PYTHON to another interpreter that has it), and the A2A Python SDK from
+          PyPI, 0.2.5 and 1.3.0, each in its own virtualenv there for the A2A tests (set
+          A2A_PYTHON_0_2 / A2A_PYTHON_1 to other interpreters that have them))
   integration
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
           server and fakellm), MCP against real servers, the example agent crate
@@ -389,6 +391,34 @@ fn ensure_analysis_python() -> Result<PathBuf> {
     )
 }
 
+/// The A2A Python SDK (PyPI) the A2A tests' clients and peer servers use: OpenManus's pin (protocol
+/// 0.2) and the current release (protocol 1.0), each in its own virtualenv.
+const A2A_SDK_LEGACY_VERSION: &str = "0.2.5";
+const A2A_SDK_VERSION: &str = "1.3.0";
+
+/// Returns a Python interpreter with a2a-sdk 0.2.5: `$A2A_PYTHON_0_2` if set, else a virtualenv
+/// created (once) under `target/xtask-tools/`.
+fn ensure_a2a_python_legacy() -> Result<PathBuf> {
+    ensure_venv(
+        "A2A_PYTHON_0_2",
+        &format!("a2a-python-{A2A_SDK_LEGACY_VERSION}"),
+        &format!("a2a-sdk=={A2A_SDK_LEGACY_VERSION}"),
+        "python",
+    )
+}
+
+/// Returns a Python interpreter with the current a2a-sdk (and its HTTP server extra, for the
+/// peer agent the `a2a_call` tests delegate to): `$A2A_PYTHON_1` if set, else a virtualenv
+/// created (once) under `target/xtask-tools/`.
+fn ensure_a2a_python() -> Result<PathBuf> {
+    ensure_venv(
+        "A2A_PYTHON_1",
+        &format!("a2a-python-{A2A_SDK_VERSION}"),
+        &format!("a2a-sdk[http-server]=={A2A_SDK_VERSION}"),
+        "python",
+    )
+}
+
 /// Copies `binary` and the shared libraries `ldd` lists for it into `root`, at their paths.
 fn copy_with_libraries(binary: &Path, root: &Path) -> Result<()> {
     let ldd = Command::new("ldd")
@@ -447,6 +477,8 @@ fn with_test_peers(command: &mut Command) -> Result<()> {
     command.env("MCP_FILESYSTEM_BIN", ensure_mcp_filesystem()?);
     command.env("MCP_PYTHON", ensure_mcp_python()?);
     command.env("ANALYSIS_PYTHON", ensure_analysis_python()?);
+    command.env("A2A_PYTHON_0_2", ensure_a2a_python_legacy()?);
+    command.env("A2A_PYTHON_1", ensure_a2a_python()?);
     let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
     for host in ["127.0.0.1", "localhost", "::1"] {
         if !no_proxy.split(',').any(|h| h.trim() == host) {
@@ -481,6 +513,8 @@ fn integration(extra: &[String]) -> Result<()> {
         "agent-llm",
         "-p",
         "agent-charts",
+        "-p",
+        "agent-server",
     ]);
     test.args(extra);
     with_test_peers(&mut test)?;

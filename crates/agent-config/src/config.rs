@@ -12,7 +12,8 @@ use crate::env::Env;
 use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
 use crate::sections::{
-    AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings, RunflowSettings,
+    A2aSettings, AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings,
+    RunflowSettings,
     SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
@@ -64,6 +65,8 @@ pub struct Config {
     pub server: ServerSettings,
     /// `[nats]`.
     pub nats: NatsSettings,
+    /// `[a2a]`.
+    pub a2a: A2aSettings,
 }
 
 impl Config {
@@ -95,6 +98,7 @@ impl Config {
             store: StoreSettings::default(),
             server: ServerSettings::default(),
             nats: NatsSettings::default(),
+            a2a: A2aSettings::default(),
         }
     }
 
@@ -136,6 +140,7 @@ impl Config {
             store: sections.store,
             server: sections.server,
             nats: sections.nats,
+            a2a: sections.a2a,
         })
     }
 

@@ -93,9 +93,9 @@ pub use overrides::{ConfigOverride, OverrideSyntaxError};
 pub use policies::{AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation};
 pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
-    AgentSettings, BrowserSettings, DEFAULT_COMPACTION_KEEP_TURNS, DEFAULT_COMPACTION_THRESHOLD,
-    DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, Dispatch, EngineBaseUrls, McpSettings,
-    NatsSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
-    ServerSettings, StoreSettings,
+    A2aAgentSettings, A2aSettings, AgentSettings, BrowserSettings, DEFAULT_COMPACTION_KEEP_TURNS,
+    DEFAULT_COMPACTION_THRESHOLD, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, Dispatch,
+    EngineBaseUrls, McpSettings, NatsSettings, ProxySettings, RunflowSettings, SandboxBackend,
+    SandboxSettings, SearchSettings, ServerSettings, StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};

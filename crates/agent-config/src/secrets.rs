@@ -62,6 +62,7 @@ impl Config {
             .map(|(_, var)| var.to_owned())
             .chain(DEFAULT_SECRET_ENV.iter().map(|n| (*n).to_owned()))
             .chain(self.agent.tool_env_deny.iter().cloned())
+            .chain(self.a2a.agents.iter().filter_map(|a| a.token_env.clone()))
             .collect();
         names.extend(
             env.into_iter()

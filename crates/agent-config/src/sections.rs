@@ -456,6 +456,31 @@ impl StoreSettings {
     }
 }
 
+/// `[a2a]`: other agents Manus may hand a sub-task to over the Agent2Agent protocol (the
+/// `a2a_call` tool, offered when at least one agent is listed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct A2aSettings {
+    /// The agents, `[[a2a.agents]]`.
+    pub agents: Vec<A2aAgentSettings>,
+}
+
+/// One agent of `[[a2a.agents]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct A2aAgentSettings {
+    /// The name the model calls it by.
+    pub name: String,
+    /// Its base URL (its Agent Card is under `/.well-known/`).
+    pub url: String,
+    /// What it is good at, shown to the model.
+    #[serde(default)]
+    pub description: String,
+    /// The environment variable holding the bearer token it needs, if it needs one.
+    #[serde(default)]
+    pub token_env: Option<String>,
+}
+
 /// `[server]`: `openmanus serve`, the HTTP API and web page.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -595,4 +620,5 @@ pub(crate) struct Sections {
     pub(crate) store: StoreSettings,
     pub(crate) server: ServerSettings,
     pub(crate) nats: NatsSettings,
+    pub(crate) a2a: A2aSettings,
 }

@@ -461,6 +461,12 @@ pub trait Agent: Send {
     /// implementor's to log. The default does nothing.
     async fn shutdown(&mut self) {}
 
+    /// The tools the model may call, as it is offered them (empty for an agent without tools).
+    /// Front ends describe the agent with them (the A2A Agent Card's skills).
+    fn tool_definitions(&self) -> Vec<crate::ToolDefinition> {
+        Vec::new()
+    }
+
     /// Whether the agent is repeating itself; checked after every step.
     fn is_stuck(&self) -> bool {
         self.base().is_stuck()

@@ -30,6 +30,8 @@ pub struct AppState {
     pub hub: Arc<Hub>,
     /// The access rules (for the login route).
     pub access: Arc<Access>,
+    /// The A2A side.
+    pub a2a: Arc<crate::a2a::A2a>,
 }
 
 /// `GET /api/health`.

@@ -82,7 +82,7 @@ impl Access {
     }
 
     /// Checks the token, when the server has one.
-    fn check_token(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+    pub(crate) fn check_token(&self, headers: &HeaderMap) -> Result<(), ApiError> {
         let Some(expected) = &self.token else {
             return Ok(());
         };

@@ -10,7 +10,7 @@ use agent_session::{Session, SessionError, Target};
 use agent_store::{NewSession, SessionRecord, Store, StoreError};
 use agent_tools::ChannelInput;
 use agent_worker::Submitter;
-use agents::AgentFactory;
+use agents::{AgentFactory, AgentKind};
 use serde_json::Value;
 use tokio::sync::broadcast;
 use tracing::debug;
@@ -39,6 +39,8 @@ pub struct Hub {
     closing: tokio::sync::watch::Sender<bool>,
     /// Where tasks go when they run on workers (`None`: in this process).
     workers: Option<Submitter>,
+    /// The tools of each agent kind, learnt once (the A2A card lists them).
+    catalogue: Mutex<HashMap<AgentKind, Vec<agent_core::ToolDefinition>>>,
 }
 
 impl Hub {
@@ -61,6 +63,7 @@ impl Hub {
             starting: tokio::sync::Mutex::new(()),
             closing: tokio::sync::watch::channel(false).0,
             workers: None,
+            catalogue: Mutex::default(),
         }
     }
 
@@ -239,6 +242,49 @@ impl Hub {
             session.close().await;
         }
         retired.len()
+    }
+
+    /// The tools an agent of `kind` offers its model: learnt once by building one in a scratch
+    /// workspace (nothing recorded) and shutting it down.
+    ///
+    /// # Errors
+    ///
+    /// The agent cannot be built.
+    pub async fn tools_of(
+        &self,
+        kind: AgentKind,
+    ) -> Result<Vec<agent_core::ToolDefinition>, ApiError> {
+        if let Some(tools) = self.lock_catalogue().get(&kind) {
+            return Ok(tools.clone());
+        }
+        let workspace = self.new_workspace()?;
+        let factory = self.factory.clone().with_workspace(&workspace);
+        let result = Session::start(&factory, Target::Agent(kind)).await;
+        let tools = match result {
+            Ok(session) => {
+                let tools = session
+                    .agent()
+                    .map(agent_core::Agent::tool_definitions)
+                    .unwrap_or_default();
+                if let Err(error) = session.close().await {
+                    tracing::warn!(%error, "closing the scratch agent");
+                }
+                Ok(tools)
+            }
+            Err(error) => Err(session_error(error)),
+        };
+        let _ = tokio::fs::remove_dir_all(&workspace).await;
+        let tools = tools?;
+        self.lock_catalogue().insert(kind, tools.clone());
+        Ok(tools)
+    }
+
+    fn lock_catalogue(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<AgentKind, Vec<agent_core::ToolDefinition>>> {
+        self.catalogue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Closes every live session (at shutdown).

@@ -21,6 +21,7 @@
 //! cross-site requests ([`guard`]); files are served only from inside the session's
 //! workspace ([`files`]).
 
+pub mod a2a;
 pub mod api;
 mod assets;
 pub mod error;

@@ -60,6 +60,7 @@ pub struct Live {
     /// Set (under the status lock) when the hub lets it go for being idle: no task is taken
     /// after that.
     retired: AtomicBool,
+    tools: Vec<agent_core::ToolDefinition>,
 }
 
 /// Why a task was not accepted.
@@ -94,6 +95,10 @@ impl Live {
             stream,
             idle_since: Mutex::new(Instant::now()),
             retired: AtomicBool::new(false),
+            tools: session
+                .agent()
+                .map(agent_core::Agent::tool_definitions)
+                .unwrap_or_default(),
         });
         if let Some(events) = session.recorded_events() {
             tokio::spawn(forward(events, live.stream.clone()));
@@ -122,6 +127,8 @@ impl Live {
             stream,
             idle_since: Mutex::new(Instant::now()),
             retired: AtomicBool::new(false),
+            // A worker's agent is not here to ask; the card lists the local kind's tools.
+            tools: Vec::new(),
         });
         tokio::spawn(Arc::clone(&live).own(Runner::Remote(remote), queue, receiver));
         live
@@ -131,6 +138,12 @@ impl Live {
     #[must_use]
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The tools the session's agent offers its model (empty for a flow).
+    #[must_use]
+    pub fn tools(&self) -> &[agent_core::ToolDefinition] {
+        &self.tools
     }
 
     /// The session's live state.

@@ -9,6 +9,7 @@ use axum::middleware;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
+use crate::a2a::{self, A2a};
 use crate::api::{self, AppState};
 use crate::assets;
 use crate::guard::{self, Access};
@@ -109,10 +110,11 @@ async fn sweep_idle(hub: Arc<Hub>, max_idle: std::time::Duration) {
     }
 }
 
-/// Every route: the page and the API, the API behind the token, everything behind the Host and
-/// Origin checks.
+/// Every route: the page, the API and A2A (`/a2a`, `POST /`, the agent card), the API and
+/// A2A's JSON-RPC behind the token, everything behind the Host and Origin checks.
 pub fn router(hub: Arc<Hub>, access: Arc<Access>) -> Router {
     let state = AppState {
+        a2a: Arc::new(A2a::new(Arc::clone(&hub), access.token.is_some())),
         hub,
         access: Arc::clone(&access),
     };
@@ -136,7 +138,10 @@ pub fn router(hub: Arc<Hub>, access: Arc<Access>) -> Router {
             guard::token,
         ));
     Router::new()
-        .route("/", get(assets::index))
+        .route("/", get(assets::index).post(a2a::rpc))
+        .route("/a2a", post(a2a::rpc))
+        .route("/.well-known/agent-card.json", get(a2a::card))
+        .route("/.well-known/agent.json", get(a2a::card))
         .route("/app.js", get(assets::script))
         .route("/app.css", get(assets::style))
         .route("/api/health", get(api::health))

@@ -605,4 +605,8 @@ impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
         self.hooks.shutdown(&mut self.core).await;
         self.core.tools.cleanup_all().await;
     }
+
+    fn tool_definitions(&self) -> Vec<agent_core::ToolDefinition> {
+        self.core.tools.to_params().to_vec()
+    }
 }

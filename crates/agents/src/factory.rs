@@ -382,7 +382,11 @@ impl AgentFactory {
                             .iter()
                             .map(|w| format!("MCP server `{}`: {w}", w.server)),
                     );
-                    Box::new(agent.with_tools_kept_between_runs())
+                    let agent = agent.with_tools_kept_between_runs();
+                    match self.a2a_call() {
+                        Some(tool) => Box::new(agent.with_tool(tool)),
+                        None => Box::new(agent),
+                    }
                 }
                 AgentKind::Swe => Box::new(
                     crate::swe(model(kind.agent_name())?, &options).with_tools_kept_between_runs(),
@@ -470,6 +474,36 @@ impl AgentFactory {
                 Err(error)
             }
         }
+    }
+
+    /// `a2a_call` over the agents of `[a2a]`, when any are listed.
+    fn a2a_call(&self) -> Option<agent_a2a::A2aCall> {
+        if self.config.a2a.agents.is_empty() {
+            return None;
+        }
+        let http = match agent_llm::http::shared_client() {
+            Ok(http) => http,
+            Err(error) => {
+                warn!(%error, "no HTTP client for a2a_call; the tool is not offered");
+                return None;
+            }
+        };
+        let peers = self
+            .config
+            .a2a
+            .agents
+            .iter()
+            .map(|agent| agent_a2a::A2aPeer {
+                name: agent.name.clone(),
+                url: agent.url.clone(),
+                description: agent.description.clone(),
+                token: agent
+                    .token_env
+                    .as_deref()
+                    .and_then(|name| std::env::var(name).ok()),
+            })
+            .collect();
+        Some(agent_a2a::A2aCall::new(&http, peers))
     }
 
     fn data_analysis(

@@ -201,12 +201,15 @@ pub enum Command {
         #[arg(long)]
         port: Option<u16>,
     },
-    /// Serve agents over HTTP: the web page and the API (sessions, tasks, live events). Binds
-    /// 127.0.0.1 unless told otherwise; any other address needs a token.
+    /// Serve agents over HTTP: the web page, the API (sessions, tasks, live events) and the
+    /// same sessions as an A2A agent (`openmanus a2a` is another name for it). Binds 127.0.0.1
+    /// unless told otherwise; any other address needs a token.
     #[command(
+        visible_alias = "a2a",
         after_help = "Examples:\n  openmanus serve\n  openmanus serve --bind 127.0.0.1:9000\n  \
         OPENMANUS_SERVER_TOKEN=$(openssl rand -hex 24) openmanus serve --bind 0.0.0.0:8765\n\n\
-        The page is at http://<address>/; the API is described in docs/server.md."
+        The page is at http://<address>/; the API is described in docs/server.md. A2A clients \
+        find the Agent Card at http://<address>/.well-known/agent-card.json (docs/a2a.md)."
     )]
     Serve {
         /// The address to listen on (default: `bind` of `[server]`, 127.0.0.1:8765).

@@ -38,9 +38,19 @@ pub struct TestServer {
 }
 
 pub fn factory(mock: &MockOpenAi, root: &Path) -> AgentFactory {
+    factory_with(mock, root, |_| {})
+}
+
+pub fn factory_with(
+    mock: &MockOpenAi,
+    root: &Path,
+    change: impl FnOnce(&mut Config),
+) -> AgentFactory {
     let mut llm = LlmSettings::new("gpt-4o", mock.base_url()).with_api_key("sk-server");
     llm.max_attempts = 1;
-    AgentFactory::new(Config::new(llm)).with_workspace(root)
+    let mut config = Config::new(llm);
+    change(&mut config);
+    AgentFactory::new(config).with_workspace(root)
 }
 
 impl TestServer {
@@ -49,12 +59,28 @@ impl TestServer {
     }
 
     pub async fn start_with(change: impl FnOnce(&mut ServerOptions)) -> Self {
-        Self::start_with_hub(change, |hub| hub).await
+        Self::start_full(change, |_| {}, |hub| hub).await
     }
 
     /// As [`TestServer::start_with`], the hub changed by `hub` before the server starts.
     pub async fn start_with_hub(
         change: impl FnOnce(&mut ServerOptions),
+        hub: impl FnOnce(Hub) -> Hub,
+    ) -> Self {
+        Self::start_full(change, |_| {}, hub).await
+    }
+
+    /// As [`TestServer::start_with`], the config changed by `configure`.
+    pub async fn start_configured(
+        change: impl FnOnce(&mut ServerOptions),
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
+        Self::start_full(change, configure, |hub| hub).await
+    }
+
+    pub async fn start_full(
+        change: impl FnOnce(&mut ServerOptions),
+        configure: impl FnOnce(&mut Config),
         hub: impl FnOnce(Hub) -> Hub,
     ) -> Self {
         let change_hub = hub;
@@ -66,7 +92,7 @@ impl TestServer {
         change(&mut options);
         let hub = Arc::new(change_hub(Hub::new(
             store,
-            factory(&mock, &dir.path().join("default")),
+            factory_with(&mock, &dir.path().join("default"), configure),
             &options.sessions_root,
             options.max_concurrent_runs,
         )));

@@ -1,0 +1,312 @@
+//! An A2A task served: one run of a session (the task's `contextId`), followed from the
+//! session's stream. Its state moves with the run — `submitted` while it waits in line,
+//! `working` once it started, `input-required` while `ask_human` waits, then `completed` (the
+//! final answer as its artifact), `canceled` or `failed` — and every change goes to the task's
+//! own broadcast, which `message/stream` and `tasks/resubscribe` forward.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_a2a::{
+    Artifact, ArtifactUpdate, Message, Part, Role, StatusUpdate, StreamEvent, Task, TaskState,
+    TaskStatus,
+};
+use agent_store::{EventId, EventKind, RunId, StoredEvent};
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+use tracing::debug;
+
+use crate::hub::Hub;
+use crate::notice::{Notice, Status};
+
+/// How many events a slow stream client may fall behind before it misses some.
+const EVENTS_CAPACITY: usize = 256;
+
+/// A task and the channels that tell of its changes.
+pub struct TaskEntry {
+    task: Mutex<Task>,
+    run_id: Mutex<Option<RunId>>,
+    events: broadcast::Sender<StreamEvent>,
+    /// The state, for those waiting on it.
+    state: watch::Sender<TaskState>,
+}
+
+impl TaskEntry {
+    /// A new task in `context_id`, started by `message`.
+    pub fn new(id: String, context_id: String, message: Message) -> Arc<Self> {
+        let message = message.within(Some(context_id.clone()), Some(id.clone()));
+        Arc::new(Self {
+            task: Mutex::new(Task {
+                id,
+                context_id,
+                status: TaskStatus::now(TaskState::Submitted, None),
+                artifacts: Vec::new(),
+                history: vec![message],
+            }),
+            run_id: Mutex::new(None),
+            events: broadcast::channel(EVENTS_CAPACITY).0,
+            state: watch::channel(TaskState::Submitted).0,
+        })
+    }
+
+    /// The task as it stands.
+    pub fn snapshot(&self) -> Task {
+        self.lock().clone()
+    }
+
+    /// Its id.
+    pub fn id(&self) -> String {
+        self.lock().id.clone()
+    }
+
+    /// Its context (the session).
+    pub fn context_id(&self) -> String {
+        self.lock().context_id.clone()
+    }
+
+    /// Its state.
+    pub fn state(&self) -> TaskState {
+        *self.state.borrow()
+    }
+
+    /// Its events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<StreamEvent> {
+        self.events.subscribe()
+    }
+
+    /// Its state, to wait on.
+    pub fn watch_state(&self) -> watch::Receiver<TaskState> {
+        self.state.subscribe()
+    }
+
+    /// Adds the client's `message` (an answer) to the history.
+    pub fn add_message(&self, message: Message) {
+        let mut task = self.lock();
+        let message = message.within(Some(task.context_id.clone()), Some(task.id.clone()));
+        task.history.push(message);
+    }
+
+    /// Moves to `state` (with the agent's `text` as the status message) and tells the streams;
+    /// nothing happens when the task is already in `state` with no new text, or has ended.
+    pub fn set_state(&self, state: TaskState, text: Option<String>) {
+        let update = {
+            let mut task = self.lock();
+            if task.status.state.is_terminal() {
+                return;
+            }
+            if task.status.state == state && text.is_none() {
+                return;
+            }
+            let message = text.map(|text| {
+                Message::text(Role::Agent, text)
+                    .within(Some(task.context_id.clone()), Some(task.id.clone()))
+            });
+            if let Some(message) = &message
+                && (state.is_interrupted() || state.is_terminal())
+            {
+                task.history.push(message.clone());
+            }
+            task.status = TaskStatus::now(state, message);
+            StatusUpdate {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                status: task.status.clone(),
+                is_final: state.is_terminal() || state.is_interrupted(),
+            }
+        };
+        self.state.send_replace(state);
+        let _ = self.events.send(StreamEvent::Status(update));
+    }
+
+    /// Adds the final answer as the task's artifact and tells the streams.
+    fn add_answer(&self, answer: String) {
+        let update = {
+            let mut task = self.lock();
+            let artifact = Artifact {
+                artifact_id: format!("{}-answer", task.id),
+                name: Some("answer".into()),
+                description: Some("the agent's final answer".into()),
+                parts: vec![Part::Text(answer)],
+            };
+            task.artifacts.push(artifact.clone());
+            ArtifactUpdate {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                artifact,
+                append: false,
+                last_chunk: true,
+            }
+        };
+        let _ = self.events.send(StreamEvent::Artifact(update));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Task> {
+        self.task.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What the follower has seen of the run.
+#[derive(Default)]
+struct Seen {
+    last: EventId,
+    started: bool,
+    finished: bool,
+}
+
+/// Follows the session's stream until the task's run ends, moving the task along. `notices`
+/// must have been subscribed before the run was queued, and `after` is the session's last
+/// stored event before it.
+pub async fn follow(
+    hub: Arc<Hub>,
+    entry: Arc<TaskEntry>,
+    mut notices: broadcast::Receiver<Notice>,
+    after: EventId,
+) {
+    let session = entry.context_id();
+    let mut seen = Seen {
+        last: after,
+        ..Seen::default()
+    };
+    let mut closing = hub.closing();
+    loop {
+        let notice = tokio::select! {
+            notice = notices.recv() => notice,
+            _ = closing.wait_for(|closing| *closing) => {
+                entry.set_state(TaskState::Failed, Some("the server shut down".into()));
+                return;
+            }
+        };
+        match notice {
+            Ok(Notice::Stored(event)) => {
+                if event.id > seen.last {
+                    seen.last = event.id;
+                    on_event(&entry, &event, &mut seen);
+                }
+            }
+            Ok(Notice::Status(status)) => {
+                on_status(&hub, &entry, &session, &status, &mut seen).await
+            }
+            Ok(Notice::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                replay(&hub, &entry, &session, &mut seen).await;
+            }
+            Err(broadcast::error::RecvError::Closed) => {
+                if !seen.finished {
+                    entry.set_state(TaskState::Failed, Some("the session was closed".into()));
+                }
+                return;
+            }
+        }
+        if seen.finished {
+            debug!(task = %entry.id(), "the task's run ended");
+            return;
+        }
+    }
+}
+
+/// Reads what the store holds after the last event seen.
+async fn replay(hub: &Hub, entry: &TaskEntry, session: &str, seen: &mut Seen) {
+    loop {
+        let Ok(page) = hub
+            .store()
+            .events_after(session, Some(seen.last), 500)
+            .await
+        else {
+            return;
+        };
+        let full = page.len() == 500;
+        for event in page {
+            seen.last = event.id;
+            on_event(entry, &event, seen);
+        }
+        if !full {
+            return;
+        }
+    }
+}
+
+/// A status of the session: a question asked (`input-required`), answered (`working`), or the
+/// run over.
+async fn on_status(hub: &Hub, entry: &TaskEntry, session: &str, status: &Status, seen: &mut Seen) {
+    if let Some(question) = &status.question {
+        if entry.state() != TaskState::InputRequired {
+            entry.set_state(TaskState::InputRequired, Some(question.clone()));
+        }
+        return;
+    }
+    if entry.state() == TaskState::InputRequired && status.busy {
+        entry.set_state(TaskState::Working, None);
+    }
+    if status.busy {
+        return;
+    }
+    // The run is over; its last events may still be on their way to the stream.
+    replay(hub, entry, session, seen).await;
+    if seen.finished {
+        return;
+    }
+    if let Some(error) = &status.error {
+        entry.set_state(TaskState::Failed, Some(error.clone()));
+        seen.finished = true;
+    } else if !seen.started {
+        // Cancelled while it waited in line.
+        entry.set_state(
+            TaskState::Canceled,
+            Some("cancelled before it started".into()),
+        );
+        seen.finished = true;
+    }
+}
+
+/// A stored event of the session.
+fn on_event(entry: &TaskEntry, event: &StoredEvent, seen: &mut Seen) {
+    match event.kind {
+        EventKind::RunStarted => {
+            seen.started = true;
+            *entry.run_id.lock().unwrap_or_else(PoisonError::into_inner) = event.run_id;
+            entry.set_state(TaskState::Working, None);
+        }
+        EventKind::Agent => {
+            // A question waiting stays the task's state until it is answered, whatever the
+            // events that caught up with it (ask_human's own call, for one).
+            if entry.state() == TaskState::InputRequired {
+                return;
+            }
+            if let Some(text) = progress_text(&event.data) {
+                entry.set_state(TaskState::Working, Some(text));
+            }
+        }
+        EventKind::Flow => {}
+        EventKind::RunFinished => {
+            seen.finished = true;
+            let data = &event.data;
+            let answer = data["answer"].as_str().filter(|a| !a.trim().is_empty());
+            let status = data["status"].as_str().unwrap_or_default().to_owned();
+            match data["state"].as_str().unwrap_or_default() {
+                "finished" | "max_steps" if answer.is_some() => {
+                    entry.add_answer(answer.unwrap_or_default().to_owned());
+                    entry.set_state(TaskState::Completed, None);
+                }
+                "finished" => {
+                    entry.add_answer(status);
+                    entry.set_state(TaskState::Completed, None);
+                }
+                "cancelled" => entry.set_state(TaskState::Canceled, Some(status)),
+                _ => entry.set_state(TaskState::Failed, Some(status)),
+            }
+        }
+    }
+}
+
+/// What a working status says about an agent event: the model's thought, or the tool it calls.
+fn progress_text(data: &Value) -> Option<String> {
+    match data["type"].as_str()? {
+        "thought" => data["content"]
+            .as_str()
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned),
+        "tool_call_started" => data["call"]["function"]["name"]
+            .as_str()
+            .map(|name| format!("calling the tool {name}")),
+        _ => None,
+    }
+}
