@@ -13,8 +13,7 @@ use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
 use crate::sections::{
     A2aSettings, AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings,
-    RunflowSettings,
-    SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
+    RunflowSettings, SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
 

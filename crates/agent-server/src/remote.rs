@@ -194,7 +194,7 @@ fn summary_of(result: &TaskResult) -> RunSummary {
     RunSummary {
         state: match result.ending {
             Ending::Finished => RunState::Finished,
-            Ending::MaxSteps => RunState::MaxSteps,
+            Ending::MaxSteps | Ending::Budget => RunState::MaxSteps,
             Ending::Cancelled => RunState::Cancelled,
             Ending::Failed => RunState::Failed,
         },
@@ -204,7 +204,9 @@ fn summary_of(result: &TaskResult) -> RunSummary {
         changes: result.changes.clone(),
         usage: TokenUsage {
             prompt_tokens: result.usage.prompt_tokens,
+            cached_prompt_tokens: result.usage.cached_prompt_tokens,
             completion_tokens: result.usage.completion_tokens,
+            cost_usd: result.usage.cost_usd,
         },
     }
 }

@@ -173,12 +173,18 @@ impl TaskEvent {
 }
 
 /// Tokens a task used.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskUsage {
     /// Input tokens.
     pub prompt_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_prompt_tokens: u64,
     /// Output tokens.
     pub completion_tokens: u64,
+    /// The cost in US dollars at the models' prices; `None` when no call had a priced model.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// What a task came to, stored once under its id.
@@ -232,7 +238,9 @@ impl TaskResult {
             changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
             usage: TaskUsage {
                 prompt_tokens: report.usage.prompt_tokens,
+                cached_prompt_tokens: report.usage.cached_prompt_tokens,
                 completion_tokens: report.usage.completion_tokens,
+                cost_usd: report.usage.is_priced().then_some(report.usage.cost_usd),
             },
             worker: worker.to_owned(),
             attempt,

@@ -36,7 +36,12 @@ pub fn report_error(error: &anyhow::Error) {
 
 /// The exit code of a run that ended so.
 pub fn exit_code(report: &RunReport) -> u8 {
-    match report.ending() {
+    ending_code(report.ending())
+}
+
+/// The exit code of a run that ended `ending` (here or on a worker).
+pub fn ending_code(ending: Ending) -> u8 {
+    match ending {
         Ending::Finished => EXIT_OK,
         Ending::MaxSteps => EXIT_MAX_STEPS,
         Ending::Cancelled => EXIT_CANCELLED,

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use agent_config::{Config, NatsSettings};
-use agent_session::Ending;
 use agent_worker::{
     Names, Nats, NatsOptions, QueueSettings, Submitter, TaskMessage, Worker, WorkerOptions,
 };
@@ -13,7 +12,7 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{GlobalArgs, NatsArgs};
-use crate::output::{EXIT_CANCELLED, EXIT_FAILED, EXIT_MAX_STEPS, EXIT_OK, note, say};
+use crate::output::{EXIT_OK, ending_code, note, say};
 use crate::{config, serve};
 
 /// `[nats]` with the command line's flags over it.
@@ -189,10 +188,5 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
         }
         say(result.answer.as_deref().unwrap_or(&result.text));
     }
-    Ok(match result.ending {
-        Ending::Finished => EXIT_OK,
-        Ending::MaxSteps => EXIT_MAX_STEPS,
-        Ending::Cancelled => EXIT_CANCELLED,
-        Ending::Failed => EXIT_FAILED,
-    })
+    Ok(ending_code(result.ending))
 }
