@@ -61,8 +61,8 @@ pub struct GlobalArgs {
     /// ~/.config/openmanus/config.toml, then ./config/config.example.toml).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The model, for this run: replaces `model` in [llm] and in every [llm.<name>] section
-    /// that names one, except [llm.vision].
+    /// The model, for this run: replaces `model` in `[llm]` and in every `[llm.NAME]` section
+    /// that names one, except `[llm.vision]`.
     #[arg(short, long, global = true, value_name = "NAME")]
     pub model: Option<String>,
     /// Replace one configuration key for this run: `-c llm.temperature=0.2`,

@@ -1,0 +1,142 @@
+//! Delegation between two `openmanus serve` processes: the lead's config lists the helper under
+//! `[[a2a.agents]]`, the lead's Manus hands a sub-task to it through `a2a_call`, and uses the
+//! artifact it gets back in its own answer. Each server has its own strict mock model.
+
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use agent_testkit::{Completion, MockOpenAi};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::common::call;
+
+const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
+
+/// Writes `dir/config/config.toml` for `mock` plus `extra`, starts `openmanus serve` on a free
+/// port there and returns the child and its base URL.
+async fn serve(dir: &Path, mock: &MockOpenAi, extra: &str) -> (Child, String) {
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    std::fs::write(
+        dir.join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-a2a-test\"\nmax_attempts = 1\n{extra}",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(BIN)
+        .current_dir(dir)
+        .env_remove("OPENMANUS_CONFIG")
+        .env("HOME", dir)
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", dir.join("tmp"))
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(rest) = line.strip_prefix("openmanus serve: ") {
+                return rest.split('/').take(3).collect::<Vec<_>>().join("/");
+            }
+        }
+        panic!("the server ended before it listened");
+    })
+    .await
+    .expect("the server did not start");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+fn finish(text: &str) -> Completion {
+    Completion::tool_calls(
+        Some(text.into()),
+        [call("t", "terminate", json!({"status": "success"}))],
+    )
+}
+
+#[tokio::test]
+async fn one_openmanus_serve_delegates_a_sub_task_to_another_over_a2a() {
+    let helper_mock = MockOpenAi::start().await.unwrap();
+    let lead_mock = MockOpenAi::start().await.unwrap();
+    let helper_dir = tempfile::tempdir().unwrap();
+    let lead_dir = tempfile::tempdir().unwrap();
+    helper_mock.push(finish("The sum is 7."));
+    let (mut helper, helper_url) = serve(helper_dir.path(), &helper_mock, "").await;
+    let (mut lead, lead_url) = serve(
+        lead_dir.path(),
+        &lead_mock,
+        &format!(
+            "\n[[a2a.agents]]\nname = \"adder\"\nurl = \"{helper_url}\"\ndescription = \"adds numbers\"\n"
+        ),
+    )
+    .await;
+    lead_mock
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "d",
+                "a2a_call",
+                json!({"agent": "adder", "message": "Add 3 and 4"}),
+            )],
+        ))
+        .push(finish("The adder says 7."));
+
+    let http = reqwest::Client::new();
+    let reply: Value = http
+        .post(format!("{lead_url}/a2a"))
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": "m1", "role": "ROLE_USER",
+                        "parts": [{"text": "What is 3 + 4? Ask the adder."}]}}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task = &reply["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{reply}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "The adder says 7.",
+        "{reply}"
+    );
+    // The lead's model got the helper's artifact as the tool's result.
+    let observation = lead_mock.requests()[1]
+        .messages()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(observation.contains("The sum is 7."), "{observation}");
+    // The helper ran the sub-task as its own task.
+    assert!(
+        helper_mock.requests()[0]
+            .messages()
+            .iter()
+            .any(|m| m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Add 3 and 4"))),
+        "{:?}",
+        helper_mock.requests()[0].messages()
+    );
+    helper_mock.verify().unwrap();
+    lead_mock.verify().unwrap();
+    lead.kill().await.unwrap();
+    helper.kill().await.unwrap();
+}
