@@ -107,12 +107,20 @@ impl Server {
     }
 }
 
-/// Reads the SSE stream of a session, handing each `agent` event's type to `seen` with the time
-/// it arrived, until a `run_finished` event.
+/// Milliseconds since the Unix epoch, as the store stamps events (`at`).
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Reads the SSE stream of a session, handing each `agent` event's type, the time it arrived
+/// and how many milliseconds after its store stamp (`at`) it arrived to `seen`, until a
+/// `run_finished` event.
 async fn follow(
     server: &Server,
     id: &str,
-    mut seen: impl FnMut(&str, Instant),
+    mut seen: impl FnMut(&str, Instant, i64),
 ) -> Result<(), Error> {
     use futures::StreamExt;
     let response = server
@@ -125,6 +133,7 @@ async fn follow(
     let mut buffer = String::new();
     while let Some(chunk) = stream.next().await {
         let at = Instant::now();
+        let wall = now_ms();
         buffer.push_str(&String::from_utf8_lossy(&chunk?));
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();
@@ -141,7 +150,12 @@ async fn follow(
                 "run_finished" => return Ok(()),
                 "agent" => {
                     let event: Value = serde_json::from_str(data)?;
-                    seen(event["data"]["type"].as_str().unwrap_or_default(), at);
+                    let stamped = event["at"].as_i64().unwrap_or(wall);
+                    seen(
+                        event["data"]["type"].as_str().unwrap_or_default(),
+                        at,
+                        wall - stamped,
+                    );
                 }
                 _ => {}
             }
@@ -155,7 +169,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted.get(index).copied().unwrap_or_default()
 }
 
-async fn latency(server: &Server, mock: &MockOpenAi) -> Result<Vec<Duration>, Error> {
+async fn latency(server: &Server, mock: &MockOpenAi) -> Result<(Vec<Duration>, Vec<i64>), Error> {
     let (id, workspace) = server.create().await?;
     let notes = Path::new(&workspace).join("notes.txt");
     std::fs::write(&notes, "one\ntwo\nthree\n")?;
@@ -187,7 +201,9 @@ async fn latency(server: &Server, mock: &MockOpenAi) -> Result<Vec<Duration>, Er
     );
     let before = mock.request_count();
     let mut thoughts = Vec::new();
-    let follower = follow(server, &id, |kind, at| {
+    let mut stamped = Vec::new();
+    let follower = follow(server, &id, |kind, at, since_stamp| {
+        stamped.push(since_stamp);
         if kind == "thought" {
             thoughts.push(at);
         }
@@ -210,11 +226,12 @@ async fn latency(server: &Server, mock: &MockOpenAi) -> Result<Vec<Duration>, Er
         )
         .into());
     }
-    Ok(replies
+    let samples = replies
         .iter()
         .zip(&thoughts)
         .map(|(request, at)| at.saturating_duration_since(request.received_at))
-        .collect())
+        .collect();
+    Ok((samples, stamped))
 }
 
 async fn memory(server: &Server, mock: &MockOpenAi) -> Result<(u64, u64), Error> {
@@ -233,7 +250,7 @@ async fn memory(server: &Server, mock: &MockOpenAi) -> Result<(u64, u64), Error>
                 )],
             ),
         );
-        let follower = follow(server, &id, |_, _| {});
+        let follower = follow(server, &id, |_, _, _| {});
         let path = format!("/api/sessions/{id}/tasks");
         let sender = server.post(&path, json!({"task": task}));
         let (followed, sent) = tokio::join!(follower, sender);
@@ -259,8 +276,9 @@ async fn bench(bin: &Path) -> Result<(), Error> {
         ),
     )?;
     let mut server = Server::start(bin, dir.path()).await?;
-    let mut samples = latency(&server, &mock).await?;
+    let (mut samples, mut stamped) = latency(&server, &mock).await?;
     samples.sort();
+    stamped.sort_unstable();
     let (before, after) = memory(&server, &mock).await?;
     if let Err(violations) = mock.verify() {
         println!("server: the binary's requests broke the OpenAI rules: {violations}");
@@ -278,6 +296,16 @@ async fn bench(bin: &Path) -> Result<(), Error> {
     println!(
         "| event latency, p99 | {:.2} ms |",
         ms(percentile(&samples, 0.99))
+    );
+    let stamp = |p: f64| {
+        let index = ((stamped.len() as f64 - 1.0) * p).round() as usize;
+        stamped.get(index).copied().unwrap_or_default()
+    };
+    println!(
+        "| event stamped by the store → SSE client, every event ({} events; 1 ms clock), median / p99 | {} ms / {} ms |",
+        stamped.len(),
+        stamp(0.5),
+        stamp(0.99)
     );
     println!(
         "| resident memory after one {STEPS}-step session | {:.1} MiB |",

@@ -129,12 +129,24 @@ impl Compaction {
     }
 }
 
+/// What one image counts for: providers bill an image by its size in tiles, not by its base64
+/// bytes (OpenAI: 765 tokens for a high-detail 1024×1024 image; Anthropic about 1,600 at most).
+pub const IMAGE_TOKENS: u64 = 1_600;
+
 /// An estimate of the tokens of `request` as sent: a token for every four bytes of its JSON
-/// (system prompt, messages and tool schemas), an over-estimate for English text and code.
+/// (system prompt, messages and tool schemas), an over-estimate for English text and code, and
+/// [`IMAGE_TOKENS`] for each image instead of its base64 bytes.
 #[must_use]
 pub fn estimate_tokens(request: &ChatRequest) -> u64 {
     let bytes = serde_json::to_vec(request).map_or(0, |body| body.len());
-    u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
+    let (images, image_bytes) = request
+        .all_messages()
+        .filter_map(|m| m.base64_image.as_ref())
+        .fold((0_u64, 0_usize), |(n, total), image| {
+            (n + 1, total.saturating_add(image.len()))
+        });
+    let text = u64::try_from(bytes.saturating_sub(image_bytes).div_ceil(4)).unwrap_or(u64::MAX);
+    text.saturating_add(images.saturating_mul(IMAGE_TOKENS))
 }
 
 /// The messages `[start, end)` that compaction would replace: the turns after the current run's
@@ -315,6 +327,21 @@ pub(crate) async fn compact_if_needed(
 mod tests {
     use super::*;
     use agent_core::ToolCall;
+
+    #[test]
+    fn an_image_counts_as_a_fixed_number_of_tokens_not_as_its_base64_bytes() {
+        let text = Message::user_message("Current browser screenshot:");
+        let plain = estimate_tokens(&ChatRequest::new(vec![text.clone()]));
+        let with_image = estimate_tokens(&ChatRequest::new(vec![
+            text.with_image("A".repeat(400_000)),
+        ]));
+        // The image's own field name and quotes may add a few tokens; its 400 kB do not.
+        let extra = with_image - plain;
+        assert!(
+            (IMAGE_TOKENS..IMAGE_TOKENS + 16).contains(&extra),
+            "an image added {extra} tokens"
+        );
+    }
 
     fn turn(id: &str) -> [Message; 2] {
         [
