@@ -79,22 +79,15 @@ async fn fifty_sessions_at_once_each_stream_exactly_their_stored_events() {
     let results = futures::future::join_all((0..SESSIONS).map(|n| one_session(&server, n))).await;
     let mut all_ids = HashSet::new();
     for (id, received) in &results {
-        let stored: Vec<i64> = server
+        let events = server
             .hub
             .store()
             .events_after(id, None, 100_000)
             .await
-            .unwrap()
-            .iter()
-            .map(|e| e.id)
-            .collect();
+            .unwrap();
+        let stored: Vec<i64> = events.iter().map(|e| e.id).collect();
         assert_eq!(received, &stored, "session {id}: streamed vs stored");
-        let steps = server
-            .hub
-            .store()
-            .events_after(id, None, 100_000)
-            .await
-            .unwrap()
+        let steps = events
             .iter()
             .filter(|e| e.data["type"] == "step_started")
             .count();
