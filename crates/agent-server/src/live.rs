@@ -75,6 +75,28 @@ pub enum TaskError {
 }
 
 impl Live {
+    /// A live session at rest, with nothing asked and nothing queued.
+    fn new(
+        id: String,
+        commands: mpsc::UnboundedSender<Command>,
+        canceller: Cancel,
+        stream: broadcast::Sender<Notice>,
+        tools: Vec<agent_core::ToolDefinition>,
+    ) -> Self {
+        Self {
+            id,
+            commands,
+            canceller,
+            status: Arc::new(Mutex::new(Status::at_rest())),
+            question: Arc::default(),
+            leave_queue: Arc::new(Notify::new()),
+            stream,
+            idle_since: Mutex::new(Instant::now()),
+            retired: AtomicBool::new(false),
+            tools,
+        }
+    }
+
     /// Starts the owner task of `session`, whose events and notices go to `stream`, whose runs
     /// wait in `queue`, and whose `ask_human` questions arrive on `questions`.
     pub fn start(
@@ -85,21 +107,17 @@ impl Live {
         questions: mpsc::Receiver<Question>,
     ) -> Arc<Self> {
         let (commands, receiver) = mpsc::unbounded_channel();
-        let live = Arc::new(Self {
+        let tools = session
+            .agent()
+            .map(agent_core::Agent::tool_definitions)
+            .unwrap_or_default();
+        let live = Arc::new(Self::new(
             id,
             commands,
-            canceller: Cancel::Local(session.canceller()),
-            status: Arc::new(Mutex::new(Status::at_rest())),
-            question: Arc::default(),
-            leave_queue: Arc::new(Notify::new()),
+            Cancel::Local(session.canceller()),
             stream,
-            idle_since: Mutex::new(Instant::now()),
-            retired: AtomicBool::new(false),
-            tools: session
-                .agent()
-                .map(agent_core::Agent::tool_definitions)
-                .unwrap_or_default(),
-        });
+            tools,
+        ));
         if let Some(events) = session.recorded_events() {
             tokio::spawn(forward(events, live.stream.clone()));
         }
@@ -117,19 +135,14 @@ impl Live {
         stream: broadcast::Sender<Notice>,
     ) -> Arc<Self> {
         let (commands, receiver) = mpsc::unbounded_channel();
-        let live = Arc::new(Self {
+        // A worker's agent is not here to ask; the card lists the local kind's tools.
+        let live = Arc::new(Self::new(
             id,
             commands,
-            canceller: Cancel::Remote(remote.canceller()),
-            status: Arc::new(Mutex::new(Status::at_rest())),
-            question: Arc::default(),
-            leave_queue: Arc::new(Notify::new()),
+            Cancel::Remote(remote.canceller()),
             stream,
-            idle_since: Mutex::new(Instant::now()),
-            retired: AtomicBool::new(false),
-            // A worker's agent is not here to ask; the card lists the local kind's tools.
-            tools: Vec::new(),
-        });
+            Vec::new(),
+        ));
         tokio::spawn(Arc::clone(&live).own(Runner::Remote(remote), queue, receiver));
         live
     }

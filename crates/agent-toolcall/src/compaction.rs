@@ -129,6 +129,20 @@ impl Compaction {
     }
 }
 
+/// A writer that only counts what it is given.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What one image counts for: providers bill an image by its size in tiles, not by its base64
 /// bytes (OpenAI: 765 tokens for a high-detail 1024×1024 image; Anthropic about 1,600 at most).
 pub const IMAGE_TOKENS: u64 = 1_600;
@@ -138,7 +152,9 @@ pub const IMAGE_TOKENS: u64 = 1_600;
 /// [`IMAGE_TOKENS`] for each image instead of its base64 bytes.
 #[must_use]
 pub fn estimate_tokens(request: &ChatRequest) -> u64 {
-    let bytes = serde_json::to_vec(request).map_or(0, |body| body.len());
+    // Counted as written: the request is not kept in memory a second time.
+    let mut counter = ByteCount(0);
+    let bytes = serde_json::to_writer(&mut counter, request).map_or(0, |()| counter.0);
     let (images, image_bytes) = request
         .all_messages()
         .filter_map(|m| m.base64_image.as_ref())
