@@ -35,7 +35,7 @@ commands:
           server and fakellm), MCP against real servers, the example agent crate
   faults  the fault cases of issue 21 (LLM failures, escaped processes, Ctrl-C, secrets, huge
           output, broken MCP servers), each test alone; prints cases held / tried
-  bench   agent-loop, LLM-client, local-tool, browser, start-up and whole-process benchmarks
+  bench   agent-loop, LLM-client, local-tool, browser, start-up, whole-process, server and worker benchmarks
           (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all";
 
@@ -544,6 +544,7 @@ fn bench(extra: &[String]) -> Result<()> {
         "cli_startup",
         "process_cost",
         "server",
+        "workers",
     ] {
         let mut command = cargo(&[
             "bench",

@@ -109,9 +109,18 @@ pub(crate) fn stop_descendants_where(
 }
 
 /// Sends SIGSTOP to every descendant of this process, walking the tree again until no new one
-/// appears; returns the stopped ones.
+/// appears; returns the stopped ones. The keeper ([`crate::keeper`]) is left alone: it must
+/// outlive this process.
 pub(crate) fn stop_descendants() -> BTreeSet<i32> {
-    stop_descendants_where(|_, all| all).into_keys().collect()
+    let keeper = crate::keeper::keeper_pid();
+    stop_descendants_where(|_, mut all| {
+        if let Some(keeper) = keeper {
+            all.remove(&keeper);
+        }
+        all
+    })
+    .into_keys()
+    .collect()
 }
 
 /// Sends SIGKILL to `pids`; returns how many received it.

@@ -19,7 +19,18 @@
 //!   costs two walks of `/proc` per group killed (17–20 ms with ~120 processes on the loaded
 //!   2-core build machine, against 6 µs without it; `cargo run --release -p agent-process
 //!   --example sweep_cost`); it runs when a tool's process ends, never on an agent's step, and
-//!   a leader's exit is reported as fast as before (1.2 ms from spawn to status).
+//!   a leader's exit is reported as fast as before (1.2 ms from spawn to status);
+//! * nothing survives a SIGKILL of the host either: the first spawn starts a *keeper*
+//!   ([`containment`]), a `/bin/sh` script in a group of its own that reads a pipe only this
+//!   process holds. When the process dies, however it dies, the keeper kills what it started:
+//!   where the cgroup tree is writable (cgroup v2, Linux 5.14+), the process has moved itself
+//!   into a cgroup `openmanus-<pid>` of its own, which every later child inherits at fork, and
+//!   the keeper writes its `cgroup.kill`; in any case it freezes and kills every process that
+//!   still carries the marker variable. Without a cgroup ([`Containment::Marker`]: none
+//!   writable, or [`CGROUP_SWITCH`]`=off`), a process that cleared its environment escapes.
+//!   Spawns are unchanged (no `pre_exec`); the first spawn pays once for the keeper and the
+//!   cgroup (KEEPER_COST). Why not `PR_SET_PDEATHSIG` or a PID namespace: see the keeper
+//!   module's source documentation and docs/security.md.
 //!
 //! Secrets stay with the client: the variables given to [`withhold_env`] (the host's provider
 //! keys) are removed from every child's environment, unless the spawning code sets one itself.
@@ -56,6 +67,7 @@ mod env;
 mod escape;
 mod group;
 mod hooks;
+mod keeper;
 mod reaper;
 mod registry;
 
@@ -63,5 +75,6 @@ pub use emergency::{EmergencyReport, emergency_shutdown};
 pub use env::{withheld_env, withhold_env};
 pub use group::{ExitWatch, GroupSignaller, ProcessGroup, Spawned};
 pub use hooks::{HookId, register_emergency_hook, unregister_emergency_hook};
+pub use keeper::{CGROUP_SWITCH, Containment, containment};
 pub use nix::sys::signal::Signal;
 pub use registry::live_process_groups;

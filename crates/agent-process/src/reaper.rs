@@ -244,6 +244,7 @@ pub(crate) fn reap_adopted() -> Pass {
 pub(crate) fn ensure_started() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
+        crate::keeper::ensure_started();
         if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
             warn!(%error, "cannot become a child subreaper: processes that leave their group may outlive the run");
             return;

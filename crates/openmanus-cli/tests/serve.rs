@@ -1,5 +1,6 @@
 //! `openmanus serve` as a subprocess against the strict mock: a run is started over the API, the
-//! server is killed with SIGKILL in the middle of a tool, started again on the same store, lists
+//! server is killed with SIGKILL in the middle of a tool (whose processes, `setsid` ones
+//! included, die with it), started again on the same store, lists
 //! the session as interrupted, and resumes it with a new task — the restored memory answers
 //! every tool call.
 
@@ -19,7 +20,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::{alive, call};
+use crate::common::{alive, assert_all_gone, bash_leaving_children, call, recorded_pids};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 
@@ -85,7 +86,7 @@ async fn a_server_killed_mid_run_resumes_the_session_after_a_restart() {
         [call(
             "c1",
             "bash",
-            json!({"command": format!("echo $$ > {} && exec sleep 300", pid_file.display())}),
+            json!({"command": bash_leaving_children(&pid_file)}),
         )],
     ));
     let http = reqwest::Client::new();
@@ -100,16 +101,9 @@ async fn a_server_killed_mid_run_resumes_the_session_after_a_restart() {
         .await
         .unwrap();
     let id = created["id"].as_str().unwrap().to_owned();
-    wait_for("the tool to run", || {
-        let pid_file = pid_file.clone();
-        async move { std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) }
-    })
-    .await;
-    let sleep: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // The tool's bash and the two processes it left behind (one in a session of its own).
+    let tools = recorded_pids(&pid_file).await;
+    assert!(tools.iter().all(|(_, pid)| alive(*pid)), "{tools:?}");
     let pid = i32::try_from(first.id().unwrap()).unwrap();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
@@ -117,12 +111,8 @@ async fn a_server_killed_mid_run_resumes_the_session_after_a_restart() {
     )
     .unwrap();
     first.wait().await.unwrap();
-    if alive(sleep) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(sleep),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    // The killed server's keeper stops them all.
+    assert_all_gone(&tools, "the server's SIGKILL").await;
 
     // A new server on the same store lists the session, its run interrupted.
     let (_second, url) = serve(dir.path()).await;

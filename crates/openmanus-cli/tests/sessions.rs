@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use crate::common::{alive, call};
+use crate::common::{assert_all_gone, call};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 
@@ -386,13 +386,8 @@ async fn a_run_killed_mid_tool_is_resumed_with_every_tool_call_answered() {
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(9)
     );
-    // The killed run's python is an orphan now: stop it (it is this test's own descendant).
-    if alive(python) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(python),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    // The killed run's keeper stops its python.
+    assert_all_gone(&[("python".to_owned(), python)], "the run's SIGKILL").await;
     let stored = stored_messages(&database).await;
     assert!(
         check_tool_pairing(&stored, false).is_err(),

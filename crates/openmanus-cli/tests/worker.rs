@@ -1,6 +1,7 @@
 //! `openmanus worker` and `openmanus submit` as subprocesses against a real `nats-server -js`
 //! child and the strict mock: a worker killed with SIGKILL in the middle of a task (the task
-//! goes to another worker and has one result), SIGTERM (the tasks held are handed back at once
+//! goes to another worker and has one result, and the processes its tool left, `setsid` ones
+//! included, do not outlive it), SIGTERM (the tasks held are handed back at once
 //! and their processes stopped), and `submit --wait`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -22,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use crate::common::{alive, call};
+use crate::common::{alive, assert_all_gone, bash_leaving_children, call, recorded_pids};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -196,7 +197,17 @@ async fn a_worker_killed_mid_task_loses_it_to_another_worker_and_it_completes_on
     let pid_file = setup.pid_file("crash");
     setup
         .mock
-        .push_for("Survive a crash", long_tool(&pid_file))
+        .push_for(
+            "Survive a crash",
+            Completion::tool_calls(
+                Some("Working on it.".into()),
+                [call(
+                    "c1",
+                    "bash",
+                    json!({"command": bash_leaving_children(&pid_file)}),
+                )],
+            ),
+        )
         .push_for("Survive a crash", finish("Done after the crash."));
     let submitter = Submitter::new(nats.clone());
     let mut events = submitter.events(&task.id).await.unwrap();
@@ -204,21 +215,13 @@ async fn a_worker_killed_mid_task_loses_it_to_another_worker_and_it_completes_on
     submitter.submit(&task).await.unwrap();
     let before = until(&mut events, is_tool_start).await;
     assert!(before.iter().all(|e| e.attempt == 1 && e.worker == "first"));
+    // The tool's bash and the two processes it left behind (one in a session of its own).
+    let tools = recorded_pids(&pid_file).await;
+    assert!(tools.iter().all(|(_, pid)| alive(*pid)), "{tools:?}");
     signal(&first, nix::sys::signal::Signal::SIGKILL);
     first.wait().await.unwrap();
-    // What the killed worker's bash left (see the report: a SIGKILLed worker cannot stop its
-    // children itself).
-    let sleep: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    if alive(sleep) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(sleep),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+    // The killed worker's keeper stops them all: nothing of the killed attempt lives on.
+    assert_all_gone(&tools, "the worker's SIGKILL").await;
 
     let (mut second, mut second_log) = setup.worker("second", 1).await;
     let result = tokio::time::timeout(PATIENCE, submitter.wait_result(&task.id))

@@ -23,3 +23,64 @@ pub fn alive(pid: i32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// A bash command for the `bash` tool that leaves two processes behind it — one in a session of
+/// its own (`setsid`), one plain background child — then becomes a long `sleep` itself; each
+/// of the three writes its pid to `<pids>.setsid`, `<pids>.background` and `<pids>` (the file
+/// written last, once the other two were started).
+#[allow(dead_code)] // not every test binary kills a host
+pub fn bash_leaving_children(pids: &std::path::Path) -> String {
+    let p = pids.display();
+    format!(
+        "setsid sh -c 'echo $$ > {p}.setsid; exec sleep 300' & \
+         sh -c 'echo $$ > {p}.background; exec sleep 300' & \
+         echo $$ > {p} && exec sleep 300"
+    )
+}
+
+/// The three pids [`bash_leaving_children`] recorded, once all three files are complete
+/// (polled, for up to two minutes).
+#[allow(dead_code)]
+pub async fn recorded_pids(pids: &std::path::Path) -> Vec<(String, i32)> {
+    let files = [
+        ("setsid", format!("{}.setsid", pids.display())),
+        ("background", format!("{}.background", pids.display())),
+        ("bash", pids.display().to_string()),
+    ];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let read: Vec<Option<(String, i32)>> = files
+            .iter()
+            .map(|(what, file)| {
+                let text = std::fs::read_to_string(file).ok()?;
+                let pid = text.strip_suffix('\n')?.trim().parse().ok()?;
+                Some(((*what).to_owned(), pid))
+            })
+            .collect();
+        if read.iter().all(Option::is_some) {
+            return read.into_iter().flatten().collect();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool did not record its processes: {read:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits (up to two minutes) until none of `pids` is alive; panics naming those that are.
+#[allow(dead_code)]
+pub async fn assert_all_gone(pids: &[(String, i32)], after: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let left: Vec<&(String, i32)> = pids.iter().filter(|(_, pid)| alive(*pid)).collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still alive two minutes after {after}: {left:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
