@@ -23,6 +23,9 @@
 //! recorded workspace moved to the replay's, so a call that named a file of the recorded
 //! workspace acts on the replay's.
 //!
+//! `ask_human` is answered with what the human answered when recorded (read from the recorded
+//! observations, in order), never from a terminal.
+//!
 //! Never compared: times (`time_ms`, durations), token usage and cost (they come from the
 //! recorded replies), call ids (the replies give them). What a tool prints that changes from
 //! run to run by nature — process ids, temporary names, dates, timings — needs a rule of
@@ -35,6 +38,7 @@
 //! starts.
 
 mod compare;
+mod human;
 mod model;
 mod recording;
 
@@ -215,8 +219,11 @@ pub async fn replay(
         .target
         .or(recording.target())
         .ok_or(ReplayError::UnknownTarget)?;
-    let workspace = factory.workspace().to_path_buf();
-    let queue = ReplayQueue::new(recording, Some(&workspace));
+    let queue = ReplayQueue::new(recording);
+    // `ask_human` gets what the human answered then, never a terminal prompt.
+    let factory = factory
+        .clone()
+        .with_human_input(Arc::new(human::RecordedAnswers::new(recording)));
     let config = factory.config().clone();
     let source = {
         let queue = Arc::clone(&queue);
@@ -228,7 +235,9 @@ pub async fn replay(
             Ok(Arc::new(ReplayModel::new(Arc::clone(&queue), profile)))
         }
     };
-    let mut session = Session::start_with_models(factory, target, &source).await?;
+    let mut session = Session::start_with_models(&factory, target, &source).await?;
+    // The workspace as the agent's tools see it (inside a sandbox, the sandbox's).
+    queue.move_to(session.workspace());
     let norm = Normalization::new(
         recording.workspace(),
         session.workspace(),
@@ -380,7 +389,7 @@ impl<'a> Tally<'a> {
             Ok(matched) => self.steps_matched += matched,
             Err(divergence) => {
                 self.steps_matched = divergence.ordinal - 1;
-                self.divergence = Some(divergence);
+                self.divergence = Some(*divergence);
                 return false;
             }
         }

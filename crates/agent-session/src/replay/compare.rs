@@ -203,13 +203,15 @@ pub(crate) fn compare_run(
     got: &[Step],
     complete: bool,
     norm: &Normalization,
-) -> Result<usize, Divergence> {
+) -> Result<usize, Box<Divergence>> {
     for (index, recorded) in expected.iter().enumerate() {
-        let at = |difference| Divergence {
-            run,
-            step: recorded.step,
-            ordinal: ordinal + index + 1,
-            difference,
+        let at = |difference| {
+            Box::new(Divergence {
+                run,
+                step: recorded.step,
+                ordinal: ordinal + index + 1,
+                difference,
+            })
         };
         let Some(replayed) = got.get(index) else {
             return Err(at(Difference::MissingStep));
@@ -220,14 +222,14 @@ pub(crate) fn compare_run(
         }
     }
     if complete && let Some(extra) = got.get(expected.len()) {
-        return Err(Divergence {
+        return Err(Box::new(Divergence {
             run,
             step: extra.step,
             ordinal: ordinal + expected.len() + 1,
             difference: Difference::ExtraStep {
                 calls: extra.calls.iter().map(|c| view(c, norm, false)).collect(),
             },
-        });
+        }));
     }
     Ok(expected.len())
 }

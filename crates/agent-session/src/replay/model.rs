@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Price};
 use async_trait::async_trait;
@@ -15,29 +15,43 @@ use super::recording::{Recording, Reply};
 pub(crate) struct ReplayQueue {
     replies: Mutex<VecDeque<Reply>>,
     total: usize,
+    /// The recorded workspace.
+    from: Option<String>,
     /// The recorded workspace and the replay's, as written in JSON text and as plain text.
-    moves: Vec<(String, String)>,
+    moves: OnceLock<Vec<(String, String)>>,
 }
 
 impl ReplayQueue {
-    /// The replies of `recording`, the recorded workspace moved to `workspace`.
-    pub(crate) fn new(recording: &Recording, workspace: Option<&Path>) -> Arc<Self> {
+    /// The replies of `recording`; the recorded workspace is moved once [`move_to`] names
+    /// the replay's.
+    ///
+    /// [`move_to`]: ReplayQueue::move_to
+    pub(crate) fn new(recording: &Recording) -> Arc<Self> {
         let replies: VecDeque<Reply> = recording.reply_list().iter().cloned().collect();
-        let mut moves = Vec::new();
-        if let (Some(from), Some(to)) = (recording.workspace(), workspace)
-            && from != to
-        {
-            let (from, to) = (from.to_string_lossy(), to.to_string_lossy());
-            moves.push((json_text(&from), json_text(&to)));
-            if json_text(&from) != from {
-                moves.push((from.into_owned(), to.into_owned()));
-            }
-        }
         Arc::new(Self {
             total: replies.len(),
             replies: Mutex::new(replies),
-            moves,
+            from: recording
+                .workspace()
+                .map(|p| p.to_string_lossy().into_owned()),
+            moves: OnceLock::new(),
         })
+    }
+
+    /// Moves the recorded workspace to `workspace` in every reply given from now on (only
+    /// the first call counts).
+    pub(crate) fn move_to(&self, workspace: &Path) {
+        let mut moves = Vec::new();
+        let to = workspace.to_string_lossy();
+        if let Some(from) = &self.from
+            && *from != to
+        {
+            moves.push((json_text(from), json_text(&to)));
+            if json_text(from) != *from {
+                moves.push((from.clone(), to.into_owned()));
+            }
+        }
+        let _ = self.moves.set(moves);
     }
 
     /// The next reply, or the error that says the recording has none left.
@@ -65,7 +79,7 @@ impl ReplayQueue {
     /// `response` with the recorded workspace replaced by the replay's in its text and in
     /// every call's arguments, so the tools act in the replay's workspace.
     fn moved(&self, mut response: ChatResponse) -> ChatResponse {
-        if self.moves.is_empty() {
+        if self.moves.get().is_none_or(Vec::is_empty) {
             return response;
         }
         if let Some(content) = &mut response.content {
@@ -79,7 +93,7 @@ impl ReplayQueue {
 
     fn apply(&self, text: &str) -> String {
         let mut text = text.to_owned();
-        for (from, to) in &self.moves {
+        for (from, to) in self.moves.get().into_iter().flatten() {
             if text.contains(from.as_str()) {
                 text = text.replace(from.as_str(), to);
             }

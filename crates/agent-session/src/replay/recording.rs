@@ -436,10 +436,11 @@ impl Recording {
     /// your own, then [`check_agent`](super::check_agent).
     #[must_use]
     pub fn model(&self, workspace: Option<&Path>) -> Arc<ReplayModel> {
-        Arc::new(ReplayModel::new(
-            super::model::ReplayQueue::new(self, workspace),
-            None,
-        ))
+        let queue = super::model::ReplayQueue::new(self);
+        if let Some(workspace) = workspace {
+            queue.move_to(workspace);
+        }
+        Arc::new(ReplayModel::new(queue, None))
     }
 
     pub(crate) fn reply_list(&self) -> &[Reply] {
