@@ -101,11 +101,16 @@ pub async fn replay(global: &GlobalArgs, args: ReplayArgs) -> Result<u8> {
         None => (fresh_workspace()?, true),
     };
     let factory = AgentFactory::new(config).with_workspace(&workspace);
-    let target = args
+    let Some(target) = args
         .agent
         .clone()
         .or_else(|| recording.target().map(|t| t.to_string()))
-        .unwrap_or_else(|| "?".to_owned());
+    else {
+        remove(fresh, factory.workspace());
+        anyhow::bail!(
+            "the recording does not say which agent ran: name it with --agent (manus, swe, ..., or flow)"
+        );
+    };
     if !global.json && !global.quiet {
         let runs = recording.runs().len();
         let source = if recording.replies_from_thoughts() {

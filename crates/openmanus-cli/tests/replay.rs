@@ -245,6 +245,39 @@ async fn a_stored_session_replays_by_id_and_bad_recordings_exit_1() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 
+    // A recording of an agent `openmanus` does not know (an agent crate's own): it must be
+    // named, and nothing is left behind.
+    let unknown = dir.path().join("unknown.jsonl");
+    std::fs::write(
+        &unknown,
+        text_of_journal
+            .replace(r#""agent":"manus""#, r#""agent":"word_stats""#)
+            .replace(r#""agent":"Manus""#, r#""agent":"word_stats""#),
+    )
+    .unwrap();
+    let before = std::fs::read_dir(dir.path().join("tmp")).unwrap().count();
+    let output = openmanus(dir.path(), &["replay", unknown.to_str().unwrap()]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("name it with --agent"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
+        before
+    );
+    let output = openmanus(
+        dir.path(),
+        &[
+            "replay",
+            unknown.to_str().unwrap(),
+            "--agent",
+            "manus",
+            "--workspace",
+            workspace(dir.path(), "named", INPUT).to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+
     let help = openmanus(dir.path(), &["replay", "--help"]).await;
     let help = text(&help.stdout);
     assert!(help.contains("Exit codes: 0 matched, 5 diverged"), "{help}");
