@@ -9,6 +9,9 @@
 //!
 //! Every line has `time_ms` (milliseconds since the Unix epoch, as a string) and `kind`:
 //!
+//! * `session` — the first line of a session's journal: `{"session": {"agent", "workspace"}}`,
+//!   the agent kind (or `flow`) and the workspace, as an exported session's first line has them
+//!   (what a [replay](crate::replay) rebuilds, and where it moves recorded paths from).
 //! * `task`, `result`, `event` (an agent event under `event`), `flow_event`, ... — written by
 //!   the front end with [`JournalHandle::write`] / [`JournalHandle::event`], fields as given.
 //! * `model_request` — one request to the model, numbered by `seq` (0, 1, ...):

@@ -16,9 +16,14 @@
 //! * [`Session::close`] shuts the agent down (MCP servers, browser, processes, sandbox) and
 //!   closes the journal. A session dropped without `close` still shuts its agent down in the
 //!   background.
+//!
+//! [`replay`] runs a recorded session again — every model request answered from the
+//! recording, the tools real — and reports the first step whose tool calls or observations
+//! differ (`openmanus replay`, and regression tests of agent crates).
 
 pub mod journal;
 mod recorder;
+pub mod replay;
 mod report;
 mod session;
 

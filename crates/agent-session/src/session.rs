@@ -310,6 +310,25 @@ impl Session {
     }
 
     async fn build(factory: &AgentFactory, target: Target) -> Result<Self, SessionError> {
+        Self::build_with(factory, target, None).await
+    }
+
+    /// [`Session::start`] with the models given by `models` instead of the configured clients
+    /// (each still journaled, in the shapes of `agent-llm` rather than as wire bodies): how a
+    /// [replay](crate::replay) answers every request from a recording.
+    pub(crate) async fn start_with_models(
+        factory: &AgentFactory,
+        target: Target,
+        models: &dyn agents::ModelSource,
+    ) -> Result<Self, SessionError> {
+        Self::build_with(factory, target, Some(models)).await
+    }
+
+    async fn build_with(
+        factory: &AgentFactory,
+        target: Target,
+        given: Option<&dyn agents::ModelSource>,
+    ) -> Result<Self, SessionError> {
         let workspace = factory.workspace().to_path_buf();
         std::fs::create_dir_all(&workspace).map_err(SessionError::Journal)?;
         let journal =
@@ -319,6 +338,7 @@ impl Session {
             config: factory.config().clone(),
             journal: &journal,
             bus: bus.clone(),
+            given,
         };
         let built = match target {
             Target::Agent(kind) => factory.build(kind, &models).await.map(Runner::Agent),
@@ -363,6 +383,12 @@ impl Session {
         for warning in &warnings {
             warn!(%warning, "while building the agent");
         }
+        // The journal's first line says what ran where, as an exported session's does: a
+        // replay rebuilds the same agent and moves the recorded workspace to its own.
+        journal.handle().write(
+            "session",
+            json!({"session": {"agent": target.as_str(), "workspace": workspace}}),
+        );
         Ok(Self {
             target,
             runner: Some(runner),
@@ -644,12 +670,21 @@ struct SessionModels<'a> {
     config: agent_config::Config,
     journal: &'a Journal,
     bus: EventBus,
+    /// Models to use instead of the configured clients (journaled all the same).
+    given: Option<&'a dyn agents::ModelSource>,
 }
 
 impl agents::ModelSource for SessionModels<'_> {
     fn model(&self, agent: &str) -> Result<Arc<dyn ChatModel>, LlmError> {
-        self.journal
-            .model(self.config.llm_for(agent).clone(), Some(&self.bus))
+        match self.given {
+            Some(given) => Ok(Arc::new(crate::JournaledModel::new(
+                given.model(agent)?,
+                self.journal.handle(),
+            ))),
+            None => self
+                .journal
+                .model(self.config.llm_for(agent).clone(), Some(&self.bus)),
+        }
     }
 }
 

@@ -105,6 +105,7 @@ impl Cli {
         if let Some(
             Command::Flow { overrides, .. }
             | Command::Serve { overrides, .. }
+            | Command::Replay { overrides, .. }
             | Command::Config {
                 action: ConfigAction::Check { overrides },
             }
@@ -276,6 +277,43 @@ pub enum Command {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+    /// Run a recorded run again: every model request is answered from the recording, the
+    /// tools are real; prints `replay matched N steps` or the first step where a tool call or
+    /// an observation differs. Exit code 0 when it matched, 5 when it diverged, 1 when it
+    /// could not replay.
+    #[command(
+        long_about = "Run a recorded run again as a deterministic one.\n\n\
+            Every model request is answered with the recording's next reply; the tools are the \
+            real ones, working in a fresh temporary workspace (or --workspace DIR, which should \
+            hold the files the recorded run read). Each step's tool calls and observations are \
+            compared with the recording's, after the workspace paths are replaced by \
+            $WORKSPACE on both sides; times, token usage and call ids are not compared. The \
+            first difference is printed with the step, the call, and a short diff.\n\n\
+            The agent is built from the configuration as usual (no request is sent, so no key \
+            is needed): use the settings of the recording, or the replay differs where they \
+            show (max_observe, max_steps, policies).\n\n\
+            Exit codes: 0 matched, 5 diverged, 1 the recording or the agent cannot be used.",
+        after_help = "Examples:\n  openmanus replay workspace/.openmanus/runs/1733100000000-4242-manus.jsonl\n  \
+            openmanus replay run.jsonl --workspace /tmp/inputs-copy --json\n  \
+            openmanus sessions export 3f2a -o run.jsonl && openmanus replay run.jsonl\n  \
+            openmanus replay --session 3f2a"
+    )]
+    Replay {
+        /// The recording: a run journal (WORKSPACE/.openmanus/runs/*.jsonl) or a session
+        /// written by `openmanus sessions export`.
+        #[arg(value_name = "FILE", required_unless_present = "session")]
+        file: Option<PathBuf>,
+        /// Replay a session of the store instead (its id, or its first characters); the store
+        /// keeps no model requests, so the replies are rebuilt from its thoughts.
+        #[arg(long, value_name = "ID", conflicts_with = "file")]
+        session: Option<String>,
+        /// The agent (`manus`, `swe`, `data_analysis`, ...) or `flow`, when the recording does
+        /// not say which ran.
+        #[arg(long, value_name = "KIND")]
+        agent: Option<String>,
+        #[command(flatten)]
+        overrides: ShortOverrides,
     },
     /// The recorded sessions: list them, show one, resume one with a new task, export one as a
     /// journal. Every run is recorded in the session store (see --no-store).

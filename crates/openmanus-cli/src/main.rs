@@ -2,7 +2,8 @@
 //!
 //! `openmanus --prompt "..."` runs Manus (OpenManus's `python main.py --prompt`), `openmanus
 //! demo` runs it against a scripted local model with no API key, `openmanus flow` runs the
-//! planning flow, and `openmanus config check` shows the effective settings. Every run renders
+//! planning flow, `openmanus replay` runs a recorded run again against its recording, and
+//! `openmanus config check` shows the effective settings. Every run renders
 //! its steps live, prints the final answer and the files it changed, writes a journal and is
 //! recorded in the session store, where `openmanus sessions` lists, shows, resumes and exports
 //! it.
@@ -20,6 +21,7 @@ mod line_editor;
 mod mcp;
 mod output;
 mod render;
+mod replay;
 mod run;
 mod serve;
 mod sessions;
@@ -148,6 +150,19 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Some(Command::Config {
             action: ConfigAction::Init(args),
         }) => init::init(global, &args),
+        Some(Command::Replay {
+            file,
+            session,
+            agent,
+            ..
+        }) => {
+            let args = replay::ReplayArgs {
+                file,
+                session,
+                agent,
+            };
+            replay::replay(global, args).await
+        }
         Some(Command::Sessions { action }) => {
             let config = match &action {
                 SessionsAction::Resume { .. } => config::load(global)?,

@@ -14,6 +14,8 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_MAX_STEPS: u8 = 3;
 /// Exit code of a run that reached a budget of `[agent]` (tokens, cost, time).
 pub const EXIT_BUDGET: u8 = 4;
+/// Exit code of `openmanus replay` when the replay differs from its recording.
+pub const EXIT_DIVERGED: u8 = 5;
 /// Exit code of a cancelled run (as a shell reports SIGINT).
 pub const EXIT_CANCELLED: u8 = 130;
 
