@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use crate::{ChatResponse, LlmError, Usage};
 
+mod chunk;
+
 /// A tool-call id for a call the server sent without one: unique within the process, so two
 /// steps never share an id.
 fn synthetic_id() -> String {
@@ -80,7 +82,14 @@ fn unique_ids(mut calls: Vec<ToolCall>) -> Vec<ToolCall> {
 /// Reads `usage` from a response or chunk.
 #[must_use]
 pub fn parse_usage(value: &Value) -> Option<Usage> {
-    let usage = value.get("usage").filter(|u| u.is_object())?;
+    value.get("usage").and_then(usage_from)
+}
+
+/// Reads a `usage` object (`None` for anything else).
+fn usage_from(usage: &Value) -> Option<Usage> {
+    if !usage.is_object() {
+        return None;
+    }
     let number = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     let prompt_tokens = number("prompt_tokens");
     let completion_tokens = number("completion_tokens");
@@ -201,50 +210,47 @@ impl StreamAssembler {
     /// [`LlmError::MalformedResponse`] for a chunk that is not JSON; an error object sent inside
     /// the stream becomes [`LlmError::Server`].
     pub fn push(&mut self, data: &str) -> Result<(), LlmError> {
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            LlmError::MalformedResponse(format!("invalid JSON in a stream chunk: {e}"))
-        })?;
-        if let Some(error) = chunk.get("error") {
-            return Err(embedded_error(error));
+        // The usual chunk reads straight into borrowed fields; one with a field of an
+        // unexpected type (which the lenient reading skips) goes through a `Value`.
+        match serde_json::from_str::<chunk::Chunk<'_>>(data) {
+            Ok(chunk) => self.apply(chunk),
+            Err(_) => {
+                let value: Value = serde_json::from_str(data).map_err(|e| {
+                    LlmError::MalformedResponse(format!("invalid JSON in a stream chunk: {e}"))
+                })?;
+                self.apply(chunk::Chunk::from_value(&value))
+            }
         }
-        if let Some(usage) = parse_usage(&chunk) {
+    }
+
+    fn apply(&mut self, chunk: chunk::Chunk<'_>) -> Result<(), LlmError> {
+        if let Some(error) = chunk.error {
+            return Err(embedded_error(&error));
+        }
+        if let Some(usage) = chunk.usage.as_ref().and_then(usage_from) {
             self.usage = Some(usage);
         }
-        let Some(choice) = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        else {
+        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
             return Ok(());
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish_reason = Some(reason.to_owned());
+        if let Some(reason) = choice.finish_reason {
+            self.finish_reason = Some(reason.into_owned());
         }
-        let Some(delta) = choice.get("delta") else {
+        let Some(delta) = choice.delta else {
             return Ok(());
         };
-        if let Some(text) = delta.get("content").and_then(Value::as_str)
-            && !text.is_empty()
-        {
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             self.received_tokens = true;
-            self.content.push_str(text);
+            self.content.push_str(&text);
         }
-        for fragment in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-        {
+        for fragment in delta.tool_calls.unwrap_or_default() {
             self.received_tokens = true;
-            let id = fragment
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty());
-            let index = match fragment.get("index").and_then(Value::as_u64) {
+            let id = fragment.id.filter(|s| !s.is_empty());
+            let index = match fragment.index {
                 Some(index) => index,
                 // Without an index, a fragment with a new id starts a new call and one
                 // without an id continues the latest call.
-                None => match (self.calls.last(), id) {
+                None => match (self.calls.last(), id.as_deref()) {
                     (Some((last, call)), Some(id)) if !call.id.is_empty() && call.id != id => {
                         last + 1
                     }
@@ -261,17 +267,18 @@ impl StreamAssembler {
             };
             let call = &mut self.calls[at].1;
             if let Some(id) = id {
-                id.clone_into(&mut call.id);
+                id.as_ref().clone_into(&mut call.id);
             }
-            if let Some(function) = fragment.get("function") {
+            if let Some(function) = fragment.function {
                 // Some servers repeat the whole name in every fragment; others split it.
-                if let Some(name) = function.get("name").and_then(Value::as_str)
-                    && name != call.name
+                if let Some(name) = function.name
+                    && *name != call.name
                 {
-                    call.name.push_str(name);
+                    call.name.push_str(&name);
                 }
-                call.arguments
-                    .push_str(&arguments_text(function.get("arguments")));
+                if let Some(arguments) = &function.arguments {
+                    chunk::push_arguments(arguments, &mut call.arguments);
+                }
             }
         }
         Ok(())

@@ -94,10 +94,13 @@ use encode::Encoder;
 use handle::{Entry, now_ms};
 use texts::TextWriter;
 
+/// How many queued entries the writer takes at once.
+const BATCH: usize = 256;
+
 /// Where journals go, inside the workspace.
 pub const JOURNAL_DIR: &str = ".openmanus/runs";
 
-/// A journal being written by a background task.
+/// A journal being written by a task on the runtime.
 pub struct Journal {
     path: PathBuf,
     handle: JournalHandle,
@@ -129,34 +132,45 @@ impl Journal {
             .create_new(true)
             .open(&path)?;
         let (sender, mut receiver) = unbounded_channel::<Entry>();
-        let writer = tokio::task::spawn_blocking(move || {
+        // The writer is a task on the runtime, not a thread of its own: it takes everything
+        // queued since it last ran (one wake-up and one write per batch, not per entry; on a
+        // current-thread runtime no thread is woken at all). The writes are small appends to a
+        // local file.
+        let writer = tokio::spawn(async move {
             let mut out = std::io::BufWriter::new(file);
             let mut encoder = Encoder::default();
             let mut texts = TextWriter::default();
             let mut lines = 0;
-            loop {
-                let mut line = match receiver.blocking_recv() {
-                    Some(Entry::Line(line)) => line,
-                    Some(Entry::Request { mut head, body }) => {
-                        head.extend(encoder.encode(body));
-                        serde_json::Value::Object(head)
-                    }
-                    Some(Entry::Delta { mut head, delta }) => {
-                        head.extend(encoder.encode_delta(delta));
-                        serde_json::Value::Object(head)
-                    }
-                    Some(Entry::Close) | None => break,
-                };
-                texts.encode(&mut line);
-                serde_json::to_writer(&mut out, &line)?;
-                out.write_all(b"\n")?;
-                // Each entry reaches the file at once: a process that must exit without
-                // unwinding (a second Ctrl-C) loses nothing already written.
+            let mut entries = Vec::with_capacity(BATCH);
+            let mut open = true;
+            while open && receiver.recv_many(&mut entries, BATCH).await > 0 {
+                for entry in entries.drain(..) {
+                    let mut line = match entry {
+                        Entry::Line(line) => line,
+                        Entry::Request { mut head, body } => {
+                            head.extend(encoder.encode(body));
+                            serde_json::Value::Object(head)
+                        }
+                        Entry::Delta { mut head, delta } => {
+                            head.extend(encoder.encode_delta(delta));
+                            serde_json::Value::Object(head)
+                        }
+                        Entry::Close => {
+                            open = false;
+                            break;
+                        }
+                    };
+                    texts.encode(&mut line);
+                    serde_json::to_writer(&mut out, &line)?;
+                    out.write_all(b"\n")?;
+                    lines += 1;
+                }
+                // Each batch reaches the file before the writer waits again: a process that
+                // must exit without unwinding (a second Ctrl-C) loses nothing already written.
                 out.flush()?;
-                lines += 1;
             }
             out.flush()?;
-            Ok(lines)
+            Ok::<u64, std::io::Error>(lines)
         });
         Ok(Self {
             path,

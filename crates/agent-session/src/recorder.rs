@@ -6,10 +6,15 @@
 //! subscriber that reconnects replays from the store what it missed.
 //!
 //! Memory costs one serialisation per message added or edited (never the whole memory per
-//! step); a batch is committed whenever the agent awaits (a model call, a tool), so a process
-//! killed in the middle of a run loses at most what it did since its last await.
+//! step). While someone subscribes to the live events, a batch is committed whenever the agent
+//! awaits (a model call, a tool), so a subscriber sees each event as soon as possible. While
+//! nobody does (the command line), a batch is committed at the end of each step, at run
+//! boundaries, or [`IDLE_COMMIT`] after its first item, whichever comes first: one transaction
+//! per step instead of one per await. A process killed in the middle of a run loses at most the
+//! step in progress (and the stored memory then ends at a step boundary).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver};
 use agent_store::{
@@ -23,6 +28,9 @@ use tracing::warn;
 
 /// How many queued items one transaction takes at most.
 const MAX_BATCH: usize = 512;
+
+/// How long queued items may wait for the end of their step when nobody subscribes.
+const IDLE_COMMIT: Duration = Duration::from_millis(500);
 
 /// How many stored events a slow subscriber may fall behind before it is told it lagged (it
 /// then replays from the store).
@@ -147,6 +155,11 @@ pub(crate) struct Recorder {
 impl Recorder {
     /// Starts the writer task for the stored session `id` and subscribes it to `bus`.
     pub(crate) fn start(store: Store, id: String, bus: &EventBus) -> Self {
+        Self::start_with(store, id, bus, IDLE_COMMIT)
+    }
+
+    /// [`Recorder::start`], holding a batch nobody watches for at most `idle`.
+    fn start_with(store: Store, id: String, bus: &EventBus, idle: Duration) -> Self {
         let (sender, receiver) = unbounded_channel();
         let queue = Queue(sender);
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
@@ -155,7 +168,13 @@ impl Recorder {
             // Streamed text is not stored: the thought that follows carries it whole.
             matches!(event, AgentEvent::TextDelta { .. }) || sink.send(Item::Agent(event.clone()))
         }));
-        let writer = tokio::spawn(write(store.clone(), id.clone(), receiver, events.clone()));
+        let writer = tokio::spawn(write(
+            store.clone(),
+            id.clone(),
+            receiver,
+            events.clone(),
+            idle,
+        ));
         Self {
             store,
             id,
@@ -242,22 +261,43 @@ async fn write(
     session: String,
     mut queue: UnboundedReceiver<Item>,
     events: broadcast::Sender<StoredEvent>,
+    idle: Duration,
 ) {
     let mut run: Option<RunId> = None;
     let mut items = Vec::with_capacity(MAX_BATCH);
+    let mut batch = Batch::default();
+    // When the oldest item of a held-back batch must be committed at the latest.
+    let mut deadline: Option<tokio::time::Instant> = None;
     loop {
-        if queue.recv_many(&mut items, MAX_BATCH).await == 0 {
+        let received = match deadline {
+            Some(at) => {
+                match tokio::time::timeout_at(at, queue.recv_many(&mut items, MAX_BATCH)).await {
+                    Ok(received) => received,
+                    Err(_) => {
+                        commit(&store, &session, std::mem::take(&mut batch), &events).await;
+                        deadline = None;
+                        continue;
+                    }
+                }
+            }
+            None => queue.recv_many(&mut items, MAX_BATCH).await,
+        };
+        if received == 0 {
+            commit(&store, &session, batch, &events).await;
             return;
         }
-        let mut batch = Batch::default();
+        let mut step_ended = false;
         for item in items.drain(..) {
             match item {
-                Item::Agent(event) => match serde_json::to_value(&event) {
-                    Ok(data) => batch
-                        .events
-                        .push(NewEvent::now(run, EventKind::Agent, data)),
-                    Err(error) => warn!(%error, "an agent event cannot be recorded"),
-                },
+                Item::Agent(event) => {
+                    step_ended |= matches!(event, AgentEvent::StepFinished { .. });
+                    match serde_json::to_value(&event) {
+                        Ok(data) => batch
+                            .events
+                            .push(NewEvent::now(run, EventKind::Agent, data)),
+                        Err(error) => warn!(%error, "an agent event cannot be recorded"),
+                    }
+                }
                 Item::Flow(data) => batch.events.push(NewEvent::now(run, EventKind::Flow, data)),
                 Item::Memory(write) => batch.memory.push(write),
                 Item::BeginRun { task, reply } => {
@@ -285,7 +325,16 @@ async fn write(
                 }
             }
         }
-        commit(&store, &session, batch, &events).await;
+        let watched = events.receiver_count() > 0;
+        let large = batch.events.len() + batch.memory.len() >= MAX_BATCH;
+        if watched || step_ended || large {
+            commit(&store, &session, std::mem::take(&mut batch), &events).await;
+            deadline = None;
+        } else if batch.is_empty() {
+            deadline = None;
+        } else if deadline.is_none() {
+            deadline = Some(tokio::time::Instant::now() + idle);
+        }
     }
 }
 
@@ -307,5 +356,79 @@ async fn commit(
             }
         }
         Err(error) => warn!(%error, session, "the session store lost a batch of events"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agent_store::NewSession;
+
+    use super::*;
+
+    /// Waits (30 s at most) until the session holds `count` events.
+    async fn stored(store: &Store, id: &str, count: u64) -> u64 {
+        let mut now = 0;
+        for _ in 0..600 {
+            now = store.event_count(id).await.unwrap();
+            if now >= count {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        now
+    }
+
+    #[tokio::test]
+    async fn a_step_nobody_watches_is_committed_when_it_ends_and_a_watched_one_at_once() {
+        let store = Store::open_memory().await.unwrap();
+        let id = store
+            .create_session(NewSession::new("swe", std::env::temp_dir()))
+            .await
+            .unwrap()
+            .id;
+        let bus = EventBus::new();
+        // No deadline within the test: only the step's end or a subscriber commits.
+        let recorder =
+            Recorder::start_with(store.clone(), id.clone(), &bus, Duration::from_secs(3600));
+        bus.emit(AgentEvent::StepStarted {
+            step: 1,
+            max_steps: 5,
+        });
+        // The writer gets every chance to run; nothing may be committed yet.
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(store.event_count(&id).await.unwrap(), 0);
+        bus.emit(AgentEvent::StepFinished {
+            step: 1,
+            result: "done".into(),
+        });
+        assert_eq!(stored(&store, &id, 2).await, 2);
+
+        // With a subscriber, the next event is committed and published without a step end.
+        let mut live = recorder.subscribe();
+        bus.emit(AgentEvent::StepStarted {
+            step: 2,
+            max_steps: 5,
+        });
+        let event = tokio::time::timeout(Duration::from_secs(30), live.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(event.data["type"], "step_started");
+        assert_eq!(event.data["step"], 2);
+        assert_eq!(store.event_count(&id).await.unwrap(), 3);
+
+        // What is held back when the session closes is written.
+        drop(live);
+        bus.emit(AgentEvent::StepStarted {
+            step: 3,
+            max_steps: 5,
+        });
+        recorder.close().await;
+        assert_eq!(store.event_count(&id).await.unwrap(), 4);
     }
 }

@@ -210,6 +210,10 @@ pub struct StrReplaceEditor {
     operator: Arc<dyn FileOperator>,
     workspace_root: Option<PathBuf>,
     denied: Vec<PathBuf>,
+    /// The resolved root and denied paths, worked out on the first call that needs them: they
+    /// do not move during a run, and resolving them every call cost a file-system round trip
+    /// each. A failed resolution is not kept (the next call tries again).
+    fixed: tokio::sync::OnceCell<Fixed>,
     description: String,
     history_limit: usize,
     history: Mutex<HashMap<PathBuf, VecDeque<String>>>,
@@ -231,6 +235,13 @@ impl Default for StrReplaceEditor {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The resolved forms of the editor's fixed paths.
+#[derive(Debug)]
+struct Fixed {
+    root: Option<PathBuf>,
+    denied: Vec<PathBuf>,
 }
 
 /// The path of one call in its three forms.
@@ -260,6 +271,7 @@ impl StrReplaceEditor {
             operator: Arc::new(LocalFileOperator),
             workspace_root: None,
             denied: Vec::new(),
+            fixed: tokio::sync::OnceCell::new(),
             description: describe(None),
             history_limit: DEFAULT_HISTORY_LIMIT,
             history: Mutex::new(HashMap::new()),
@@ -275,21 +287,24 @@ impl StrReplaceEditor {
     }
 
     /// Confines every path to `root`: a path that is, or resolves (through `..` or symlinks) to,
-    /// a place outside `root` is refused. `root` itself is resolved on every call, so a root that
-    /// is a symlink works; a relative `root` is taken from the process's current directory.
+    /// a place outside `root` is refused. `root` itself is resolved once, on the first call, so a
+    /// root that is a symlink works; a relative `root` is taken from the process's current
+    /// directory.
     #[must_use]
     pub fn with_workspace_root(mut self, root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         self.description = describe(Some(&root));
         self.workspace_root = Some(root);
+        self.fixed = tokio::sync::OnceCell::new();
         self
     }
 
-    /// Refuses `paths` even inside the workspace (they, or what they resolve to): the agent's
-    /// own configuration files, which hold its API keys.
+    /// Refuses `paths` even inside the workspace (they, or what they resolve to on the first
+    /// call): the agent's own configuration files, which hold its API keys.
     #[must_use]
     pub fn with_denied_paths(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
         self.denied.extend(paths);
+        self.fixed = tokio::sync::OnceCell::new();
         self
     }
 
@@ -330,43 +345,56 @@ impl StrReplaceEditor {
                     path: shown.clone(),
                     reason: e.to_string(),
                 })?;
-        if let Some(root) = &self.workspace_root {
-            let real_root =
-                self.operator
-                    .resolve(root)
-                    .await
-                    .map_err(|e| EditorError::WorkspaceRoot {
-                        root: root.display().to_string(),
-                        reason: e.to_string(),
-                    })?;
-            if !real.starts_with(&real_root) {
-                let resolved = if Path::new(&shown) == real {
-                    String::new()
-                } else {
-                    format!(" (it resolves to {})", real.display())
-                };
-                return Err(EditorError::OutsideWorkspace {
-                    path: shown,
-                    root: root.display().to_string(),
-                    resolved,
-                });
-            }
+        let fixed = self.fixed().await?;
+        if let (Some(root), Some(real_root)) = (&self.workspace_root, &fixed.root)
+            && !real.starts_with(real_root)
+        {
+            let resolved = if Path::new(&shown) == real {
+                String::new()
+            } else {
+                format!(" (it resolves to {})", real.display())
+            };
+            return Err(EditorError::OutsideWorkspace {
+                path: shown,
+                root: root.display().to_string(),
+                resolved,
+            });
         }
-        for denied in &self.denied {
-            let denied_real = self
-                .operator
-                .resolve(denied)
-                .await
-                .unwrap_or_else(|_| denied.clone());
-            if real == denied_real {
-                return Err(EditorError::Secret { path: shown });
-            }
+        if fixed.denied.contains(&real) {
+            return Err(EditorError::Secret { path: shown });
         }
         Ok(Target {
             raw: raw.to_owned(),
             shown,
             real,
         })
+    }
+
+    /// The resolved root and denied paths (resolved on the first call).
+    async fn fixed(&self) -> Result<&Fixed, EditorError> {
+        self.fixed
+            .get_or_try_init(|| async {
+                let root = match &self.workspace_root {
+                    Some(root) => Some(self.operator.resolve(root).await.map_err(|e| {
+                        EditorError::WorkspaceRoot {
+                            root: root.display().to_string(),
+                            reason: e.to_string(),
+                        }
+                    })?),
+                    None => None,
+                };
+                let mut denied = Vec::with_capacity(self.denied.len());
+                for path in &self.denied {
+                    denied.push(
+                        self.operator
+                            .resolve(path)
+                            .await
+                            .unwrap_or_else(|_| path.clone()),
+                    );
+                }
+                Ok(Fixed { root, denied })
+            })
+            .await
     }
 
     async fn read_text(&self, target: &Target) -> Result<String, EditorError> {

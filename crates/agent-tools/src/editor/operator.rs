@@ -103,15 +103,20 @@ async fn blocking<T: Send + 'static>(
 #[async_trait]
 impl FileOperator for LocalFileOperator {
     async fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        // Checked before opening: opening a FIFO for reading would wait for a writer forever.
-        let metadata = tokio::fs::metadata(path).await?;
-        if !metadata.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not a regular file",
-            ));
-        }
-        tokio::fs::read(path).await
+        let path = path.to_path_buf();
+        // One trip to the blocking pool for the check and the read.
+        blocking(move || {
+            // Checked before opening: opening a FIFO for reading would wait for a writer
+            // forever.
+            if !std::fs::metadata(&path)?.is_file() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a regular file",
+                ));
+            }
+            std::fs::read(&path)
+        })
+        .await
     }
 
     async fn write_file(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
