@@ -126,34 +126,19 @@ impl Journal {
             .create_new(true)
             .open(&path)?;
         let (sender, mut receiver) = unbounded_channel::<Entry>();
+        let shown = path.display().to_string();
         let writer = tokio::task::spawn_blocking(move || {
-            let mut out = std::io::BufWriter::new(file);
-            let mut encoder = Encoder::default();
-            let mut texts = TextWriter::default();
-            let mut lines = 0;
-            loop {
-                let mut line = match receiver.blocking_recv() {
-                    Some(Entry::Line(line)) => line,
-                    Some(Entry::Request { mut head, body }) => {
-                        head.extend(encoder.encode(body));
-                        serde_json::Value::Object(head)
-                    }
-                    Some(Entry::Delta { mut head, delta }) => {
-                        head.extend(encoder.encode_delta(delta));
-                        serde_json::Value::Object(head)
-                    }
-                    Some(Entry::Close) | None => break,
-                };
-                texts.encode(&mut line);
-                serde_json::to_writer(&mut out, &line)?;
-                out.write_all(b"\n")?;
-                // Each entry reaches the file at once: a process that must exit without
-                // unwinding (a second Ctrl-C) loses nothing already written.
-                out.flush()?;
-                lines += 1;
+            let written = write_lines(file, &mut receiver);
+            if let Err(error) = &written {
+                // Said at once (a full disk, a removed directory): the run goes on without its
+                // journal, and `close` returns the error.
+                tracing::warn!(
+                    journal = %shown,
+                    %error,
+                    "the run journal cannot be written; the run goes on without it"
+                );
             }
-            out.flush()?;
-            Ok(lines)
+            written
         });
         Ok(Self {
             path,
@@ -206,4 +191,39 @@ impl Journal {
             JournaledModel::new(client.clone(), self.handle()).with_wire_body(client),
         ))
     }
+}
+
+/// Writes every entry received to `file`, one line each, until the journal is closed; returns
+/// how many lines it wrote, or the first write error.
+fn write_lines(
+    file: std::fs::File,
+    receiver: &mut tokio::sync::mpsc::UnboundedReceiver<Entry>,
+) -> std::io::Result<u64> {
+    let mut out = std::io::BufWriter::new(file);
+    let mut encoder = Encoder::default();
+    let mut texts = TextWriter::default();
+    let mut lines = 0;
+    loop {
+        let mut line = match receiver.blocking_recv() {
+            Some(Entry::Line(line)) => line,
+            Some(Entry::Request { mut head, body }) => {
+                head.extend(encoder.encode(body));
+                serde_json::Value::Object(head)
+            }
+            Some(Entry::Delta { mut head, delta }) => {
+                head.extend(encoder.encode_delta(delta));
+                serde_json::Value::Object(head)
+            }
+            Some(Entry::Close) | None => break,
+        };
+        texts.encode(&mut line);
+        serde_json::to_writer(&mut out, &line)?;
+        out.write_all(b"\n")?;
+        // Each entry reaches the file at once: a process that must exit without
+        // unwinding (a second Ctrl-C) loses nothing already written.
+        out.flush()?;
+        lines += 1;
+    }
+    out.flush()?;
+    Ok(lines)
 }
