@@ -34,7 +34,8 @@ commands:
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
           server and fakellm), MCP against real servers, the example agent crate
   faults  the fault cases of issue 21 (LLM failures, escaped processes, Ctrl-C, secrets, huge
-          output, broken MCP servers), each test alone; prints cases held / tried
+          output, broken MCP servers, a killed Chromium, a full disk, a killed run resumed),
+          each test alone; prints cases held / tried (docs/faults.md lists them)
   bench   agent-loop, LLM-client, local-tool, browser, start-up, whole-process, server and worker benchmarks
           (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all";

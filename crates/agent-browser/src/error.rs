@@ -44,4 +44,10 @@ pub enum BrowserError {
     /// The browser has been closed.
     #[error("the browser is closed")]
     Closed,
+    /// Chromium's process ended during the action (killed, crashed); the next action starts a
+    /// new browser.
+    #[error(
+        "Chromium exited during the action ({0}); the next browser action starts a new browser"
+    )]
+    Exited(String),
 }

@@ -459,6 +459,16 @@ impl Browser {
         }
     }
 
+    /// Waits for the end of a launched browser's main process (`None` for an attached
+    /// browser): an action can give up as soon as Chromium dies instead of at its timeout.
+    #[must_use]
+    pub fn exit_watch(&self) -> Option<agent_process::ExitWatch> {
+        match &self.process {
+            Process::Launched { group, .. } => Some(group.exit_watch()),
+            Process::Attached => None,
+        }
+    }
+
     /// The private profile directory of a launched browser (removed on close).
     #[must_use]
     pub fn profile_dir(&self) -> Option<&Path> {

@@ -277,7 +277,15 @@ impl BrowserUseTool {
     ///
     /// [`BrowserError`], including [`BrowserError::Timeout`] after the action timeout.
     pub async fn state(&self) -> Result<Option<crate::BrowserState>, BrowserError> {
-        let guard = self.session.lock().await;
+        let mut guard = self.session.lock().await;
+        if let Some(browser) = guard.as_mut()
+            && !browser.is_alive()
+        {
+            // A browser that died (killed, crashed) has no state; the next action starts a
+            // new one.
+            browser.close().await;
+            *guard = None;
+        }
         let Some(browser) = guard.as_ref() else {
             return Ok(None);
         };
@@ -341,8 +349,28 @@ impl BrowserUseTool {
             llm: self.llm.as_deref(),
             max_content_length: self.config.max_content_length,
         };
+        // Chromium killed or crashed mid-action: said at once, not at the timeout (its
+        // DevTools requests would wait for their own timeout).
+        let exited = browser.exit_watch();
+        let died = async move {
+            match exited {
+                Some(mut watch) => watch.wait().await,
+                None => std::future::pending().await,
+            }
+        };
         let work = perform(browser, &args, &extras, ctx);
-        Ok(match tokio::time::timeout(timeout, work).await {
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(timeout, work) => outcome,
+            status = died => {
+                let status = status.map_or_else(|| "status unknown".to_owned(), |s| s.to_string());
+                debug!(%status, "Chromium exited during a browser action");
+                if let Some(mut browser) = guard.take() {
+                    browser.close().await;
+                }
+                return Ok(failed(&BrowserError::Exited(status)));
+            }
+        };
+        Ok(match outcome {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => failed(&e),
             Err(_) if !page_work => failed(&BrowserError::Timeout(timeout)),

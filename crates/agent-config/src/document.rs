@@ -10,7 +10,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::env::{Env, ExpandError, expand, reference_name};
-use crate::error::{ConfigError, line_col};
+use crate::error::{ConfigError, line_col, without_value};
 
 /// A parsed document: its text (for positions), its file (for messages) and its root table.
 pub(crate) struct Document<'i> {
@@ -92,7 +92,7 @@ impl<'i> Document<'i> {
         let deserializer = toml::de::Deserializer::from(Spanned::new(span.clone(), table));
         T::deserialize(deserializer).map_err(|e| {
             let at = e.span().unwrap_or(span);
-            self.invalid_at(at, fallback_key, e.message().trim())
+            self.invalid_at(at, fallback_key, &without_value(e.message().trim()))
         })
     }
 

@@ -13,8 +13,12 @@ use crate::source::ConfigOrigin;
 /// (`llm.vision.max_tokens`), so a message reads like a compiler's:
 ///
 /// ```text
-/// config/config.toml:12:14: `llm.vision.max_tokens`: invalid type: string "lots", expected u32
+/// config/config.toml:12:14: `llm.vision.max_tokens`: invalid type: a string, expected u32
 /// ```
+///
+/// A message never repeats the offending value (a key put under the wrong name would be
+/// echoed to the terminal and the logs): it says what kind of value was found, and the line and
+/// column point at it.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -154,6 +158,71 @@ fn field_suffix(field: Option<&str>) -> String {
     field.map(|f| format!(", field `{f}`")).unwrap_or_default()
 }
 
+/// A deserializer's message with the offending value left out: serde's `invalid type: string
+/// "sk-...", expected u32` becomes `invalid type: a string, expected u32` (and the same for
+/// `invalid value:` and `invalid length:`), and `unknown variant \`...\`` becomes `unknown
+/// variant`. Other messages (an unknown field names a key, not a value) are kept.
+pub(crate) fn without_value(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            // serde writes `<unexpected>, expected <what>`; the unexpected part may itself hold
+            // ", expected" inside a quoted string, so the last occurrence is the separator.
+            if let Some(at) = rest.rfind(", expected ") {
+                let (found, expected) = rest.split_at(at);
+                return format!("{prefix}{}{expected}", value_kind(found));
+            }
+            return format!("{prefix}a value of the wrong kind");
+        }
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        // `unknown variant `<value>`, expected one of ...`: the list of variants is kept.
+        if let Some(at) = rest.rfind("`, expected") {
+            return format!("unknown variant{}", rest.get(at + 1..).unwrap_or_default());
+        }
+        return "unknown variant".to_owned();
+    }
+    message.to_owned()
+}
+
+/// What serde's `Unexpected` text (`string "x"`, `integer \`3\``, `map`, ...) names, without the
+/// value.
+fn value_kind(found: &str) -> &'static str {
+    let word = |w: &str| found == w || found.starts_with(&format!("{w} "));
+    if word("string") {
+        "a string"
+    } else if word("integer") {
+        "an integer"
+    } else if word("floating") {
+        "a floating point number"
+    } else if word("boolean") {
+        "a boolean"
+    } else if word("character") {
+        "a character"
+    } else if word("byte") {
+        "bytes"
+    } else if found.starts_with("map") || found.starts_with("table") {
+        "a table"
+    } else if found.starts_with("sequence") || found.starts_with("array") {
+        "an array"
+    } else if found.starts_with("unit") || found.starts_with("null") {
+        "nothing"
+    } else {
+        "a value of another kind"
+    }
+}
+
+/// The kind of a JSON value, for messages that must not repeat the value itself.
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 /// 1-based (line, column) of a byte offset in `text`; the column counts characters.
 pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
@@ -201,5 +270,45 @@ mod tests {
         // Inside a multi-byte character and past the end stay in bounds.
         assert_eq!(line_col(text, 8), (2, 2));
         assert_eq!(line_col(text, 999), (3, 1));
+    }
+
+    #[test]
+    fn messages_never_repeat_the_value() {
+        let secret = "sk-live-0123456789";
+        let cases = [
+            (
+                format!("invalid type: string \"{secret}\", expected u32"),
+                "invalid type: a string, expected u32",
+            ),
+            (
+                format!("invalid type: string \"{secret}, expected x\", expected a boolean"),
+                "invalid type: a string, expected a boolean",
+            ),
+            (
+                "invalid value: integer `-1`, expected u64".to_owned(),
+                "invalid value: an integer, expected u64",
+            ),
+            (
+                "invalid type: floating point `1.5`, expected u32".to_owned(),
+                "invalid type: a floating point number, expected u32",
+            ),
+            (
+                "invalid type: map, expected a string".to_owned(),
+                "invalid type: a table, expected a string",
+            ),
+            (
+                format!("unknown variant `{secret}`, expected one of `openai`, `azure`"),
+                "unknown variant, expected one of `openai`, `azure`",
+            ),
+            (
+                "unknown field `max_token`, expected one of `model`".to_owned(),
+                "unknown field `max_token`, expected one of `model`",
+            ),
+        ];
+        for (message, expected) in cases {
+            let redacted = without_value(&message);
+            assert_eq!(redacted, expected);
+            assert!(!redacted.contains(secret));
+        }
     }
 }

@@ -66,7 +66,7 @@
 //!     .unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
-//!     "<string>:4:14: `llm.max_tokens`: invalid type: string \"lots\", expected u32"
+//!     "<string>:4:14: `llm.max_tokens`: invalid type: a string, expected u32"
 //! );
 //! # Ok::<(), agent_config::ConfigError>(())
 //! ```

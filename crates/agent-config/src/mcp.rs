@@ -18,7 +18,7 @@ use serde::de::{MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::env::{Env, expand};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, json_kind, without_value};
 
 /// One MCP server of `mcp.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,7 +205,10 @@ pub(crate) fn parse_with_env(
             message,
         };
         let Value::Object(entry) = value else {
-            return Err(error(None, format!("expected an object, found {value}")));
+            return Err(error(
+                None,
+                format!("expected an object, found {}", json_kind(&value)),
+            ));
         };
         match parse_entry(&entry, env) {
             Ok(Some(transport)) => servers.push(McpServerConfig { id, transport }),
@@ -220,7 +223,7 @@ pub(crate) fn parse_with_env(
 fn strip_position(e: &serde_json::Error) -> String {
     let full = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    full.strip_suffix(&suffix).unwrap_or(&full).to_owned()
+    without_value(full.strip_suffix(&suffix).unwrap_or(&full))
 }
 
 type EntryError = (Option<String>, String);
@@ -239,7 +242,7 @@ fn string_field(
         Some(Value::String(s)) => expand_str(s, field, env).map(Some),
         Some(other) => Err(field_error(
             field,
-            format!("expected a string, found {other}"),
+            format!("expected a string, found {}", json_kind(other)),
         )),
     }
 }
@@ -265,13 +268,16 @@ fn string_list(
                 Value::String(s) => expand_str(s, field, env),
                 other => Err(field_error(
                     field,
-                    format!("expected an array of strings, found the element {other}"),
+                    format!(
+                        "expected an array of strings, found the element {}",
+                        json_kind(other)
+                    ),
                 )),
             })
             .collect(),
         Some(other) => Err(field_error(
             field,
-            format!("expected an array of strings, found {other}"),
+            format!("expected an array of strings, found {}", json_kind(other)),
         )),
     }
 }
@@ -289,13 +295,13 @@ fn string_map(
                 Value::String(s) => Ok((k.clone(), expand_str(s, field, env)?)),
                 other => Err(field_error(
                     field,
-                    format!("`{k}`: expected a string value, found {other}"),
+                    format!("`{k}`: expected a string value, found {}", json_kind(other)),
                 )),
             })
             .collect(),
         Some(other) => Err(field_error(
             field,
-            format!("expected an object of strings, found {other}"),
+            format!("expected an object of strings, found {}", json_kind(other)),
         )),
     }
 }
@@ -363,7 +369,7 @@ fn parse_entry(entry: &Map<String, Value>, env: &Env) -> Result<Option<McpTransp
         Some(other) => {
             return Err(field_error(
                 "disabled",
-                format!("expected true or false, found {other}"),
+                format!("expected true or false, found {}", json_kind(other)),
             ));
         }
     }
@@ -402,7 +408,7 @@ fn parse_entry(entry: &Map<String, Value>, env: &Env) -> Result<Option<McpTransp
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(field_error(
                     "url",
-                    format!("expected an http:// or https:// URL, found {url:?}"),
+                    "expected an http:// or https:// URL".to_owned(),
                 ));
             }
             let headers = string_map(entry, "headers", env)?;

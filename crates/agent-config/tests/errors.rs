@@ -55,9 +55,7 @@ fn a_wrong_type_names_the_key_and_its_position() {
         load_err("[llm]\nmodel = \"m\"\nbase_url = \"u\"\n\n[llm.vision]\nmax_tokens = \"many\"\n");
     assert_eq!(
         err.to_string(),
-        format!(
-            "{path}:6:14: `llm.vision.max_tokens`: invalid type: string \"many\", expected u32"
-        )
+        format!("{path}:6:14: `llm.vision.max_tokens`: invalid type: a string, expected u32")
     );
     match err {
         ConfigError::Invalid {
@@ -72,7 +70,7 @@ fn a_wrong_type_names_the_key_and_its_position() {
     let (err, path) = load_err(&format!("{}[sandbox]\ntimeout = -1\n", common::LLM));
     assert_eq!(
         err.to_string(),
-        format!("{path}:5:11: `sandbox.timeout`: invalid value: integer `-1`, expected u64")
+        format!("{path}:5:11: `sandbox.timeout`: invalid value: an integer, expected u64")
     );
 
     let (err, path) = load_err(&format!(
@@ -82,7 +80,7 @@ fn a_wrong_type_names_the_key_and_its_position() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{path}:5:29: `search.fallback_engines`: invalid type: integer `3`, expected a string"
+            "{path}:5:29: `search.fallback_engines`: invalid type: an integer, expected a string"
         )
     );
 }
@@ -123,7 +121,7 @@ fn an_unknown_key_is_an_error_naming_it() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{path}:5:20: `agent.next_step_prompt`: unknown variant `never`, expected `append` or \
+            "{path}:5:20: `agent.next_step_prompt`: unknown variant, expected `append` or \
              `ephemeral`"
         )
     );
@@ -262,4 +260,30 @@ fn an_unreadable_file_is_a_read_error() {
         .unwrap_err();
     assert!(matches!(err, ConfigError::Read { .. }), "{err:?}");
     assert!(err.to_string().starts_with("cannot read "), "{err}");
+}
+
+/// Issue 21: a value under the wrong key (a key pasted into `max_tokens`, `api_type` or an MCP
+/// server's `args`) is never echoed: the message names the key, the kind of value and where it
+/// is, and that is all.
+#[test]
+fn a_wrong_value_is_never_echoed() {
+    let secret = "sk-proj-Zq8x1Secret0123456789";
+    for (key, line) in [
+        ("max_tokens", format!("max_tokens = \"{secret}\"")),
+        ("api_type", format!("api_type = \"{secret}\"")),
+        ("temperature", format!("temperature = [\"{secret}\"]")),
+    ] {
+        let (err, path) = load_err(&format!("[llm]\nmodel = \"m\"\nbase_url = \"u\"\n{line}\n"));
+        let text = err.to_string();
+        assert!(!text.contains("Secret0123"), "{text}");
+        assert!(
+            text.starts_with(&format!("{path}:4:")) && text.contains(&format!("`llm.{key}`")),
+            "{text}"
+        );
+    }
+    let mcp = format!(r#"{{"mcpServers": {{"a": {{"command": "x", "args": "{secret}"}}}}}}"#);
+    let text = agent_config::parse_mcp_servers(&mcp, std::path::Path::new("mcp.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(!text.contains("Secret0123"), "{text}");
 }

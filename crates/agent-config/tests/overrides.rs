@@ -75,7 +75,7 @@ fn a_mistyped_value_is_an_error_naming_the_override() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "agent.max_steps=many: `agent.max_steps`: invalid type: string \"many\", expected u32"
+        "agent.max_steps=many: `agent.max_steps`: invalid type: a string, expected u32"
     );
     let err = loader_with(&[])
         .with_overrides([over("llm.model.name=x")])
@@ -96,7 +96,7 @@ fn errors_in_the_file_keep_their_own_positions() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "<string>:4:14: `llm.max_tokens`: invalid type: string \"lots\", expected u32"
+        "<string>:4:14: `llm.max_tokens`: invalid type: a string, expected u32"
     );
 }
 

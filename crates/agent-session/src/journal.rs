@@ -132,45 +132,23 @@ impl Journal {
             .create_new(true)
             .open(&path)?;
         let (sender, mut receiver) = unbounded_channel::<Entry>();
+        let shown = path.display().to_string();
         // The writer is a task on the runtime, not a thread of its own: it takes everything
         // queued since it last ran (one wake-up and one write per batch, not per entry; on a
         // current-thread runtime no thread is woken at all). The writes are small appends to a
         // local file.
         let writer = tokio::spawn(async move {
-            let mut out = std::io::BufWriter::new(file);
-            let mut encoder = Encoder::default();
-            let mut texts = TextWriter::default();
-            let mut lines = 0;
-            let mut entries = Vec::with_capacity(BATCH);
-            let mut open = true;
-            while open && receiver.recv_many(&mut entries, BATCH).await > 0 {
-                for entry in entries.drain(..) {
-                    let mut line = match entry {
-                        Entry::Line(line) => line,
-                        Entry::Request { mut head, body } => {
-                            head.extend(encoder.encode(body));
-                            serde_json::Value::Object(head)
-                        }
-                        Entry::Delta { mut head, delta } => {
-                            head.extend(encoder.encode_delta(delta));
-                            serde_json::Value::Object(head)
-                        }
-                        Entry::Close => {
-                            open = false;
-                            break;
-                        }
-                    };
-                    texts.encode(&mut line);
-                    serde_json::to_writer(&mut out, &line)?;
-                    out.write_all(b"\n")?;
-                    lines += 1;
-                }
-                // Each batch reaches the file before the writer waits again: a process that
-                // must exit without unwinding (a second Ctrl-C) loses nothing already written.
-                out.flush()?;
+            let written = write_lines(file, &mut receiver).await;
+            if let Err(error) = &written {
+                // Said at once (a full disk, a removed directory): the run goes on without its
+                // journal, and `close` returns the error.
+                tracing::warn!(
+                    journal = %shown,
+                    %error,
+                    "the run journal cannot be written; the run goes on without it"
+                );
             }
-            out.flush()?;
-            Ok::<u64, std::io::Error>(lines)
+            written
         });
         Ok(Self {
             path,
@@ -223,4 +201,46 @@ impl Journal {
             JournaledModel::new(client.clone(), self.handle()).with_wire_body(client),
         ))
     }
+}
+
+/// Writes every entry received to `file`, one line each, until the journal is closed; returns
+/// how many lines it wrote, or the first write error.
+async fn write_lines(
+    file: std::fs::File,
+    receiver: &mut tokio::sync::mpsc::UnboundedReceiver<Entry>,
+) -> std::io::Result<u64> {
+    let mut out = std::io::BufWriter::new(file);
+    let mut encoder = Encoder::default();
+    let mut texts = TextWriter::default();
+    let mut lines = 0;
+    let mut entries = Vec::with_capacity(BATCH);
+    let mut open = true;
+    while open && receiver.recv_many(&mut entries, BATCH).await > 0 {
+        for entry in entries.drain(..) {
+            let mut line = match entry {
+                Entry::Line(line) => line,
+                Entry::Request { mut head, body } => {
+                    head.extend(encoder.encode(body));
+                    serde_json::Value::Object(head)
+                }
+                Entry::Delta { mut head, delta } => {
+                    head.extend(encoder.encode_delta(delta));
+                    serde_json::Value::Object(head)
+                }
+                Entry::Close => {
+                    open = false;
+                    break;
+                }
+            };
+            texts.encode(&mut line);
+            serde_json::to_writer(&mut out, &line)?;
+            out.write_all(b"\n")?;
+            lines += 1;
+        }
+        // Each batch reaches the file before the writer waits again: a process that must exit
+        // without unwinding (a second Ctrl-C) loses nothing already written.
+        out.flush()?;
+    }
+    out.flush()?;
+    Ok(lines)
 }

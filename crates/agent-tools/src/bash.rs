@@ -3,6 +3,7 @@
 //! One `bash --noprofile --norc` per [`Bash`] instance, leader of its own process group, started
 //! on the first call. See [`Bash`] for the behaviour and the exact layout of the results.
 
+mod jobs;
 mod session;
 mod stream;
 
@@ -160,7 +161,9 @@ pub struct BashArgs {
 ///
 /// * When the [`ToolContext::cancellation`] token fires during a call, the command gets SIGINT
 ///   (twice, as for `ctrl+c`), and if it has not stopped after 1 s, the whole process group is
-///   killed. The status is `[cancelled: the command was interrupted]` (the shell lives on) or
+///   killed. The status is `[cancelled: the command was interrupted]` (the shell lives on; what
+///   the command left running — background jobs, which ignore SIGINT — is killed, and the status
+///   then says how many processes) or
 ///   `[cancelled: the command did not stop on ctrl+c, so bash and everything it started were
 ///   killed]`. A call made once the token has fired runs nothing and fails with `the run was
 ///   cancelled; the command was not run`.
@@ -524,11 +527,20 @@ impl Bash {
                     .await
                 {
                     Wait::Done(code) => {
+                        // What the command left running (a background job survives the
+                        // SIGINT: `sleep 300 & wait`) goes with the cancelled run; the shell
+                        // itself lives on for the next task.
+                        let killed = session.kill_left_behind();
                         report.set_output(session.take_output());
                         session.finish();
-                        report
-                            .trailer
-                            .push("[cancelled: the command was interrupted]".to_owned());
+                        report.trailer.push(if killed == 0 {
+                            "[cancelled: the command was interrupted]".to_owned()
+                        } else {
+                            format!(
+                                "[cancelled: the command was interrupted, and the {killed} process(es) it left \
+                                 running were killed]"
+                            )
+                        });
                         report.exit_code(code);
                     }
                     _ => {

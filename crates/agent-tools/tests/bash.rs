@@ -619,6 +619,88 @@ async fn a_dropped_call_interrupts_its_command_and_the_tool_stays_usable() {
     );
 }
 
+/// Whether `pid` runs (a zombie does not count).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Issue 21: a cancelled run (server or A2A cancel, Ctrl-C) whose command waits on a background
+/// job (`sleep 300 & wait`): SIGINT ends the `wait` but a background job ignores SIGINT; the
+/// cancellation kills it (and a `setsid` child of the shell) at once, not when the session
+/// closes, and the shell lives on.
+#[tokio::test]
+async fn cancellation_kills_the_background_jobs_of_the_interrupted_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = make_fifo(dir.path());
+    let pids = dir.path().join("pids");
+    let mut tools = ToolCollection::new();
+    tools.add_tool(Bash::new());
+    let tools = Arc::new(tools);
+    let token = CancellationToken::new();
+    let call = {
+        let (tools, token) = (tools.clone(), token.clone());
+        let command = format!(
+            "sleep 300 & job=$!; setsid sleep 301 & solo=$!; echo \"$job $solo\" > {}; \
+             echo started > {}; wait",
+            quote(&pids),
+            quote(&fifo)
+        );
+        tokio::spawn(async move {
+            let ctx = ToolContext::new(token, "c1");
+            tools.execute("bash", cmd(&command), &ctx).await
+        })
+    };
+    let started = timeout(Duration::from_secs(10), tokio::fs::read_to_string(&fifo))
+        .await
+        .expect("the command starts")
+        .unwrap();
+    assert_eq!(started, "started\n");
+    let pids: Vec<i32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .split_whitespace()
+        .map(|pid| pid.parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2);
+    assert!(pids.iter().all(|pid| running(*pid)));
+    token.cancel();
+    let result = timeout(Duration::from_secs(30), call)
+        .await
+        .expect("a cancelled call returns promptly")
+        .unwrap()
+        .unwrap()
+        .to_string();
+    assert!(
+        result.contains("[cancelled: the command was interrupted, and the 2 process(es) it left"),
+        "{result}"
+    );
+    // Killed by the time the call returned (SIGKILL is immediate; the shell reaps its own
+    // jobs, so wait for that).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids.iter().any(|pid| running(*pid)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !pids.iter().any(|pid| running(*pid)),
+        "background jobs outlived the cancellation: {pids:?}"
+    );
+    // The shell survived and serves the next call (which may carry bash's own notices of the
+    // killed jobs on its stderr).
+    let next = tools
+        .execute("bash", cmd("echo fine"), &ToolContext::default())
+        .await
+        .unwrap()
+        .to_string();
+    assert!(
+        next.starts_with("fine\n") && next.ends_with("[exit code: 0]"),
+        "{next}"
+    );
+    tools.cleanup_all().await;
+}
+
 #[tokio::test]
 async fn cancellation_interrupts_the_running_command() {
     let dir = tempfile::tempdir().unwrap();

@@ -1153,6 +1153,67 @@ async fn confinement_refuses_relative_paths_with_a_hint() {
     );
 }
 
+/// Issue 21: the example a refused relative path suggests is itself accepted, even when the
+/// relative path climbs out with `..`.
+#[tokio::test]
+async fn the_suggested_example_path_is_accepted() {
+    let (_dir, _base, ws, _outside) = workspace();
+    let editor = Harness::new(StrReplaceEditor::new().with_workspace_root(&ws));
+    for relative in [
+        "new.txt",
+        "./sub/../new2.txt",
+        "../outside/new3.txt",
+        "../../x/new4.txt",
+    ] {
+        let refused = editor
+            .call(json!({"command": "create", "path": relative, "file_text": "x\n"}))
+            .await;
+        let example = refused
+            .rsplit_once(", for example ")
+            .unwrap_or_else(|| panic!("no example in {refused:?}"))
+            .1
+            .to_owned();
+        assert!(example.starts_with(&format!("{ws}/")), "{refused}");
+        let created = editor
+            .call(json!({"command": "create", "path": example, "file_text": "x\n"}))
+            .await;
+        assert_eq!(
+            created,
+            format!("File created successfully at: {example}"),
+            "the example {example} of {relative} was refused"
+        );
+    }
+}
+
+/// Issue 21: a NUL byte or an escape sequence in a path reaches the model escaped, never raw.
+#[tokio::test]
+async fn control_characters_in_a_path_are_escaped() {
+    let (_dir, _base, ws, _outside) = workspace();
+    let editor = Harness::new(StrReplaceEditor::new().with_workspace_root(&ws));
+    for (path, shown) in [
+        (format!("{ws}/a\0b.txt"), format!("{ws}/a\\0b.txt")),
+        (
+            format!("{ws}/\x1b[2Jx.txt"),
+            format!("{ws}/\\u{{1b}}[2Jx.txt"),
+        ),
+        ("rel\0.txt".to_owned(), "rel\\0.txt".to_owned()),
+    ] {
+        for command in ["view", "create"] {
+            let text = editor
+                .call(json!({"command": command, "path": path, "file_text": "x"}))
+                .await;
+            if path.contains('\0') {
+                assert!(text.starts_with("Error: "), "{text:?}");
+            }
+            assert!(
+                !text.chars().any(|c| c.is_control() && c != '\n'),
+                "a raw control character in {text:?}"
+            );
+            assert!(text.contains(&shown), "{text:?} does not show {shown:?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn confinement_refuses_paths_outside_the_root_and_through_dot_dot() {
     let (_dir, _base, ws, outside) = workspace();

@@ -68,8 +68,29 @@ pub fn usage_line(prompt: u64, cached: u64, completion: u64, cost_usd: Option<f6
     line
 }
 
-/// The first `max` characters of the first lines of `text`, on at most `lines` lines.
+/// `text` with every control character but the newline and the tab written as an escape
+/// (`\0`, `\r`, `\u{1b}`): what a tool or a model returned never drives the terminal (a NUL,
+/// a carriage return or an escape sequence in an observation is shown, not obeyed).
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let raw = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(raw) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if raw(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The first `max` characters of the first lines of `text`, on at most `lines` lines, control
+/// characters escaped ([`printable`]).
 pub fn preview(text: &str, lines: usize, max: usize) -> String {
+    let text = printable(text);
     let mut out: Vec<String> = text.lines().take(lines).map(str::to_owned).collect();
     let total_lines = text.lines().count();
     let mut shown: String = out.join("\n");
@@ -401,7 +422,7 @@ fn show_thought(style: &Style, content: &str) {
     err(&format!(
         "{} {}",
         style.cyan("✨"),
-        indent(content.trim(), "   ").trim_start()
+        indent(printable(content.trim()).as_ref(), "   ").trim_start()
     ));
 }
 
@@ -511,6 +532,20 @@ mod tests {
         assert_eq!(tail("first\nsecond line", 6), "…d line");
         assert_eq!(tail("short\n", 10), "short");
         assert_eq!(tail("", 10), "");
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        let observation = "Error: The path /w/a\0b\x1b[2J is bad\r\nnext\tline";
+        let shown = preview(observation, 6, 600);
+        assert_eq!(
+            shown,
+            "Error: The path /w/a\\0b\\u{1b}[2J is bad\\r\nnext\tline"
+        );
+        assert!(matches!(
+            printable("plain\ttext\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -441,4 +441,35 @@ async fn a_run_killed_mid_tool_is_resumed_with_every_tool_call_answered() {
         store.session(&id).await.unwrap().state,
         SessionState::Finished
     );
+
+    // Two journals: the killed run's holds every line written before the kill (each line is
+    // flushed whole), the resumed run's was closed after its result.
+    let mut journals: Vec<PathBuf> = std::fs::read_dir(setup.workspace().join(".openmanus/runs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    journals.sort();
+    assert_eq!(journals.len(), 2, "{journals:?}");
+    let killed = std::fs::read_to_string(&journals[0]).unwrap();
+    let kinds: Vec<String> = killed
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("a broken line in the killed run's journal: {e}"));
+            value["kind"].as_str().unwrap_or_default().to_owned()
+        })
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("task"), "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "model_response"), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k == "result"), "{kinds:?}");
+    let resumed: Vec<JournalLine> = JournalReader::open(&journals[1])
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        matches!(resumed.last(), Some(JournalLine::Entry(e)) if e["kind"] == "result"),
+        "{:?}",
+        resumed.last()
+    );
 }

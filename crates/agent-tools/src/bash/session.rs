@@ -196,6 +196,20 @@ impl Session {
         self.group.signaller()
     }
 
+    /// Kills what the commands left running beside the shell (its group but bash, and its
+    /// descendants that left the group); how many processes were killed.
+    pub(super) fn kill_left_behind(&self) -> usize {
+        let killed = super::jobs::kill_left_behind(self.group.pgid());
+        if killed > 0 {
+            debug!(
+                killed,
+                pgid = self.group.pgid(),
+                "processes left by a command killed"
+            );
+        }
+        killed
+    }
+
     /// bash's exit code, if it has exited.
     pub(super) fn exit_code(&self) -> Option<i32> {
         self.shared.read(|s| s.exit)

@@ -246,7 +246,8 @@ struct Fixed {
 
 /// The path of one call in its three forms.
 struct Target {
-    /// As given: used in every message after validation, as OpenManus does.
+    /// As given (control characters escaped, [`printable`]): used in every message after
+    /// validation, as OpenManus does.
     raw: String,
     /// Normalised like Python's `pathlib`: used in the validation messages.
     shown: String,
@@ -331,8 +332,8 @@ impl StrReplaceEditor {
                 .map_or_else(String::new, |root| {
                     format!(
                         ". Use an absolute path inside the workspace root {}, for example {}",
-                        root.display(),
-                        root.join(&shown).display()
+                        printable(&root.display().to_string()),
+                        printable(&example_inside(root, raw).display().to_string())
                     )
                 });
             return Err(EditorError::NotAbsolute { path: shown, hint });
@@ -364,7 +365,7 @@ impl StrReplaceEditor {
             return Err(EditorError::Secret { path: shown });
         }
         Ok(Target {
-            raw: raw.to_owned(),
+            raw: printable(raw),
             shown,
             real,
         })
@@ -498,17 +499,17 @@ impl StrReplaceEditor {
         let mut listing = vec![target.raw.clone()];
         let mut notes = Vec::new();
         for entry in visible(entries) {
-            let shown = join_listed(&target.raw, &entry.name.to_string_lossy());
+            let shown = join_listed(&target.raw, &printable(&entry.name.to_string_lossy()));
             listing.push(shown.clone());
             if !entry.is_dir {
                 continue;
             }
             match self.operator.read_dir(&target.real.join(&entry.name)).await {
-                Ok(children) => listing.extend(
-                    visible(children)
-                        .iter()
-                        .map(|child| join_listed(&shown, &child.name.to_string_lossy())),
-                ),
+                Ok(children) => {
+                    listing.extend(visible(children).iter().map(|child| {
+                        join_listed(&shown, &printable(&child.name.to_string_lossy()))
+                    }))
+                }
                 Err(e) => notes.push(format!(
                     "Note: the contents of {shown} could not be listed: {e}\n"
                 )),
@@ -749,8 +750,51 @@ fn describe(root: Option<&Path>) -> String {
     description
 }
 
+/// An absolute path inside `root` standing for the relative `raw`, that the editor accepts:
+/// `raw` joined to `root` with `.` and `..` applied lexically; when `..` would climb out of the
+/// root, the root joined with `raw`'s last name (or the root itself when it has none).
+fn example_inside(root: &Path, raw: &str) -> PathBuf {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut climbed_out = false;
+    for part in raw.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => climbed_out |= parts.pop().is_none(),
+            name => parts.push(name),
+        }
+    }
+    if climbed_out {
+        let last = raw
+            .split('/')
+            .rev()
+            .find(|part| !matches!(*part, "" | "." | ".."));
+        return last.map_or_else(|| root.to_path_buf(), |name| root.join(name));
+    }
+    parts
+        .iter()
+        .fold(root.to_path_buf(), |path, part| path.join(part))
+}
+
+/// `text` with every control character written as an escape (`\0`, `\n`, `\u{1b}`): a path
+/// holding a NUL or an escape sequence is shown, never sent raw to the model or a terminal.
+fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// How Python's `pathlib` prints `raw`: repeated slashes, `.` segments and a trailing slash
-/// removed (`..` is kept); exactly two leading slashes are kept; an empty path is `.`.
+/// removed (`..` is kept); exactly two leading slashes are kept; an empty path is `.`. Control
+/// characters are escaped ([`printable`]).
 fn pathlib_form(raw: &str) -> String {
     let root = if raw.starts_with("//") && !raw.starts_with("///") {
         "//"
@@ -767,7 +811,7 @@ fn pathlib_form(raw: &str) -> String {
     if joined.is_empty() {
         ".".to_owned()
     } else {
-        joined
+        printable(&joined)
     }
 }
 
@@ -829,6 +873,23 @@ mod tests {
         assert_eq!(pathlib_form("/"), "/");
         assert_eq!(pathlib_form("//a/b"), "//a/b");
         assert_eq!(pathlib_form("///a"), "/a");
+        assert_eq!(pathlib_form("/tmp/a\0b\x1b[2J"), "/tmp/a\\0b\\u{1b}[2J");
+    }
+
+    #[test]
+    fn the_example_path_stays_inside_the_root() {
+        let root = Path::new("/work/ws");
+        for (raw, example) in [
+            ("notes.txt", "/work/ws/notes.txt"),
+            ("./a/./b.txt", "/work/ws/a/b.txt"),
+            ("a/../b.txt", "/work/ws/b.txt"),
+            ("../etc/passwd", "/work/ws/passwd"),
+            ("a/../../../x/y", "/work/ws/y"),
+            ("..", "/work/ws"),
+            (".", "/work/ws"),
+        ] {
+            assert_eq!(example_inside(root, raw), Path::new(example), "{raw}");
+        }
     }
 
     #[test]
