@@ -35,7 +35,7 @@ commands:
           server and fakellm), MCP against real servers, the example agent crate
   faults  the fault cases of issue 21 (LLM failures, escaped processes, Ctrl-C, secrets, huge
           output, broken MCP servers), each test alone; prints cases held / tried
-  bench   agent-loop, LLM-client, local-tool, browser, start-up and whole-process benchmarks
+  bench   agent-loop, request-bytes, LLM-client, local-tool, browser, start-up and whole-process benchmarks
           (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all";
 
@@ -538,6 +538,7 @@ fn bench(extra: &[String]) -> Result<()> {
     let binary = target.join("release").join("openmanus");
     for name in [
         "agent_loop",
+        "request_bytes",
         "llm_client",
         "tools",
         "browser",
