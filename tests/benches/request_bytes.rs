@@ -17,7 +17,8 @@
     clippy::print_stdout,
     missing_docs,
     clippy::unwrap_used,
-    clippy::expect_used
+    clippy::expect_used,
+    clippy::panic
 )]
 
 use std::path::Path;
