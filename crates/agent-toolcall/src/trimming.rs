@@ -182,7 +182,9 @@ pub fn request_messages(
     };
 
     if trimming.contains(TrimPolicy::SupersededFileViews) {
-        // Latest first: the call that last showed or wrote all of each file.
+        // Latest first: for each file, the nearest later call that showed or wrote all of it.
+        // A note names that call, not the latest one, so it never changes once written (the
+        // request's prefix, a prompt cache and the journal's deltas stay stable).
         let mut current: HashMap<String, (&str, bool)> = HashMap::new();
         for (at, message) in messages.iter().enumerate().rev() {
             if message.role != Role::Tool || !succeeded(message.text()) {
@@ -209,11 +211,11 @@ pub fn request_messages(
                         ));
                     }
                     if whole {
-                        current.entry(path).or_insert((call.id.as_str(), false));
+                        current.insert(path, (call.id.as_str(), false));
                     }
                 }
                 Some(FileOp::Write { path }) => {
-                    current.entry(path).or_insert((call.id.as_str(), true));
+                    current.insert(path, (call.id.as_str(), true));
                 }
                 None => {}
             }
@@ -354,6 +356,21 @@ mod tests {
         assert_eq!(sent[4], messages[4]);
         assert_eq!(sent[6], messages[6]);
         assert_eq!(sent[10], messages[10]);
+    }
+
+    #[test]
+    fn a_note_names_the_next_whole_view_so_it_never_changes() {
+        let mut messages = vec![Message::user_message("task")];
+        let trimming = RequestTrimming::of([TrimPolicy::SupersededFileViews]);
+        messages.extend(view("a", "/w/x.py"));
+        messages.extend(view("b", "/w/x.py"));
+        let first = request_messages(&messages, Some(0), trimming);
+        messages.extend(view("c", "/w/x.py"));
+        let second = request_messages(&messages, Some(0), trimming);
+        assert!(second[2].text().contains("`b`"), "{}", second[2].text());
+        assert_eq!(first[..3], second[..3]);
+        assert!(second[4].text().contains("`c`"), "{}", second[4].text());
+        assert_eq!(second[6], messages[6]);
     }
 
     #[test]
