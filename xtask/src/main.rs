@@ -36,7 +36,7 @@ commands:
   faults  the fault cases of issue 21 (LLM failures, escaped processes, Ctrl-C, secrets, huge
           output, broken MCP servers, a killed Chromium, a full disk, a killed run resumed),
           each test alone; prints cases held / tried (docs/faults.md lists them)
-  bench   agent-loop, LLM-client, local-tool, browser, start-up, whole-process, server and worker benchmarks
+  bench   agent-loop, request-bytes, LLM-client, local-tool, browser, start-up, whole-process, server and worker benchmarks
           (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all";
 
@@ -539,6 +539,7 @@ fn bench(extra: &[String]) -> Result<()> {
     let binary = target.join("release").join("openmanus");
     for name in [
         "agent_loop",
+        "request_bytes",
         "llm_client",
         "tools",
         "browser",

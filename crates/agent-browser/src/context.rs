@@ -25,8 +25,9 @@ element's [index] from the list above, `extract_content` pulls out what a goal a
 change when the page changes, so use the latest list. When the goal is reached, or cannot be \
 reached, call `terminate`.";
 
-/// The text of the user message that carries the latest screenshot.
-pub const SCREENSHOT_MESSAGE: &str = "Current browser screenshot:";
+/// The text of the user message that carries the latest screenshot (defined with the request
+/// trimming policies, which recognise screenshots by it).
+pub use agent_toolcall::trimming::SCREENSHOT_MESSAGE;
 
 /// What an older screenshot message becomes when a newer one arrives.
 pub const SCREENSHOT_REPLACED: &str =

@@ -90,7 +90,10 @@ pub use llm::VISION;
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use overrides::{ConfigOverride, OverrideSyntaxError};
-pub use policies::{AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation};
+pub use policies::{
+    AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation, RequestTrimming,
+    TrimPolicy,
+};
 pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
     A2aAgentSettings, A2aSettings, AgentSettings, BrowserSettings, DEFAULT_COMPACTION_KEEP_TURNS,

@@ -68,3 +68,162 @@ pub enum CompactionStrategy {
     #[serde(rename = "summary")]
     Summary,
 }
+
+/// One named way of sending fewer bytes for the same information (`[agent] request_trimming`).
+/// Each applies when the request is built, never to memory: the session store and the journal
+/// keep every message as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrimPolicy {
+    /// `"superseded_file_views"` — the output of an earlier view of a file (by
+    /// `str_replace_editor`'s `view` or `sandbox_files`'s `read_file`) is replaced by a short
+    /// note when a later call viewed the whole file again or wrote all of it (`create`,
+    /// `create_file`, `full_file_rewrite`): the later output is the current one.
+    SupersededFileViews,
+    /// `"old_images"` — the image of an earlier tool image or browser screenshot is not resent
+    /// once the same tool has returned a newer one (its caption stays, with a note). Images the
+    /// user gave are always sent.
+    OldImages,
+    /// `"repeated_outputs"` — a long tool output (at least 1 KiB) identical to an earlier one
+    /// still in the request is replaced by a note naming the earlier call. The earlier copy is
+    /// the one kept, so what was already sent never changes (prompt caches stay warm).
+    RepeatedOutputs,
+}
+
+impl TrimPolicy {
+    /// Every policy, in the order they are applied.
+    pub const ALL: [Self; 3] = [
+        Self::SupersededFileViews,
+        Self::OldImages,
+        Self::RepeatedOutputs,
+    ];
+
+    /// The name in the file.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SupersededFileViews => "superseded_file_views",
+            Self::OldImages => "old_images",
+            Self::RepeatedOutputs => "repeated_outputs",
+        }
+    }
+}
+
+/// Which [`TrimPolicy`]s shape the requests (`[agent] request_trimming`): `"lean"` (all of them,
+/// the default), `"openmanus"` (none: every request carries memory as it is, byte for byte what
+/// OpenManus mode sent before these policies existed), or a list of policy names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTrimming {
+    superseded_file_views: bool,
+    old_images: bool,
+    repeated_outputs: bool,
+}
+
+impl Default for RequestTrimming {
+    fn default() -> Self {
+        Self::LEAN
+    }
+}
+
+impl RequestTrimming {
+    /// `"openmanus"`: no policy.
+    pub const OPENMANUS: Self = Self {
+        superseded_file_views: false,
+        old_images: false,
+        repeated_outputs: false,
+    };
+
+    /// `"lean"`: every policy. The default.
+    pub const LEAN: Self = Self {
+        superseded_file_views: true,
+        old_images: true,
+        repeated_outputs: true,
+    };
+
+    /// Exactly `policies`.
+    #[must_use]
+    pub fn of(policies: impl IntoIterator<Item = TrimPolicy>) -> Self {
+        policies.into_iter().fold(Self::OPENMANUS, Self::with)
+    }
+
+    /// The same set with `policy` added.
+    #[must_use]
+    pub fn with(mut self, policy: TrimPolicy) -> Self {
+        *self.flag(policy) = true;
+        self
+    }
+
+    /// The same set without `policy`.
+    #[must_use]
+    pub fn without(mut self, policy: TrimPolicy) -> Self {
+        *self.flag(policy) = false;
+        self
+    }
+
+    fn flag(&mut self, policy: TrimPolicy) -> &mut bool {
+        match policy {
+            TrimPolicy::SupersededFileViews => &mut self.superseded_file_views,
+            TrimPolicy::OldImages => &mut self.old_images,
+            TrimPolicy::RepeatedOutputs => &mut self.repeated_outputs,
+        }
+    }
+
+    /// Whether `policy` is on.
+    #[must_use]
+    pub fn contains(self, policy: TrimPolicy) -> bool {
+        match policy {
+            TrimPolicy::SupersededFileViews => self.superseded_file_views,
+            TrimPolicy::OldImages => self.old_images,
+            TrimPolicy::RepeatedOutputs => self.repeated_outputs,
+        }
+    }
+
+    /// Whether no policy is on (requests carry memory as it is).
+    #[must_use]
+    pub fn is_off(self) -> bool {
+        self == Self::OPENMANUS
+    }
+
+    /// The policies that are on.
+    pub fn policies(self) -> impl Iterator<Item = TrimPolicy> {
+        TrimPolicy::ALL
+            .into_iter()
+            .filter(move |p| self.contains(*p))
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestTrimming {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RequestTrimming;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "\"lean\", \"openmanus\", or a list of \"superseded_file_views\", \
+                     \"old_images\", \"repeated_outputs\"",
+                )
+            }
+
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+                match value {
+                    "lean" => Ok(RequestTrimming::LEAN),
+                    "openmanus" => Ok(RequestTrimming::OPENMANUS),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut set = RequestTrimming::OPENMANUS;
+                while let Some(policy) = seq.next_element::<TrimPolicy>()? {
+                    set = set.with(policy);
+                }
+                Ok(set)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::mcp::McpServerConfig;
 use crate::policies::{
-    AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation,
+    AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation, RequestTrimming,
 };
 
 /// `""` means "not set" for optional strings (OpenManus's examples write `cdp_url = ""`).
@@ -394,6 +394,10 @@ pub struct AgentSettings {
     /// The `[llm.<name>]` section of the model that writes summaries (a cheaper one, say);
     /// `None`: each agent's own model.
     pub summary_llm: Option<String>,
+    /// Which policies shorten what each request resends: `"lean"` (all, the default),
+    /// `"openmanus"` (none: requests carry memory as it is), or a list of
+    /// `"superseded_file_views"`, `"old_images"`, `"repeated_outputs"`.
+    pub request_trimming: RequestTrimming,
 }
 
 impl Default for AgentSettings {
@@ -415,6 +419,7 @@ impl Default for AgentSettings {
             compaction_threshold: DEFAULT_COMPACTION_THRESHOLD,
             compaction_keep_turns: DEFAULT_COMPACTION_KEEP_TURNS,
             summary_llm: None,
+            request_trimming: RequestTrimming::default(),
         }
     }
 }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use agent_config::{
     AgentSettings, AutoTextReply, BrowserSettings, CompactionStrategy, DaytonaSettings,
-    McpSettings, NextStepPromptMode, ObservationTruncation, RunflowSettings, SandboxSettings,
-    SearchSettings,
+    McpSettings, NextStepPromptMode, ObservationTruncation, RequestTrimming, RunflowSettings,
+    SandboxSettings, SearchSettings, TrimPolicy,
 };
 use common::{LLM, parse, with_llm};
 
@@ -223,7 +223,8 @@ fn agent_defaults_and_every_policy_value() {
          observation_truncation = \"cut\"\nauto_text_reply = \"finish\"\n\
          workspace_root = \"/srv/ws\"\nmax_observation_bytes = 0\nmax_run_tokens = 50000\n\
          max_run_cost = 0.5\nmax_run_seconds = 600\ncompaction = \"off\"\n\
-         compaction_threshold = 0.7\ncompaction_keep_turns = 6\nsummary_llm = \"cheap\"\n",
+         compaction_threshold = 0.7\ncompaction_keep_turns = 6\nsummary_llm = \"cheap\"\n\
+         request_trimming = \"openmanus\"\n",
     );
     assert_eq!(
         openmanus.agent,
@@ -244,6 +245,7 @@ fn agent_defaults_and_every_policy_value() {
             compaction_threshold: 0.7,
             compaction_keep_turns: 6,
             summary_llm: Some("cheap".to_owned()),
+            request_trimming: RequestTrimming::OPENMANUS,
         }
     );
     assert_eq!(d.compaction, CompactionStrategy::Summary);
@@ -254,6 +256,43 @@ fn agent_defaults_and_every_policy_value() {
          auto_text_reply = \"keep_looping\"\n",
     );
     assert_eq!(ours.agent, AgentSettings::default());
+}
+
+#[test]
+fn request_trimming_is_a_preset_or_a_list_of_named_policies() {
+    assert_eq!(with_llm("").agent.request_trimming, RequestTrimming::LEAN);
+    let lean = with_llm("[agent]\nrequest_trimming = \"lean\"\n")
+        .agent
+        .request_trimming;
+    assert!(TrimPolicy::ALL.iter().all(|p| lean.contains(*p)));
+    let off = with_llm("[agent]\nrequest_trimming = \"openmanus\"\n")
+        .agent
+        .request_trimming;
+    assert!(off.is_off());
+    let some = with_llm("[agent]\nrequest_trimming = [\"old_images\", \"repeated_outputs\"]\n")
+        .agent
+        .request_trimming;
+    assert_eq!(
+        some.policies().collect::<Vec<_>>(),
+        [TrimPolicy::OldImages, TrimPolicy::RepeatedOutputs]
+    );
+    assert!(
+        with_llm("[agent]\nrequest_trimming = []\n")
+            .agent
+            .request_trimming
+            .is_off()
+    );
+    let error = parse(&format!("{LLM}[agent]\nrequest_trimming = \"tiny\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("agent.request_trimming"), "{error}");
+    assert!(error.contains("\"lean\", \"openmanus\""), "{error}");
+    let error = parse(&format!(
+        "{LLM}[agent]\nrequest_trimming = [\"old_pictures\"]\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("old_pictures"), "{error}");
 }
 
 #[test]

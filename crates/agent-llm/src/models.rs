@@ -73,11 +73,46 @@ const RULES: &[Rule] = &[
     rule(Prefix("llama3.2-vision"), false, true, 0),
 ];
 
+/// The cross-region prefixes of Bedrock inference profiles (`us.anthropic.claude-…`).
+const BEDROCK_REGIONS: &[&str] = &[
+    "us", "us-gov", "eu", "apac", "ap", "jp", "au", "ca", "global",
+];
+
+/// The model makers of Bedrock model ids (`anthropic.claude-…`, `meta.llama3-…`).
+const BEDROCK_VENDORS: &[&str] = &[
+    "anthropic",
+    "meta",
+    "mistral",
+    "amazon",
+    "cohere",
+    "ai21",
+    "deepseek",
+    "openai",
+    "qwen",
+    "writer",
+];
+
+/// The part of a lower-case model name that the model and price tables match: what follows any
+/// `provider/` prefix (a router's, or the path of a Bedrock ARN), and, in a Bedrock model id,
+/// what follows its cross-region prefix and its maker — `us.anthropic.claude-3-5-sonnet-20241022-v2:0`
+/// is matched as `claude-3-5-sonnet-20241022-v2:0`.
+pub(crate) fn table_key(lower: &str) -> &str {
+    let name = lower.rsplit('/').next().unwrap_or(lower);
+    let unregioned = match name.split_once('.') {
+        Some((region, rest)) if BEDROCK_REGIONS.contains(&region) => rest,
+        _ => name,
+    };
+    match unregioned.split_once('.') {
+        Some((vendor, model)) if BEDROCK_VENDORS.contains(&vendor) && !model.is_empty() => model,
+        _ => name,
+    }
+}
+
 /// The profile of `model` from the table (all false / unknown when no rule matches).
 #[must_use]
 pub fn model_profile(model: &str) -> ModelProfile {
     let lower = model.to_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let name = table_key(&lower);
     RULES
         .iter()
         .find(|r| match r.matches {
@@ -129,5 +164,27 @@ mod tests {
         assert_eq!(model_profile("gpt-4").context_window, Some(8_192));
         assert!(model_profile("gpt-4.5-preview").vision);
         assert_eq!(model_profile("my-local-model").context_window, None);
+    }
+
+    #[test]
+    fn bedrock_model_ids_are_matched_by_the_model_they_name() {
+        for id in [
+            "anthropic.claude-3-5-sonnet-20241022-v2:0",
+            "us.anthropic.claude-3-5-sonnet-20241022-v2:0",
+            "eu.anthropic.claude-sonnet-4-20250514-v1:0",
+            "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+        ] {
+            let profile = model_profile(id);
+            assert!(profile.vision, "{id}");
+            assert_eq!(profile.context_window, Some(200_000), "{id}");
+        }
+        assert_eq!(table_key("gpt-4.1-mini"), "gpt-4.1-mini");
+        assert_eq!(table_key("qwen2.5-vl"), "qwen2.5-vl");
+        assert_eq!(
+            table_key("mistral.mistral-large-2407-v1:0"),
+            "mistral-large-2407-v1:0"
+        );
+        assert_eq!(table_key("us.unknown.model"), "us.unknown.model");
     }
 }

@@ -170,12 +170,13 @@ const TABLE: &[(Match, Price)] = &[
     (Prefix("mistral-small"), Price::new(0.10, 0.30)),
 ];
 
-/// The shipped price of `model` (compared lower-case, after any `provider/` prefix), or `None`
-/// when the table does not know it.
+/// The shipped price of `model` (compared lower-case, after any `provider/` prefix, and for a
+/// Bedrock model id after its region and maker: `us.anthropic.claude-3-5-sonnet-20241022-v2:0`
+/// is priced as `claude-3-5-sonnet`), or `None` when the table does not know it.
 #[must_use]
 pub fn default_price(model: &str) -> Option<Price> {
     let lower = model.to_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let name = crate::models::table_key(&lower);
     TABLE
         .iter()
         .find(|(matches, _)| match matches {
@@ -229,6 +230,41 @@ mod tests {
         assert_eq!(input("llama3.1:8b"), None);
         assert_eq!(input("my-local-model"), None);
         assert!(TABLE.iter().all(|(_, price)| price.is_valid()));
+    }
+
+    #[test]
+    fn bedrock_model_ids_find_the_price_of_the_model_they_name() {
+        let price = |m: &str| default_price(m).map(|p| (p.input, p.output));
+        assert_eq!(
+            price("anthropic.claude-3-5-sonnet-20241022-v2:0"),
+            Some((3.0, 15.0))
+        );
+        assert_eq!(
+            price("us.anthropic.claude-3-5-sonnet-20241022-v2:0"),
+            Some((3.0, 15.0))
+        );
+        assert_eq!(
+            price("eu.anthropic.claude-3-haiku-20240307-v1:0"),
+            Some((0.25, 1.25))
+        );
+        assert_eq!(
+            price("apac.anthropic.claude-3-5-haiku-20241022-v1:0"),
+            Some((0.80, 4.0))
+        );
+        assert_eq!(
+            price("global.anthropic.claude-opus-4-5-20251101-v1:0"),
+            Some((5.0, 25.0))
+        );
+        assert_eq!(
+            price(
+                "arn:aws:bedrock:us-west-2:123456789012:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0"
+            ),
+            Some((3.0, 15.0))
+        );
+        assert_eq!(price("mistral.mistral-large-2407-v1:0"), Some((2.0, 6.0)));
+        // Models the table does not know stay unpriced, Bedrock or not.
+        assert_eq!(price("amazon.nova-pro-v1:0"), None);
+        assert_eq!(price("us.meta.llama3-2-90b-instruct-v1:0"), None);
     }
 
     #[test]

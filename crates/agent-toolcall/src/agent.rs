@@ -18,6 +18,7 @@ use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
     AutoTextReply, NextStepPromptMode, Policies, cap_observation_bytes, truncate_observation,
 };
+use crate::trimming::TOOL_IMAGE_PREFIX;
 
 /// Default name of a plain ToolCallAgent.
 pub const DEFAULT_NAME: &str = "toolcall";
@@ -375,10 +376,15 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
     }
 }
 
-/// The request of one step: the system prompt, memory, the ephemeral next-step prompt, the
-/// tools.
+/// The request of one step: the system prompt, memory (as the trimming policies send it), the
+/// ephemeral next-step prompt, the tools.
 fn build_request(core: &ToolCallCore, ephemeral: Option<&Message>) -> ChatRequest {
-    let mut messages = core.base.memory.messages().to_vec();
+    let memory = &core.base.memory;
+    let mut messages = crate::trimming::request_messages(
+        memory.messages(),
+        memory.task_index(),
+        core.policies.request_trimming,
+    );
     messages.extend(ephemeral.cloned());
     let system = if core.base.system_prompt.is_empty() {
         Vec::new()
@@ -564,7 +570,7 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                     .await?;
                 if let Some(image) = result.image() {
                     images.push(Message::user_message_with_image(
-                        format!("Image returned by {}:", call.function.name),
+                        format!("{TOOL_IMAGE_PREFIX}{}:", call.function.name),
                         image,
                     ));
                 }

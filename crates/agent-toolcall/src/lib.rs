@@ -40,6 +40,7 @@ mod agent;
 pub mod compaction;
 mod hooks;
 mod policy;
+pub mod trimming;
 
 pub use agent::{
     DEFAULT_DESCRIPTION, DEFAULT_MAX_STEPS, DEFAULT_NAME, DEFAULT_NEXT_STEP_PROMPT,
@@ -49,5 +50,6 @@ pub use compaction::{Compaction, CompactionStrategy};
 pub use hooks::{BeforeThink, ToolCallHooks};
 pub use policy::{
     AutoTextReply, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,
-    Policies, budget_from_settings, cap_observation_bytes, truncate_observation,
+    Policies, RequestTrimming, budget_from_settings, cap_observation_bytes, truncate_observation,
 };
+pub use trimming::TrimPolicy;

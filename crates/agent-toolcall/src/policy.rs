@@ -10,6 +10,7 @@
 use agent_config::AgentSettings;
 pub use agent_config::{
     AutoTextReply, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,
+    RequestTrimming,
 };
 
 /// The set of behaviour policies of a ToolCallAgent.
@@ -25,6 +26,9 @@ pub struct Policies {
     /// and tail kept, with a note of what was cut); `0`: no cap. A safety bound rather than a
     /// behaviour: [`Policies::openmanus`] keeps it too.
     pub max_observation_bytes: usize,
+    /// Which trimming policies shorten what each request resends (see
+    /// [`crate::trimming`]); [`RequestTrimming::OPENMANUS`]: none.
+    pub request_trimming: RequestTrimming,
 }
 
 impl Default for Policies {
@@ -34,6 +38,7 @@ impl Default for Policies {
             observation_truncation: ObservationTruncation::default(),
             auto_text_reply: AutoTextReply::default(),
             max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
+            request_trimming: RequestTrimming::default(),
         }
     }
 }
@@ -47,11 +52,13 @@ impl Policies {
             observation_truncation: ObservationTruncation::Cut,
             auto_text_reply: AutoTextReply::KeepLooping,
             max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
+            request_trimming: RequestTrimming::OPENMANUS,
         }
     }
 
     /// The policies of the `[agent]` section (`next_step_prompt`, `observation_truncation`,
-    /// `auto_text_reply`); a key the file does not set keeps its default.
+    /// `auto_text_reply`, `max_observation_bytes`, `request_trimming`); a key the file does not
+    /// set keeps its default.
     #[must_use]
     pub fn from_settings(section: &AgentSettings) -> Self {
         Self {
@@ -59,6 +66,7 @@ impl Policies {
             observation_truncation: section.observation_truncation,
             auto_text_reply: section.auto_text_reply,
             max_observation_bytes: section.max_observation_bytes,
+            request_trimming: section.request_trimming,
         }
     }
 }
@@ -141,6 +149,7 @@ mod tests {
         section.next_step_prompt = NextStepPromptMode::AppendToMemory;
         section.observation_truncation = ObservationTruncation::Cut;
         section.auto_text_reply = AutoTextReply::KeepLooping;
+        section.request_trimming = RequestTrimming::OPENMANUS;
         assert_eq!(Policies::from_settings(&section), Policies::openmanus());
         section.auto_text_reply = AutoTextReply::Finish;
         assert_eq!(
@@ -163,6 +172,7 @@ mod tests {
                 observation_truncation: ObservationTruncation::Cut,
                 auto_text_reply: AutoTextReply::Finish,
                 max_observation_bytes: DEFAULT_MAX_OBSERVATION_BYTES,
+                request_trimming: RequestTrimming::LEAN,
             }
         );
         Ok(())

@@ -1094,3 +1094,65 @@ async fn a_token_budget_holds_over_all_the_steps_of_the_flow() {
     assert_eq!(planner.remaining(), 0);
     assert!(outcome.summary.is_none());
 }
+
+#[tokio::test]
+async fn the_flow_budget_counts_the_planners_own_calls() {
+    use agent_core::{Budget, BudgetKind};
+    let planner = model();
+    // The plan costs 1,000 tokens of the flow's 1,500.
+    planner.push_response(agent_llm::ChatResponse {
+        content: None,
+        tool_calls: vec![plan_call(&["First", "Second"])],
+        usage: Some(ScriptedModel::usage(900, 100)),
+        finish_reason: None,
+    });
+    let manus = model();
+    // Step one: a finish of 600 tokens. With the plan's 1,000 that is 1,600: the flow stops
+    // before step two (counting the executors alone, 600 would let it go on).
+    manus.push_response(agent_llm::ChatResponse {
+        content: None,
+        tool_calls: vec![tool_call("t", "terminate", r#"{"status":"success"}"#)],
+        usage: Some(ScriptedModel::usage(500, 100)),
+        finish_reason: None,
+    });
+    let mut flow = PlanningFlow::new(planner.clone())
+        .with_agent(
+            "manus",
+            worker("Manus", "A versatile agent", &manus).with_max_steps(5),
+        )
+        .with_options(FlowOptions {
+            budget: Budget {
+                max_tokens: Some(1_500),
+                ..Budget::default()
+            },
+            ..options()
+        });
+    let outcome = flow.execute("Do two things.").await.unwrap();
+    let exceeded = outcome.budget.expect("the flow's budget stopped it");
+    assert_eq!(exceeded.kind, BudgetKind::Tokens);
+    assert_eq!(exceeded.used, 1600.0);
+    assert_eq!(outcome.steps.len(), 1);
+    assert_eq!(manus.remaining(), 0);
+    assert_eq!(planner.remaining(), 0);
+
+    // A plan that alone uses the whole budget stops the flow before its first step.
+    planner.push_response(agent_llm::ChatResponse {
+        content: None,
+        tool_calls: vec![plan_call(&["First"])],
+        usage: Some(ScriptedModel::usage(1_400, 100)),
+        finish_reason: None,
+    });
+    let mut flow = PlanningFlow::new(planner.clone())
+        .with_agent("manus", worker("Manus", "A versatile agent", &manus))
+        .with_options(FlowOptions {
+            budget: Budget {
+                max_tokens: Some(1_500),
+                ..Budget::default()
+            },
+            ..options()
+        });
+    let outcome = flow.execute("Do one thing.").await.unwrap();
+    let exceeded = outcome.budget.expect("the plan alone reached the budget");
+    assert_eq!(exceeded.used, 1500.0);
+    assert!(outcome.steps.is_empty());
+}

@@ -476,6 +476,13 @@ impl MockOpenAi {
         self.shared.lock().requests.clone()
     }
 
+    /// Removes and returns every request recorded so far, in order: for a long benchmark that
+    /// measures each request and then lets it go (later requests are recorded as before, but
+    /// [`Violation::request_index`] no longer indexes [`requests`](Self::requests)).
+    pub fn take_requests(&self) -> Vec<RecordedRequest> {
+        std::mem::take(&mut self.shared.lock().requests)
+    }
+
     /// How many requests have been received (recorded or not).
     #[must_use]
     pub fn request_count(&self) -> usize {

@@ -228,8 +228,9 @@ pub struct FlowOptions {
     pub time_limit: Option<Duration>,
     /// What an executor's memory starts from at each step.
     pub executor_memory: ExecutorMemory,
-    /// Limits on the tokens, cost and time of all the executors' runs of one execution
-    /// together (`[agent]`'s budget keys); unlimited by default. Reaching one stops the flow
+    /// Limits on the tokens, cost and time of one execution: all the executors' runs and the
+    /// planner's own calls (the plan, the summary) together (`[agent]`'s budget keys);
+    /// unlimited by default. Reaching one stops the flow
     /// before its next step ([`FlowOutcome::budget`]).
     pub budget: Budget,
 }

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_core::{
-    Agent, AgentError, AgentState, BudgetMeter, CancellationToken, FinishReason, Message, Role,
-    RunOutcome, RunStatus, ToolChoice,
+    Agent, AgentError, AgentEvent, AgentState, BudgetMeter, CancellationToken, FinishReason,
+    Message, Role, RunOutcome, RunStatus, ToolChoice,
 };
-use agent_llm::ChatModel;
+use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
 use agent_tools::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus, TerminateStatus, Tool};
 use async_trait::async_trait;
 use serde_json::Value;
@@ -71,6 +71,25 @@ async fn guard<T>(
         () = until(deadline) => Err(Interrupt::TimedOut),
         value = future => Ok(value),
     }
+}
+
+/// One call of the flow's own model (the plan, the summary), its tokens and cost added to the
+/// flow's meter so that the flow's budget counts them with its executors' calls.
+async fn metered_call(
+    llm: &dyn ChatModel,
+    meter: &BudgetMeter,
+    request: ChatRequest,
+) -> Result<ChatResponse, LlmError> {
+    let response = llm.complete(request).await?;
+    if let Some(usage) = &response.usage {
+        meter.record(&AgentEvent::TokenUsage {
+            prompt_tokens: usage.prompt_tokens,
+            cached_prompt_tokens: usage.cached_prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            cost_usd: llm.price().map(|price| price.cost(usage)),
+        });
+    }
+    Ok(response)
 }
 
 /// The result of one executor run.
@@ -478,12 +497,10 @@ impl PlanningFlow {
             .collect();
         let system = Message::system_message(planner_system_prompt(&executors));
         let user = Message::user_message(format!("{PLANNER_REQUEST}{request}"));
-        let ask = self.llm.ask_tool(
-            vec![user],
-            vec![system],
-            vec![self.planning_tool.to_param()],
-            ToolChoice::Auto,
-        );
+        let plan_request = ChatRequest::new(vec![user])
+            .with_system(vec![system])
+            .with_tools(vec![self.planning_tool.to_param()], ToolChoice::Auto);
+        let ask = metered_call(self.llm.as_ref(), &self.meter, plan_request);
         let reason = match guard(ask, &self.cancel, deadline).await? {
             Err(error) if !error.is_retryable() => {
                 warn!(%error, "the planner call failed permanently; aborting the flow");
@@ -585,12 +602,20 @@ impl PlanningFlow {
         deadline: Option<Instant>,
     ) -> Result<String, Interrupt> {
         let request = summary_request(plan_text);
-        let ask = self.llm.ask(
-            vec![Message::user_message(request.clone())],
-            vec![Message::system_message(SUMMARY_SYSTEM_PROMPT)],
+        let ask = metered_call(
+            self.llm.as_ref(),
+            &self.meter,
+            ChatRequest::new(vec![Message::user_message(request.clone())])
+                .with_system(vec![Message::system_message(SUMMARY_SYSTEM_PROMPT)]),
         );
+        // As `ChatModel::ask`: the trimmed text, and an empty reply is a failure.
         match guard(ask, &self.cancel, deadline).await? {
-            Ok(summary) => return Ok(format!("{PLAN_COMPLETED}{summary}")),
+            Ok(response) => match response.content.as_deref().map(str::trim) {
+                Some(summary) if !summary.is_empty() => {
+                    return Ok(format!("{PLAN_COMPLETED}{summary}"));
+                }
+                _ => warn!("the summary call returned no text; asking the primary agent"),
+            },
             Err(error) => warn!(%error, "the summary call failed; asking the primary agent"),
         }
         let memory = self.options.executor_memory;
