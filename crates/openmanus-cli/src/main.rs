@@ -17,6 +17,7 @@ mod config;
 mod demo;
 mod init;
 mod line_editor;
+mod markup;
 mod mcp;
 mod output;
 mod render;

@@ -510,13 +510,13 @@ fn stream_events(
 /// The events as a stream that stops after `after` of them until `gate` is released.
 fn held_sse(events: &[(&str, Value)], after: usize, gate: StreamGate) -> Response {
     use futures::StreamExt;
-    let frames: Vec<bytes::Bytes> = events
+    let mut frames: Vec<bytes::Bytes> = events
         .iter()
         .map(|(name, data)| bytes::Bytes::from(format!("event: {name}\ndata: {data}\n\n")))
         .collect();
     let split = after.min(frames.len());
-    let rest = bytes::Bytes::from(frames[split..].concat());
-    let head = futures::stream::iter(frames[..split].to_vec().into_iter().map(Ok::<_, io::Error>));
+    let rest = bytes::Bytes::from(frames.split_off(split).concat());
+    let head = futures::stream::iter(frames.into_iter().map(Ok::<_, io::Error>));
     let tail = futures::stream::once(async move {
         gate.wait().await;
         Ok::<_, io::Error>(rest)
