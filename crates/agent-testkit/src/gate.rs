@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-/// A gate a mock's stream waits at (see `AnthropicReply::HeldStream`,
-/// `BedrockReply::HeldStream`). Clones share the gate; [`StreamGate::release`] before the
-/// stream reaches it lets it through without waiting.
+/// A gate a mock's stream waits at (see [`AnthropicReply::HeldStream`](crate::AnthropicReply)).
+/// Clones share the gate; [`StreamGate::release`] before the stream reaches it lets it through
+/// without waiting.
 #[derive(Debug, Clone, Default)]
 pub struct StreamGate(Arc<Notify>);
 
