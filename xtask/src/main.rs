@@ -22,7 +22,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   ci      fmt check, clippy (-D warnings; also of the lean build, --no-default-features),
           cargo package of every library crate, rustdoc (-D warnings), cargo test --workspace
-          and the lean build's tests (agents, agent-sandbox)
+          and the lean build's tests (agents, agent-sandbox, the lean binary)
           (installs the test peer fakellm from PyPI into target/xtask-tools/ on first use;
           set FAKELLM_BIN to use another copy, and the MCP test peer
           @modelcontextprotocol/server-everything and server-filesystem with npm into
@@ -138,6 +138,20 @@ fn ci() -> Result<()> {
     ]);
     with_test_peers(&mut lean)?;
     let (lean_passed, lean_failed, lean_ignored) = run_tests(lean)?;
+    passed += lean_passed;
+    failed += lean_failed;
+    ignored += lean_ignored;
+    // And the lean binary itself (tests/lean.rs; empty in the default build).
+    let lean_cli = cargo(&[
+        "test",
+        "-p",
+        "openmanus-cli",
+        "--no-default-features",
+        "--test",
+        "lean",
+        "--locked",
+    ]);
+    let (lean_passed, lean_failed, lean_ignored) = run_tests(lean_cli)?;
     passed += lean_passed;
     failed += lean_failed;
     ignored += lean_ignored;

@@ -42,16 +42,25 @@ pub fn visible(streamed: &str) -> (String, bool) {
     (shown, cut)
 }
 
-/// The length of the longest end of `text` that is a proper beginning of `<tool_call>` or of a
-/// fence.
+/// The length of the longest end of `text` that is a proper beginning of `<tool_call>`, or of a
+/// fence at the start of a line (a backtick after other text closes inline code).
 fn partial_start(text: &str) -> usize {
-    [OPEN, FENCE]
-        .iter()
-        .flat_map(|marker| (1..marker.len()).map(move |n| &marker[..n]))
+    let tag = (1..OPEN.len())
+        .map(|n| &OPEN[..n])
         .filter(|prefix| text.ends_with(prefix))
         .map(str::len)
         .max()
-        .unwrap_or(0)
+        .unwrap_or(0);
+    let fence = (1..FENCE.len())
+        .map(|n| &FENCE[..n])
+        .filter(|prefix| {
+            text.strip_suffix(prefix)
+                .is_some_and(|before| before.is_empty() || before.ends_with('\n'))
+        })
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    tag.max(fence)
 }
 
 #[cfg(test)]
