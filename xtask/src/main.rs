@@ -1,7 +1,8 @@
 //! Project automation: `cargo xtask <command>`.
 //!
-//! * `ci` — format check, clippy with warnings denied, docs with warnings denied, and every test
-//!   of the workspace. This is the README's test command and what `.ci/run` executes.
+//! * `ci` — format check, clippy with warnings denied (also of the lean build, without the
+//!   `browser`, `charts` and `docker` features), `cargo package` of every library crate, docs
+//!   with warnings denied, and every test of the workspace (and the lean build's). This is the README's test command and what `.ci/run` executes.
 //! * `integration` — only the end-to-end suites (real programs against each other).
 //! * `faults` — the fault cases, one by one, with a "cases held / tried" summary.
 //! * `bench` — the benchmarks in release mode (figures, never pass/fail).
@@ -19,7 +20,9 @@ mod faults;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci      fmt check, clippy (-D warnings), rustdoc (-D warnings), cargo test --workspace
+  ci      fmt check, clippy (-D warnings; also of the lean build, --no-default-features),
+          cargo package of every library crate, rustdoc (-D warnings), cargo test --workspace
+          and the lean build's tests (agents, agent-sandbox, the lean binary)
           (installs the test peer fakellm from PyPI into target/xtask-tools/ on first use;
           set FAKELLM_BIN to use another copy, and the MCP test peer
           @modelcontextprotocol/server-everything and server-filesystem with npm into
@@ -78,12 +81,81 @@ fn ci() -> Result<()> {
             "warnings",
         ]),
     )?;
+    // The lean build (no browser, charts or Docker client): the crates that have the features,
+    // checked and linted without them; their tests run further down.
+    run(
+        "clippy, lean build",
+        cargo(&[
+            "clippy",
+            "-p",
+            "openmanus-cli",
+            "-p",
+            "agents",
+            "-p",
+            "agent-sandbox",
+            "--no-default-features",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    // Every library crate can be packaged for crates.io (together: they depend on each other).
+    run(
+        "cargo package (library crates)",
+        cargo(&[
+            "package",
+            "--workspace",
+            "--no-verify",
+            "--allow-dirty",
+            "--exclude",
+            "openmanus-cli",
+            "--exclude",
+            "agent-testkit",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "openmanus-e2e",
+            "--exclude",
+            "word-stats-agent",
+        ]),
+    )?;
     let mut doc = cargo(&["doc", "--workspace", "--no-deps", "--locked"]);
     doc.env("RUSTDOCFLAGS", "-D warnings");
     run("rustdoc", doc)?;
     let mut test = cargo(&["test", "--workspace", "--locked"]);
     with_test_peers(&mut test)?;
-    let (mut passed, failed, mut ignored) = run_tests(test)?;
+    let (mut passed, mut failed, mut ignored) = run_tests(test)?;
+    // The lean build's own tests: what it leaves out is refused by the feature's name.
+    let mut lean = cargo(&[
+        "test",
+        "-p",
+        "agents",
+        "-p",
+        "agent-sandbox",
+        "--no-default-features",
+        "--locked",
+    ]);
+    with_test_peers(&mut lean)?;
+    let (lean_passed, lean_failed, lean_ignored) = run_tests(lean)?;
+    passed += lean_passed;
+    failed += lean_failed;
+    ignored += lean_ignored;
+    // And the lean binary itself (tests/lean.rs; empty in the default build).
+    let lean_cli = cargo(&[
+        "test",
+        "-p",
+        "openmanus-cli",
+        "--no-default-features",
+        "--test",
+        "lean",
+        "--locked",
+    ]);
+    let (lean_passed, lean_failed, lean_ignored) = run_tests(lean_cli)?;
+    passed += lean_passed;
+    failed += lean_failed;
+    ignored += lean_ignored;
     if failed == 0
         && let Some((docker_passed, docker_failed, _)) = docker_tests()?
     {

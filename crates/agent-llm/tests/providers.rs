@@ -6,9 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use agent_core::{Message, ToolCall, ToolChoice, ToolDefinition};
+use agent_core::{AgentEvent, EventBus, Message, ToolCall, ToolChoice, ToolDefinition};
 use agent_llm::{ApiType, ChatModel, ChatRequest, LlmError, LlmSettings, Model, ToolCallMode};
-use agent_testkit::{AnthropicReply, Completion, MockAnthropic, MockOpenAi};
+use agent_testkit::{AnthropicReply, Completion, MockAnthropic, MockOpenAi, StreamGate};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-test-0123456789";
@@ -317,4 +317,63 @@ async fn a_history_with_tool_blocks_but_no_tools_reaches_anthropic_as_text() {
             .starts_with("<tool_response name=\"bash\">")
     );
     assert_eq!(requests[1].body["tool_choice"], json!({"type": "none"}));
+}
+
+/// A streamed Messages reply is handed over piece by piece: the first `TextDelta` reaches the
+/// event bus while the mock still holds the rest of the stream, and the deltas add up to the
+/// reply's text (the tool call's input is not text).
+#[tokio::test]
+async fn anthropic_streams_text_deltas_before_the_reply_ends() {
+    let server = MockAnthropic::start().await.unwrap();
+    let gate = StreamGate::new();
+    let text = "Streaming this reply slowly, in pieces.";
+    server.push(AnthropicReply::HeldStream {
+        reply: Completion::tool_calls(
+            Some(text.into()),
+            [ToolCall::new("t1", "bash", r#"{"command":"ls"}"#)],
+        ),
+        // message_start, ping, content_block_start and the first text_delta.
+        after_events: 4,
+        gate: gate.clone(),
+    });
+    let bus = EventBus::new();
+    let mut events = bus.subscribe();
+    let model = anthropic(&server, true).with_events(bus);
+    let reply = tokio::spawn(async move {
+        model
+            .complete(
+                ChatRequest::new(vec![Message::user_message("hi")])
+                    .with_tools(vec![bash_tool()], ToolChoice::Auto),
+            )
+            .await
+    });
+    let first = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if let Some(AgentEvent::TextDelta { text }) = events.recv().await {
+                return text;
+            }
+        }
+    })
+    .await
+    .expect("no text delta within 60 s while the stream is held");
+    assert!(
+        text.starts_with(&first) && first.len() < text.len(),
+        "{first:?}"
+    );
+    assert!(
+        !reply.is_finished(),
+        "the reply ended before the gate opened"
+    );
+    gate.release();
+    let reply = reply.await.unwrap().unwrap();
+    assert_eq!(reply.content.as_deref(), Some(text));
+    assert_eq!(reply.tool_calls.len(), 1);
+    let mut streamed = first;
+    while let Ok(event) = events.try_recv() {
+        if let AgentEvent::TextDelta { text } = event {
+            streamed.push_str(&text);
+        }
+    }
+    assert_eq!(streamed, text);
+    server.verify().unwrap();
 }

@@ -12,7 +12,8 @@
 //!   processes, and the whole process tree killed on timeout, drop and cleanup.
 //!   [`LocalSandbox::probe`] says plainly when the machine cannot run it; nothing ever runs
 //!   unsandboxed silently.
-//! - [`DockerSandbox`] runs the same interface in a container of a Docker engine.
+//! - `DockerSandbox` runs the same interface in a container of a Docker engine (the `docker`
+//!   cargo feature, on by default; without it `backend = "docker"` is refused by name).
 //! - [`LocalSandboxOptions::with_display`] gives a sandbox a virtual X display: an Xvfb in the
 //!   sandbox, `DISPLAY` set for its programs, reached from the host through
 //!   [`Sandbox::display`] (agent-desktop's `computer_use` drives it; see `docs/desktop.md`).
@@ -46,6 +47,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 mod display;
+#[cfg(feature = "docker")]
 mod docker;
 mod error;
 mod host;
@@ -59,6 +61,7 @@ mod settings;
 pub mod tools;
 
 pub use display::{DEFAULT_SCREEN, DISPLAY_NUMBER, DisplayEndpoint};
+#[cfg(feature = "docker")]
 pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker, remove_live_containers_now};
 pub use error::SandboxError;
 pub use limits::parse_memory_limit;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use agent_config::{SandboxBackend, SandboxSettings};
 
 use crate::Sandbox;
+#[cfg(feature = "docker")]
 use crate::docker::{DockerSandbox, DockerSandboxOptions};
 use crate::error::SandboxError;
 use crate::local::{LocalSandbox, LocalSandboxOptions};
@@ -92,6 +93,9 @@ pub async fn from_settings(
     );
     match settings.backend {
         SandboxBackend::Local => Ok(Arc::new(LocalSandbox::new(local).await?)),
+        #[cfg(not(feature = "docker"))]
+        SandboxBackend::Docker => Err(SandboxError::Unavailable(DOCKER_FEATURE_OFF.to_owned())),
+        #[cfg(feature = "docker")]
         SandboxBackend::Docker => {
             if features.display {
                 tracing::warn!(
@@ -111,3 +115,9 @@ pub async fn from_settings(
         }
     }
 }
+
+/// Why `backend = "docker"` is refused by a build without the `docker` feature.
+#[cfg(not(feature = "docker"))]
+pub(crate) const DOCKER_FEATURE_OFF: &str = "[sandbox] backend = \"docker\" needs the `docker` \
+     cargo feature, and this build was made without it (rebuild with the default features, or \
+     `--features docker`); backend = \"local\" (bubblewrap) is available";

@@ -3,6 +3,7 @@
 //! it imports from the host's static busybox (`OPENMANUS_DOCKER_IMAGE`), and says plainly that
 //! they were skipped otherwise. The unreachable-engine test always runs.
 
+#![cfg(feature = "docker")]
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -97,3 +97,21 @@ async fn a_workspace_that_cannot_be_created_is_an_io_error() {
         Ok(_) => panic!("the sandbox started"),
     }
 }
+
+/// A build without the `docker` feature refuses the Docker backend with an error that names
+/// the feature, and the local backend still works.
+#[cfg(not(feature = "docker"))]
+#[tokio::test]
+async fn without_the_docker_feature_the_docker_backend_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config("use_sandbox = true\nbackend = \"docker\"\nimage = \"busybox\"\n");
+    let error =
+        agent_sandbox::from_settings(&config.sandbox, dir.path(), SandboxFeatures::MIRRORED)
+            .await
+            .err()
+            .expect("the Docker backend is refused");
+    let SandboxError::Unavailable(message) = &error else {
+        panic!("not Unavailable: {error:?}");
+    };
+    assert!(message.contains("`docker` cargo feature"), "{message}");
+}

@@ -40,6 +40,7 @@
 //! # });
 //! ```
 
+mod gate;
 pub mod mock_anthropic;
 pub mod mock_bedrock;
 pub mod mock_openai;
@@ -55,6 +56,7 @@ pub use mock_openai::{
     ViolationsError,
 };
 
+pub use gate::StreamGate;
 pub use mock_anthropic::{AnthropicReply, MockAnthropic, validate_messages_request};
 pub use mock_bedrock::{BedrockReply, MockBedrock, validate_converse_request};
 pub use violation::{ProtocolViolation, ViolationList};

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "browser")]
 use agent_browser::{BrowserConfig, BrowserContextHelper, BrowserUseTool};
 use agent_desktop::ComputerUse;
 use agent_llm::ChatModel;
@@ -18,7 +19,7 @@ use crate::prompts::{
 };
 
 /// SandboxManus: Manus whose hands are inside `sandbox` — `sandbox_shell` (named shell
-/// sessions), `sandbox_files`, `sandbox_browser` (the `browser_use` actions on a Chromium
+/// sessions), `sandbox_files`, `sandbox_browser` (with the `browser` feature: the `browser_use` actions on a Chromium
 /// started inside the sandbox; without `network_enabled` it reaches no network, only files
 /// and the workspace; offered only by backends that can run a browser, the bubblewrap one),
 /// `sandbox_vision`, `computer_use` (the mouse, keyboard and screen of the sandbox's virtual
@@ -33,6 +34,7 @@ pub fn sandbox_manus(
 ) -> Manus {
     use agent_sandbox::tools::{SandboxFiles, SandboxShell, SandboxVision};
     let work_dir = sandbox.work_dir().to_path_buf();
+    #[cfg(feature = "browser")]
     let browser = sandbox.browser_launcher().map(|launcher| {
         let mut config = BrowserConfig {
             launcher,
@@ -61,12 +63,19 @@ pub fn sandbox_manus(
                 .with_llm(Arc::clone(&llm)),
         )
     });
+    #[cfg(not(feature = "browser"))]
+    if sandbox.browser_launcher().is_some() {
+        tracing::warn!(
+            "sandbox_browser is not offered: this build was made without the `browser` cargo feature"
+        );
+    }
     let mut tools = ToolCollection::new();
     tools.add_tool(SandboxShell::new(
         Arc::clone(&sandbox),
         work_dir.display().to_string(),
     ));
     tools.add_tool(SandboxFiles::new(Arc::clone(&sandbox)));
+    #[cfg(feature = "browser")]
     if let Some(browser) = &browser {
         tools.add_shared(browser.clone());
     } else {
@@ -78,7 +87,9 @@ pub fn sandbox_manus(
     }
     tools.add_tool(options.ask_human());
     tools.add_tool(Terminate);
+    #[cfg_attr(not(feature = "browser"), allow(unused_mut))]
     let mut hooks = ManusHooks::new();
+    #[cfg(feature = "browser")]
     if let Some(browser) = browser {
         hooks.set_browser(BrowserContextHelper::new(browser));
     }

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "browser")]
 use agent_browser::BrowserConfig;
 use agent_config::{Config, McpServerConfig};
 use agent_core::Agent;
@@ -22,6 +23,18 @@ use tracing::warn;
 
 use crate::flow::{FlowOptions, PlanningFlow};
 use crate::options::AgentOptions;
+
+/// BrowserAgent's name (`agent_browser::BROWSER_AGENT`, spelled here so that a build without
+/// the `browser` feature still knows it).
+const BROWSER_AGENT: &str = "browser";
+/// DataAnalysis's name (`agent_charts::DATA_ANALYSIS`, spelled here so that a build without
+/// the `charts` feature still knows it).
+const DATA_ANALYSIS: &str = "Data_Analysis";
+
+/// What Manus's builder warns in a build without the `browser` feature when `[browser]` is set.
+#[cfg(not(feature = "browser"))]
+const NO_BROWSER_WARNING: &str = "[browser] is set, but this build was made without the \
+     `browser` cargo feature: Manus runs without browser_use";
 
 /// The agents the factory builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,10 +86,10 @@ impl AgentKind {
         match self {
             Self::Manus => crate::MANUS,
             Self::Swe => crate::SWE,
-            Self::Browser => agent_browser::BROWSER_AGENT,
+            Self::Browser => BROWSER_AGENT,
             Self::Sandbox => crate::SANDBOX_MANUS,
             Self::Mcp => agent_mcp::MCP_AGENT_NAME,
-            Self::DataAnalysis => agent_charts::DATA_ANALYSIS,
+            Self::DataAnalysis => DATA_ANALYSIS,
         }
     }
 
@@ -182,6 +195,18 @@ pub enum FactoryError {
     /// The MCP agent was asked for without a server.
     #[error("the MCP agent needs a server: set one with AgentFactory::with_mcp_server")]
     NoMcpServer,
+    /// The agent needs a cargo feature this build was made without (`browser` for
+    /// BrowserAgent, `charts` for DataAnalysis).
+    #[error(
+        "{what} needs the `{feature}` cargo feature, and this build was made without it \
+         (rebuild with the default features, or `--features {feature}`)"
+    )]
+    FeatureDisabled {
+        /// What needed it.
+        what: &'static str,
+        /// The feature.
+        feature: &'static str,
+    },
     /// The workspace cannot be created or resolved.
     #[error("cannot use the workspace {path}: {source}")]
     Workspace {
@@ -320,11 +345,14 @@ impl AgentFactory {
         options.secret_files = config.secret_files();
         options.human.clone_from(&self.human);
         options.python.clone_from(&self.python);
-        options.browser = BrowserConfig {
-            // Downloads land in the workspace, where the run's file list names them.
-            downloads_dir: Some(workspace.join("downloads")),
-            ..BrowserConfig::from_settings(&config.browser)
-        };
+        #[cfg(feature = "browser")]
+        {
+            options.browser = BrowserConfig {
+                // Downloads land in the workspace, where the run's file list names them.
+                downloads_dir: Some(workspace.join("downloads")),
+                ..BrowserConfig::from_settings(&config.browser)
+            };
+        }
         options.web_search = Some(Arc::new(WebSearch::from_settings(&config.search).map_err(
             |e| FactoryError::Settings {
                 section: "search",
@@ -382,6 +410,10 @@ impl AgentFactory {
                             .iter()
                             .map(|w| format!("MCP server `{}`: {w}", w.server)),
                     );
+                    #[cfg(not(feature = "browser"))]
+                    if self.config.browser != agent_config::BrowserSettings::default() {
+                        warnings.push(NO_BROWSER_WARNING.to_owned());
+                    }
                     let agent = agent.with_tools_kept_between_runs();
                     match self.a2a_call() {
                         Some(tool) => Box::new(agent.with_tool(tool)),
@@ -391,6 +423,7 @@ impl AgentFactory {
                 AgentKind::Swe => Box::new(
                     crate::swe(model(kind.agent_name())?, &options).with_tools_kept_between_runs(),
                 ),
+                #[cfg(feature = "browser")]
                 AgentKind::Browser => {
                     let llm = model(kind.agent_name())?;
                     let mut tool =
@@ -403,6 +436,13 @@ impl AgentFactory {
                             .apply(agent_browser::browser_agent(llm, tool))
                             .with_tools_kept_between_runs(),
                     )
+                }
+                #[cfg(not(feature = "browser"))]
+                AgentKind::Browser => {
+                    return Err(FactoryError::FeatureDisabled {
+                        what: "BrowserAgent",
+                        feature: "browser",
+                    });
                 }
                 AgentKind::Sandbox => {
                     let llm = model(kind.agent_name())?;
@@ -452,7 +492,7 @@ impl AgentFactory {
                     )
                 }
                 AgentKind::DataAnalysis => Box::new(
-                    self.data_analysis(&options, model(kind.agent_name())?)
+                    self.data_analysis(&options, model(kind.agent_name())?)?
                         .with_tools_kept_between_runs(),
                 ),
             };
@@ -506,18 +546,34 @@ impl AgentFactory {
         Some(agent_a2a::A2aCall::new(&http, peers))
     }
 
+    #[cfg(feature = "charts")]
+    #[allow(clippy::unnecessary_wraps)] // Fallible without the `charts` feature.
     fn data_analysis(
         &self,
         options: &AgentOptions,
         llm: Arc<dyn ChatModel>,
-    ) -> agent_toolcall::ToolCallAgent {
+    ) -> Result<agent_toolcall::ToolCallAgent, FactoryError> {
         let agent = match &self.python {
             Some(python) => {
                 agent_charts::data_analysis_with_python(llm, &options.workspace, python)
             }
             None => agent_charts::data_analysis(llm, &options.workspace),
         };
-        options.apply(agent)
+        Ok(options.apply(agent))
+    }
+
+    /// DataAnalysis in a build without the `charts` feature: refused by name.
+    #[cfg(not(feature = "charts"))]
+    #[allow(clippy::unused_self)]
+    fn data_analysis(
+        &self,
+        _options: &AgentOptions,
+        _llm: Arc<dyn ChatModel>,
+    ) -> Result<agent_toolcall::ToolCallAgent, FactoryError> {
+        Err(FactoryError::FeatureDisabled {
+            what: "DataAnalysis",
+            feature: "charts",
+        })
     }
 
     /// The planning flow of `openmanus flow` (OpenManus's `run_flow.py`): Manus (its MCP
@@ -543,7 +599,7 @@ impl AgentFactory {
                 .with_agent("manus", manus)
                 .with_agent("swe", swe);
             if config.runflow.use_data_analysis_agent {
-                let agent = self.data_analysis(&options, model(agent_charts::DATA_ANALYSIS)?);
+                let agent = self.data_analysis(&options, model(DATA_ANALYSIS)?)?;
                 flow = flow.with_agent("data_analysis", agent);
             }
             Ok(flow.with_options(FlowOptions {

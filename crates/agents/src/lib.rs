@@ -21,12 +21,23 @@
 //! model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
 //! let mut agent = agents::manus(model.clone(), &agents::AgentOptions::new(dir.path()));
 //! assert!(agent.run(Some("Nothing to do.".into())).await.unwrap().is_finished());
+//! # #[cfg(feature = "browser")]
 //! assert_eq!(
 //!     model.requests()[0].tool_names(),
 //!     ["python_execute", "browser_use", "str_replace_editor", "ask_human", "terminate"]
 //! );
 //! # });
 //! ```
+//!
+//! ## Cargo features
+//!
+//! All on by default; `default-features = false` leaves out heavy dependencies:
+//!
+//! | Feature | What it brings | Without it |
+//! |---|---|---|
+//! | `browser` | Manus's `browser_use`, BrowserAgent, SandboxManus's `sandbox_browser` (agent-browser: Chromium over CDP, chromiumoxide) | Manus has no browser tool (a warning when `[browser]` is set); [`AgentKind::Browser`] is refused with [`FactoryError::FeatureDisabled`] |
+//! | `charts` | DataAnalysis and its chart tools (agent-charts: plotters, font-kit) | [`AgentKind::DataAnalysis`] and a flow with `use_data_analysis_agent` are refused with [`FactoryError::FeatureDisabled`] |
+//! | `docker` | the Docker sandbox backend (agent-sandbox's `docker`: bollard) | `[sandbox] backend = "docker"` is refused with an error naming the feature |
 
 mod agents;
 mod factory;

@@ -18,16 +18,20 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "browser")]
 use agent_browser::{BrowserContextHelper, recently_browsed};
 use agent_config::McpServerConfig;
 use agent_core::AgentError;
 use agent_llm::ChatModel;
 use agent_mcp::{McpClientOptions, McpClients, McpToolSync, McpWarning, ToolChanges};
 use agent_toolcall::{BeforeThink, ToolCallAgent, ToolCallCore, ToolCallHooks};
-use agent_tools::{Tool, ToolCollection};
+#[cfg(feature = "browser")]
+use agent_tools::Tool;
+use agent_tools::ToolCollection;
 use async_trait::async_trait;
 use tracing::{info, warn};
 
+#[cfg(feature = "browser")]
 use agent_browser::BrowserUseTool;
 use agent_tools::Terminate;
 
@@ -48,6 +52,7 @@ pub struct ManusHooks {
     /// The MCP tools installed in the agent's tool set.
     tools: McpToolSync,
     warnings: Vec<McpWarning>,
+    #[cfg(feature = "browser")]
     browser: Option<BrowserContextHelper>,
 }
 
@@ -78,12 +83,14 @@ impl ManusHooks {
         }
     }
 
-    /// Uses `helper` for the browser prompt while Manus browses.
+    /// Uses `helper` for the browser prompt while Manus browses (the `browser` feature).
+    #[cfg(feature = "browser")]
     pub fn set_browser(&mut self, helper: BrowserContextHelper) {
         self.browser = Some(helper);
     }
 
-    /// The browser context, if set.
+    /// The browser context, if set (the `browser` feature).
+    #[cfg(feature = "browser")]
     #[must_use]
     pub fn browser(&self) -> Option<&BrowserContextHelper> {
         self.browser.as_ref()
@@ -172,6 +179,7 @@ impl ToolCallHooks for ManusHooks {
         } else {
             self.refresh(core).await;
         }
+        #[cfg(feature = "browser")]
         if let Some(helper) = &self.browser
             && recently_browsed(core.base.memory.messages(), 3, helper.tool().name())
         {
@@ -223,9 +231,10 @@ pub async fn disconnect_mcp(agent: &mut Manus) {
     hooks.shutdown(core).await;
 }
 
-/// Manus's own tools, in OpenManus's order: `python_execute`, `browser_use`,
-/// `str_replace_editor`, `ask_human` and `terminate`; and the browser tool itself, for the
-/// browser context.
+/// Manus's own tools, in OpenManus's order: `python_execute`, `browser_use` (with the `browser`
+/// feature), `str_replace_editor`, `ask_human` and `terminate`; and the browser tool itself,
+/// for the browser context.
+#[cfg(feature = "browser")]
 fn manus_tools(
     options: &AgentOptions,
     llm: &Arc<dyn ChatModel>,
@@ -240,6 +249,18 @@ fn manus_tools(
     (tools, browser)
 }
 
+/// Manus's own tools in a build without the `browser` feature: `python_execute`,
+/// `str_replace_editor`, `ask_human` and `terminate`.
+#[cfg(not(feature = "browser"))]
+fn manus_tools(options: &AgentOptions) -> ToolCollection {
+    let mut tools = ToolCollection::new();
+    tools.add_tool(options.python());
+    tools.add_tool(options.editor());
+    tools.add_tool(options.ask_human());
+    tools.add_tool(Terminate);
+    tools
+}
+
 /// Manus with its own tools, the tools `hooks` already has from MCP servers, and the browser
 /// context.
 pub(crate) fn build_manus(
@@ -247,8 +268,14 @@ pub(crate) fn build_manus(
     options: &AgentOptions,
     mut hooks: ManusHooks,
 ) -> Manus {
-    let (mut tools, browser) = manus_tools(options, &llm);
-    hooks.set_browser(BrowserContextHelper::new(browser));
+    #[cfg(feature = "browser")]
+    let mut tools = {
+        let (tools, browser) = manus_tools(options, &llm);
+        hooks.set_browser(BrowserContextHelper::new(browser));
+        tools
+    };
+    #[cfg(not(feature = "browser"))]
+    let mut tools = manus_tools(options);
     hooks.sync(&mut tools);
     let agent = ToolCallAgent::new(llm)
         .with_name(MANUS)
@@ -264,8 +291,8 @@ pub(crate) fn build_manus(
     options.apply(agent).with_hooks(hooks)
 }
 
-/// Manus, the general-purpose agent, without MCP servers: `python_execute`, `browser_use`,
-/// `str_replace_editor`, `ask_human` and `terminate`, 20 steps, observations cut at 10,000
+/// Manus, the general-purpose agent, without MCP servers: `python_execute`, `browser_use` (with
+/// the `browser` feature), `str_replace_editor`, `ask_human` and `terminate`, 20 steps, observations cut at 10,000
 /// characters, the workspace in its system prompt. While one of its last three messages calls
 /// `browser_use`, each step's prompt is the browser prompt with the current browser state.
 /// [`manus_with_mcp`] and [`manus_lazy_mcp`] add

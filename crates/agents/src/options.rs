@@ -4,8 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "browser")]
 use agent_browser::{BrowserConfig, BrowserUseTool};
 use agent_core::Budget;
+#[cfg(feature = "browser")]
 use agent_llm::ChatModel;
 use agent_sandbox::{Sandbox, SandboxFileOperator};
 use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks};
@@ -43,7 +45,8 @@ pub struct AgentOptions {
     /// `workspace`, so that paths are the same inside the sandbox and in the prompts.
     pub sandbox: Option<Arc<dyn Sandbox>>,
     /// How Manus's `browser_use` starts or reaches Chromium (`[browser]`); the browser is
-    /// launched at the first browser action, not before.
+    /// launched at the first browser action, not before. Only with the `browser` feature.
+    #[cfg(feature = "browser")]
     pub browser: BrowserConfig,
     /// The search `browser_use`'s `web_search` action runs (`[search]`); `None`: that action
     /// reports that no search is configured.
@@ -55,14 +58,16 @@ pub struct AgentOptions {
 
 impl std::fmt::Debug for AgentOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentOptions")
+        let mut debug = f.debug_struct("AgentOptions");
+        debug
             .field("workspace", &self.workspace)
             .field("max_steps", &self.max_steps)
             .field("max_observe", &self.max_observe)
             .field("policies", &self.policies)
-            .field("sandbox", &self.sandbox.as_ref().map(|s| s.workspace()))
-            .field("browser", &self.browser)
-            .finish_non_exhaustive()
+            .field("sandbox", &self.sandbox.as_ref().map(|s| s.workspace()));
+        #[cfg(feature = "browser")]
+        debug.field("browser", &self.browser);
+        debug.finish_non_exhaustive()
     }
 }
 
@@ -81,6 +86,7 @@ impl AgentOptions {
             python_timeout: None,
             bash_timeout: None,
             sandbox: None,
+            #[cfg(feature = "browser")]
             browser: BrowserConfig::default(),
             web_search: None,
             secret_files: Vec::new(),
@@ -140,6 +146,7 @@ impl AgentOptions {
     }
 
     /// `browser_use` per [`AgentOptions::browser`], using `llm` for `extract_content`.
+    #[cfg(feature = "browser")]
     pub(crate) fn browser(&self, llm: &Arc<dyn ChatModel>) -> Arc<BrowserUseTool> {
         let mut tool = BrowserUseTool::with_config(self.browser.clone()).with_llm(Arc::clone(llm));
         if let Some(search) = &self.web_search {

@@ -21,6 +21,7 @@ fn models() -> impl Fn(&str) -> Result<Arc<dyn ChatModel>, LlmError> + Send + Sy
     |_: &str| Ok(Arc::new(ScriptedModel::new()) as Arc<dyn ChatModel>)
 }
 
+#[cfg(all(feature = "browser", feature = "charts"))]
 #[tokio::test]
 async fn agent_section_limits_apply_to_every_kind_it_builds_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -45,6 +46,7 @@ async fn agent_section_limits_apply_to_every_kind_it_builds_alone() {
     assert_eq!(built.agent().base().max_steps, 20);
 }
 
+#[cfg(feature = "charts")]
 #[tokio::test]
 async fn agent_section_limits_apply_to_the_flows_data_analysis_executor() {
     let dir = tempfile::tempdir().unwrap();
@@ -61,6 +63,7 @@ async fn agent_section_limits_apply_to_the_flows_data_analysis_executor() {
     built.shutdown().await;
 }
 
+#[cfg(feature = "charts")]
 #[tokio::test]
 async fn the_planner_and_each_executor_ask_for_their_own_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -114,4 +117,58 @@ fn kinds_parse_from_their_short_and_agent_names() {
         serde_json::to_string(&AgentKind::DataAnalysis).unwrap(),
         "\"data_analysis\""
     );
+}
+
+/// Without the `browser` and `charts` features, BrowserAgent, DataAnalysis and a flow with
+/// DataAnalysis are refused with an error naming the feature; Manus is built without
+/// `browser_use`, with a warning when `[browser]` asks for something.
+#[cfg(not(any(feature = "browser", feature = "charts")))]
+#[tokio::test]
+async fn a_lean_build_refuses_what_it_lacks_by_the_features_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let factory = AgentFactory::new(config(
+        "[browser]
+headless = true
+[runflow]
+use_data_analysis_agent = true
+",
+    ))
+    .with_workspace(dir.path());
+    for (kind, feature) in [
+        (AgentKind::Browser, "browser"),
+        (AgentKind::DataAnalysis, "charts"),
+    ] {
+        let error = factory.build(kind, &models()).await.unwrap_err();
+        assert!(
+            matches!(error, FactoryError::FeatureDisabled { feature: f, .. } if f == feature),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("`{feature}` cargo feature")),
+            "{error}"
+        );
+    }
+    let error = factory.build_flow(&models()).await.unwrap_err();
+    assert!(
+        error.to_string().contains("`charts` cargo feature"),
+        "{error}"
+    );
+
+    let mut manus = factory.build(AgentKind::Manus, &models()).await.unwrap();
+    assert!(
+        manus
+            .warnings()
+            .iter()
+            .any(|w| w.contains("`browser` cargo feature")),
+        "{:?}",
+        manus.warnings()
+    );
+    manus.shutdown().await;
+    // Without a [browser] section, no warning.
+    let plain = AgentFactory::new(config("")).with_workspace(dir.path());
+    let mut manus = plain.build(AgentKind::Manus, &models()).await.unwrap();
+    assert!(manus.warnings().is_empty(), "{:?}", manus.warnings());
+    manus.shutdown().await;
 }

@@ -2,6 +2,7 @@
 //! messages calls it, the step's prompt is the browser prompt with the live state (and, for a
 //! model that reads images, the latest screenshot). Real headless Chromium on a `data:` page.
 
+#![cfg(feature = "browser")]
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

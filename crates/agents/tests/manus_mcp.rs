@@ -66,6 +66,21 @@ fn script(model: &ScriptedModel) {
         );
 }
 
+/// Manus's own tools, in order (`browser_use` only with the `browser` feature).
+fn own_tools() -> Vec<&'static str> {
+    let mut tools = vec![
+        "python_execute",
+        "browser_use",
+        "str_replace_editor",
+        "ask_human",
+        "terminate",
+    ];
+    if !cfg!(feature = "browser") {
+        tools.retain(|tool| *tool != "browser_use");
+    }
+    tools
+}
+
 /// Runs the scripted task and checks what the model was offered and what the call returned.
 async fn run_and_check(agent: &mut Manus, model: &ScriptedModel) {
     let outcome = agent.run(Some("Say hello.".into())).await.unwrap();
@@ -74,16 +89,7 @@ async fn run_and_check(agent: &mut Manus, model: &ScriptedModel) {
     assert_eq!(requests.len(), 2);
     for request in &requests {
         let names = request.tool_names();
-        assert_eq!(
-            names[..5],
-            [
-                "python_execute",
-                "browser_use",
-                "str_replace_editor",
-                "ask_human",
-                "terminate"
-            ]
-        );
+        assert_eq!(names[..own_tools().len()], own_tools());
         for tool in [
             "mcp_tools_bash",
             "mcp_tools_str_replace_editor",
@@ -162,16 +168,7 @@ async fn manus_with_mcp_connects_at_once() {
     disconnect_mcp(&mut agent).await;
     assert!(!agent.hooks().clients().is_alive());
     assert!(!agent.core().tools.contains(BASH));
-    assert_eq!(
-        agent.core().tools.names(),
-        [
-            "python_execute",
-            "browser_use",
-            "str_replace_editor",
-            "ask_human",
-            "terminate"
-        ]
-    );
+    assert_eq!(agent.core().tools.names(), own_tools());
     server.stop().await;
 }
 
@@ -224,16 +221,7 @@ async fn an_unreachable_server_is_a_warning_on_both_paths() {
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].server, "gone");
     assert!(agent.run(Some("hi".into())).await.unwrap().is_finished());
-    assert_eq!(
-        model.requests()[0].tool_names(),
-        [
-            "python_execute",
-            "browser_use",
-            "str_replace_editor",
-            "ask_human",
-            "terminate"
-        ]
-    );
+    assert_eq!(model.requests()[0].tool_names(), own_tools());
 
     let model = Arc::new(ScriptedModel::new());
     model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
@@ -242,16 +230,7 @@ async fn an_unreachable_server_is_a_warning_on_both_paths() {
     let warnings = agent.hooks_mut().take_warnings();
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].server, "gone");
-    assert_eq!(
-        model.requests()[0].tool_names(),
-        [
-            "python_execute",
-            "browser_use",
-            "str_replace_editor",
-            "ask_human",
-            "terminate"
-        ]
-    );
+    assert_eq!(model.requests()[0].tool_names(), own_tools());
 }
 
 #[tokio::test]

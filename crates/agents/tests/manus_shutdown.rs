@@ -15,13 +15,20 @@ use agent_toolcall::ToolCallHooks;
 use agents::{AgentOptions, manus_lazy_mcp, manus_with_mcp};
 
 const BASH: &str = "mcp_tools_bash";
-const OWN_TOOLS: [&str; 5] = [
-    "python_execute",
-    "browser_use",
-    "str_replace_editor",
-    "ask_human",
-    "terminate",
-];
+/// Manus's own tools, in order (`browser_use` only with the `browser` feature).
+fn own_tools() -> Vec<&'static str> {
+    let mut tools = vec![
+        "python_execute",
+        "browser_use",
+        "str_replace_editor",
+        "ask_human",
+        "terminate",
+    ];
+    if !cfg!(feature = "browser") {
+        tools.retain(|tool| *tool != "browser_use");
+    }
+    tools
+}
 
 /// Serves the `openmanus` MCP server on 127.0.0.1:0 until `shutdown` is cancelled.
 async fn serve(shutdown: &CancellationToken) -> (McpServerConfig, tokio::task::JoinHandle<()>) {
@@ -59,7 +66,7 @@ async fn shutdown_disconnects_manus_from_its_mcp_servers() {
     hooks.shutdown(core).await;
     assert!(agent.hooks().clients().server_ids().is_empty());
     assert!(agent.hooks().mcp_tool_names().is_empty());
-    assert_eq!(agent.core().tools.names(), OWN_TOOLS);
+    assert_eq!(agent.core().tools.names(), own_tools());
 
     stop.cancel();
     task.await.unwrap();
@@ -82,7 +89,7 @@ async fn shutdown_before_the_first_think_forgets_the_lazy_servers() {
     model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
     agent.run(Some("Stop.".into())).await.unwrap();
     assert!(agent.hooks().clients().server_ids().is_empty());
-    assert_eq!(model.requests()[0].tool_names(), OWN_TOOLS);
+    assert_eq!(model.requests()[0].tool_names(), own_tools());
 
     stop.cancel();
     task.await.unwrap();

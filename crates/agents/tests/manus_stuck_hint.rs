@@ -2,6 +2,7 @@
 //! the browser prompt (issue 14 item 9). The repeated `browser_use` call lacks its index, so it
 //! fails before any browser starts and the prompt's fields read `N/A`.
 
+#![cfg(feature = "browser")]
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

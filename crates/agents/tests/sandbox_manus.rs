@@ -3,6 +3,7 @@
 //! `/workspace` — the shell in named sessions, the files, a Chromium started inside the sandbox
 //! opening a page of the sandbox workspace, and an image seen through `sandbox_vision`.
 
+#![cfg(feature = "browser")]
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

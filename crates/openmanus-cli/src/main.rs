@@ -18,6 +18,7 @@ mod config;
 mod demo;
 mod init;
 mod line_editor;
+mod markup;
 mod mcp;
 mod output;
 mod render;

@@ -113,8 +113,17 @@ pub fn refuse_ignored_flags(
 ///
 /// The address cannot be bound, or the server fails.
 pub async fn serve(transport: McpServe, host: &str, port: u16) -> Result<u8> {
-    let browser: Arc<dyn agent_tools::Tool> = Arc::new(agent_browser::BrowserUseTool::new());
-    let server = agent_mcp::McpToolServer::openmanus_with(vec![browser]);
+    #[cfg(feature = "browser")]
+    let extra: Vec<Arc<dyn agent_tools::Tool>> =
+        vec![Arc::new(agent_browser::BrowserUseTool::new())];
+    #[cfg(not(feature = "browser"))]
+    let extra: Vec<Arc<dyn agent_tools::Tool>> = {
+        note(
+            "browser_use is not served: this openmanus was built without the `browser` cargo feature",
+        );
+        Vec::new()
+    };
+    let server = agent_mcp::McpToolServer::openmanus_with(extra);
     match transport {
         McpServe::Stdio => server
             .serve_stdio()

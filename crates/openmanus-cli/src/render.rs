@@ -379,6 +379,19 @@ fn tail(text: &str, max: usize) -> String {
     format!("…{skipped}")
 }
 
+/// One frame of the spinner: the seconds and the end of the streamed prose (never the
+/// tool-call markup of a text-mode model: a call being written reads as such).
+fn spinner_line(frame: &str, seconds: u64, streamed: &str) -> String {
+    let (prose, cut) = crate::markup::visible(streamed);
+    // Control characters escaped, like the rest of the live view.
+    let text = printable(&tail(&prose, SPINNER_TEXT)).into_owned();
+    match (text.is_empty(), cut) {
+        (true, false) => format!("{frame} waiting for the model… {seconds}s"),
+        (true, true) => format!("{frame} {seconds}s  writing a tool call…"),
+        (false, _) => format!("{frame} {seconds}s  {text}"),
+    }
+}
+
 /// The spinner shown while the model thinks, with the seconds it has been thinking and, when
 /// the reply streams, the end of the text received so far.
 fn spawn_spinner(
@@ -400,12 +413,7 @@ fn spawn_spinner(
             let started = *since.get_or_insert_with(Instant::now);
             let seconds = started.elapsed().as_secs();
             let frame_char = FRAMES[frame % FRAMES.len()];
-            let text = tail(&lock(&streamed), SPINNER_TEXT);
-            let line = if text.is_empty() {
-                format!("{frame_char} waiting for the model… {seconds}s")
-            } else {
-                format!("{frame_char} {seconds}s  {text}")
-            };
+            let line = spinner_line(frame_char, seconds, &lock(&streamed));
             let mut stderr = std::io::stderr();
             if colour {
                 let _ = write!(stderr, "\r\x1b[2K\x1b[2m{line}\x1b[0m");
@@ -546,6 +554,26 @@ mod tests {
             printable("plain\ttext\n"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn the_spinner_line_never_shows_tool_call_markup() {
+        let streamed = "I will list the files.\n<tool_call>{\"name\": \"bash\", \"argu";
+        assert_eq!(
+            spinner_line("⠋", 3, streamed),
+            "⠋ 3s  I will list the files."
+        );
+        let streamed = "Done. <tool_call>{\"name\": \"terminate\"}</tool_call>";
+        assert_eq!(spinner_line("⠋", 3, streamed), "⠋ 3s  Done.");
+        assert_eq!(spinner_line("⠋", 0, ""), "⠋ waiting for the model… 0s");
+        assert_eq!(
+            spinner_line("⠋", 1, "<tool_c"),
+            "⠋ 1s  writing a tool call…"
+        );
+        assert_eq!(
+            spinner_line("⠋", 1, "a\x1b[2Jb"),
+            "⠋ 1s  a\\u{1b}[2Jb"
+        );
     }
 
     #[test]

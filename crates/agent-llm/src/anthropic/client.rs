@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use agent_core::EventBus;
+use agent_core::{AgentEvent, EventBus};
 use async_trait::async_trait;
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
@@ -79,7 +79,9 @@ impl AnthropicClient {
         })
     }
 
-    /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry.
+    /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry and, for streamed
+    /// replies (`stream = true`), [`agent_core::AgentEvent::TextDelta`] for each piece of text
+    /// as it arrives (pass the agent's event bus).
     #[must_use]
     pub fn with_events(mut self, events: EventBus) -> Self {
         self.events = Some(events);
@@ -211,8 +213,11 @@ impl AnthropicClient {
                 )
             })?;
             let data = event.data.trim();
-            if !data.is_empty() {
-                assembler.push(data)?;
+            if !data.is_empty()
+                && let Some(text) = assembler.push(data)?
+                && let Some(events) = &self.events
+            {
+                events.emit(AgentEvent::TextDelta { text });
             }
             if assembler.finished() {
                 break;

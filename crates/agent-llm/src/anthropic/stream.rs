@@ -42,17 +42,19 @@ impl MessageAssembler {
         self.stopped
     }
 
-    /// Takes one event's `data`.
+    /// Takes one event's `data`; returns the text it adds to the reply, if any (for
+    /// [`agent_core::AgentEvent::TextDelta`]).
     ///
     /// # Errors
     ///
     /// [`LlmError::MalformedResponse`] for data that is not JSON; an `error` event is classified
     /// like the HTTP error it stands for (`overloaded_error`: 529, retryable).
-    pub(crate) fn push(&mut self, data: &str) -> Result<(), LlmError> {
+    pub(crate) fn push(&mut self, data: &str) -> Result<Option<String>, LlmError> {
         let event: Value = serde_json::from_str(data).map_err(|e| {
             LlmError::MalformedResponse(format!("invalid JSON in a stream event: {e}"))
         })?;
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let mut added_text = None;
         match event
             .get("type")
             .and_then(Value::as_str)
@@ -77,6 +79,9 @@ impl MessageAssembler {
                     Some("text") => {
                         let initial = text("text");
                         self.received_tokens |= !initial.is_empty();
+                        if !initial.is_empty() {
+                            added_text = Some(initial.clone());
+                        }
                         Block::Text(initial)
                     }
                     Some("tool_use") => {
@@ -99,6 +104,9 @@ impl MessageAssembler {
                         let added = piece("text");
                         self.received_tokens |= !added.is_empty();
                         text.push_str(added);
+                        if !added.is_empty() {
+                            added_text = Some(added.to_owned());
+                        }
                     }
                     Some((_, Block::ToolUse { json, .. })) => {
                         self.received_tokens = true;
@@ -127,7 +135,7 @@ impl MessageAssembler {
             // `ping`, `content_block_stop` and events added later carry nothing we need.
             _ => {}
         }
-        Ok(())
+        Ok(added_text)
     }
 
     /// The assembled reply.
@@ -185,9 +193,12 @@ mod tests {
             r#"{"type":"message_stop"}"#,
         ];
         let mut assembler = MessageAssembler::default();
+        let mut deltas = Vec::new();
         for event in events {
-            assembler.push(event).unwrap();
+            deltas.extend(assembler.push(event).unwrap());
         }
+        // Only the text, piece by piece: not the tool's input.
+        assert_eq!(deltas, ["Let me ", "check."]);
         assert!(assembler.finished() && assembler.received_tokens());
         let reply = assembler.finish();
         assert_eq!(reply.content.as_deref(), Some("Let me check."));

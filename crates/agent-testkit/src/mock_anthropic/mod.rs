@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 pub use validate::validate_messages_request;
 
+use crate::StreamGate;
 use crate::mock_openai::{Completion, RecordedRequest};
 use crate::server::{LocalServer, Shutdown};
 use crate::violation::{ProtocolViolation, ViolationList};
@@ -50,6 +51,16 @@ pub enum AnthropicReply {
     /// For a streamed request: `message_start`, then an `error` event (`overloaded_error`).
     /// For a plain request: as [`AnthropicReply::Overloaded`].
     OverloadedInStream,
+    /// For a streamed request: the message's first `after_events` events, then nothing until
+    /// `gate` is released, then the rest. For a plain request: the message once released.
+    HeldStream {
+        /// The message.
+        reply: Completion,
+        /// How many events are sent before the gate.
+        after_events: usize,
+        /// Released by the test.
+        gate: StreamGate,
+    },
 }
 
 impl From<Completion> for AnthropicReply {
@@ -273,6 +284,35 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 ),
             ])
         }
+        AnthropicReply::HeldStream {
+            reply,
+            after_events,
+            gate,
+        } => {
+            if stream {
+                let usage = usage(&shared, &recorded.body, Some(&reply));
+                held_sse(
+                    &stream_events(index, &recorded.body, &reply, &usage),
+                    after_events,
+                    gate,
+                )
+            } else {
+                gate.wait().await;
+                let usage = usage(&shared, &recorded.body, Some(&reply));
+                let mut message = message_shell(index, &recorded.body, &usage);
+                message["content"] = Value::Array(content_blocks(&reply));
+                message["stop_reason"] = json!(stop_reason(&reply));
+                (
+                    StatusCode::OK,
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    message.to_string(),
+                )
+                    .into_response()
+            }
+        }
         AnthropicReply::Message(completion) => {
             let usage = usage(&shared, &recorded.body, Some(&completion));
             if stream {
@@ -465,6 +505,31 @@ fn stream_events(
     ));
     events.push(("message_stop", json!({"type": "message_stop"})));
     events
+}
+
+/// The events as a stream that stops after `after` of them until `gate` is released.
+fn held_sse(events: &[(&str, Value)], after: usize, gate: StreamGate) -> Response {
+    use futures::StreamExt;
+    let mut frames: Vec<bytes::Bytes> = events
+        .iter()
+        .map(|(name, data)| bytes::Bytes::from(format!("event: {name}\ndata: {data}\n\n")))
+        .collect();
+    let split = after.min(frames.len());
+    let rest = bytes::Bytes::from(frames.split_off(split).concat());
+    let head = futures::stream::iter(frames.into_iter().map(Ok::<_, io::Error>));
+    let tail = futures::stream::once(async move {
+        gate.wait().await;
+        Ok::<_, io::Error>(rest)
+    });
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        )],
+        Body::from_stream(head.chain(tail)),
+    )
+        .into_response()
 }
 
 fn sse(events: &[(&str, Value)]) -> Response {
