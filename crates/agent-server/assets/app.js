@@ -6,7 +6,7 @@
 const $ = (id) => document.getElementById(id);
 const state = {
   sessions: [], current: null, source: null, seen: new Set(), order: [], repeats: 0, steps: new Map(),
-  calls: new Map(), runs: new Map(), currentStep: null, usage: { prompt: 0, completion: 0 },
+  calls: new Map(), runs: new Map(), currentStep: null, usage: { prompt: 0, completion: 0, cost: null },
   workspace: "", filesTimer: null, agent: "", titled: false, statusVersion: -1,
 };
 // For tests and curious readers: what the page has rendered.
@@ -57,8 +57,14 @@ function login() {
   });
 }
 
+// Tokens in and out, and the cost when the model's price is known.
 function tokens(usage) {
-  return `${usage.prompt.toLocaleString()} in · ${usage.completion.toLocaleString()} out`;
+  const text = `${usage.prompt.toLocaleString()} in · ${usage.completion.toLocaleString()} out`;
+  return usage.cost == null ? text : `${text} · ${money(usage.cost)}`;
+}
+
+function money(usd) {
+  return `$${usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}`;
 }
 
 // ---- sessions ----
@@ -82,7 +88,7 @@ async function select(id) {
   if (state.source) state.source.close();
   Object.assign(state, {
     current: id, seen: new Set(), order: [], repeats: 0, steps: new Map(), calls: new Map(), runs: new Map(),
-    currentStep: null, usage: { prompt: 0, completion: 0 }, statusVersion: -1,
+    currentStep: null, usage: { prompt: 0, completion: 0, cost: null }, statusVersion: -1,
   });
   history.replaceState(null, "", `#${id}`);
   $("empty").hidden = true;
@@ -143,7 +149,7 @@ function runFinished(data, html) {
   const card = el("div", { class: `answer${failed ? " failed" : ""}` },
     el("div", { class: "step-head" },
       el("span", { text: data.status || data.state }),
-      data.usage ? el("span", { text: tokens({ prompt: data.usage.prompt_tokens, completion: data.usage.completion_tokens }) }) : null));
+      data.usage ? el("span", { class: "run-usage", text: tokens({ prompt: data.usage.prompt_tokens, completion: data.usage.completion_tokens, cost: data.usage.cost_usd }) }) : null));
   if (html) card.append(el("div", { class: "answer-text", html }));
   const changes = data.changes || {};
   const files = [...(changes.created || []), ...(changes.modified || [])];
@@ -202,9 +208,10 @@ function agentEvent(data, html) {
     case "token_usage": {
       state.usage.prompt += data.prompt_tokens;
       state.usage.completion += data.completion_tokens;
+      if (data.cost_usd != null) state.usage.cost = (state.usage.cost || 0) + data.cost_usd;
       $("usage").textContent = tokens(state.usage);
       const slot = state.currentStep && state.currentStep.querySelector(".step-usage");
-      if (slot) slot.textContent = tokens({ prompt: data.prompt_tokens, completion: data.completion_tokens });
+      if (slot) slot.textContent = tokens({ prompt: data.prompt_tokens, completion: data.completion_tokens, cost: data.cost_usd });
       break;
     }
     case "image":

@@ -272,8 +272,32 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     )
     .await;
     assert_eq!(calls, 1, "the editor call is shown once");
+    // Tokens and cost (gpt-4o's shipped price) for the session, and the run's on its card.
     let usage: String = eval(&page, "document.getElementById('usage').textContent").await;
-    assert_eq!(usage, "470 in · 40 out");
+    let price = agent_llm::default_price("gpt-4o").expect("gpt-4o has a price");
+    let cost = |prompt, completion| {
+        price.cost(&agent_llm::Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            cached_prompt_tokens: 0,
+        })
+    };
+    let dollars = |text: &str, prefix: &str| -> f64 {
+        let rest = text
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("{text:?} does not start with {prefix:?}"));
+        rest.parse().unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    };
+    let shown_cost = dollars(&usage, "470 in · 40 out · $");
+    assert!((shown_cost - cost(470, 40)).abs() < 0.0001, "{usage}");
+    let run_usage: String = eval(
+        &page,
+        "document.querySelector('#feed .answer .run-usage').textContent",
+    )
+    .await;
+    let run_cost = dollars(&run_usage, "470 in · 40 out · $");
+    assert!((run_cost - cost(470, 40)).abs() < 0.0001, "{run_usage}");
     let stored = stored_ids(&server, &id).await;
     let (order, repeats) = shown(&page).await;
     assert_eq!(
