@@ -5,7 +5,10 @@
 //! * instructions (callgrind, when `valgrind` is on the PATH): the 1-step run is start-up, the
 //!   first request, one step and exit; per step is (20-step − 1-step) / 19;
 //! * CPU time (user + system, from `getrusage(RUSAGE_CHILDREN)` around each child): the same two
-//!   runs, median of several.
+//!   runs, median of several; and the voluntary context switches per step (a thread that
+//!   blocked: a trip to the blocking pool, a wake-up of a writer thread), which do not depend on
+//!   the machine's load the way CPU time does;
+//! * both with the session store (the default) and with `--no-store`.
 //!
 //! The steps use an in-process tool so that the figure is the client's own cost, not a shell's
 //! start-up. `cargo xtask bench` builds the release binary and passes its path in
@@ -68,7 +71,7 @@ impl Setup {
         command
     }
 
-    fn args(&self) -> Vec<String> {
+    fn args(&self, store: bool) -> Vec<String> {
         let path = |p: PathBuf| p.to_string_lossy().into_owned();
         vec![
             "--config".into(),
@@ -81,17 +84,28 @@ impl Setup {
             "--prompt".into(),
             "process-cost benchmark".into(),
         ]
+        .into_iter()
+        .chain((!store).then(|| "--no-store".to_owned()))
+        .collect()
     }
 
-    /// CPU seconds (user + system) of one native run of `steps` steps.
-    fn cpu_run(&self, steps: usize) -> Option<f64> {
+    /// CPU seconds (user + system) and voluntary context switches of one native run of
+    /// `steps` steps.
+    fn cpu_run(&self, steps: usize, store: bool) -> Option<Usage> {
         self.script(steps);
         let requests = self.server.request_count();
-        let before = cpu_of_children()?;
-        let status = self.command(&self.bin).args(self.args()).status().ok()?;
-        let after = cpu_of_children()?;
+        let before = usage_of_children()?;
+        let status = self
+            .command(&self.bin)
+            .args(self.args(store))
+            .status()
+            .ok()?;
+        let after = usage_of_children()?;
         let all_steps = self.server.request_count() == requests + steps;
-        (status.success() && all_steps).then_some(after - before)
+        (status.success() && all_steps).then(|| Usage {
+            cpu: after.cpu - before.cpu,
+            switches: after.switches - before.switches,
+        })
     }
 
     /// Instructions of one run of `steps` steps under callgrind.
@@ -104,7 +118,7 @@ impl Setup {
             .arg("--tool=callgrind")
             .arg(format!("--callgrind-out-file={}", out.display()))
             .arg(&self.bin)
-            .args(self.args())
+            .args(self.args(true))
             .status()
             .ok()?;
         if !status.success() || self.server.request_count() != requests + steps {
@@ -120,10 +134,20 @@ impl Setup {
     }
 }
 
-fn cpu_of_children() -> Option<f64> {
+/// CPU seconds and voluntary context switches.
+#[derive(Clone, Copy)]
+struct Usage {
+    cpu: f64,
+    switches: f64,
+}
+
+fn usage_of_children() -> Option<Usage> {
     let usage = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
     let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-    Some(secs(usage.user_time()) + secs(usage.system_time()))
+    Some(Usage {
+        cpu: secs(usage.user_time()) + secs(usage.system_time()),
+        switches: usage.voluntary_context_switches() as f64,
+    })
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -178,18 +202,28 @@ fn main() {
         bin: PathBuf::from(bin),
     };
 
-    let mut one = Vec::new();
-    let mut twenty = Vec::new();
-    for _ in 0..RUNS {
-        let (Some(a), Some(b)) = (setup.cpu_run(1), setup.cpu_run(STEPS)) else {
-            println!("process_cost: a run of the binary failed");
-            return;
-        };
-        one.push(a);
-        twenty.push(b);
+    // Per store mode: (1-step CPU, per-step CPU, per-step voluntary context switches).
+    let mut modes = Vec::new();
+    for store in [true, false] {
+        let mut one = Vec::new();
+        let mut twenty = Vec::new();
+        for _ in 0..RUNS {
+            let (Some(a), Some(b)) = (setup.cpu_run(1, store), setup.cpu_run(STEPS, store)) else {
+                println!("process_cost: a run of the binary failed");
+                return;
+            };
+            one.push(a);
+            twenty.push(b);
+        }
+        let median_of =
+            |runs: &[Usage], field: fn(&Usage) -> f64| median(runs.iter().map(field).collect());
+        let steps = (STEPS - 1) as f64;
+        let cpu_one = median_of(&one, |u| u.cpu);
+        let cpu_step = (median_of(&twenty, |u| u.cpu) - cpu_one) / steps;
+        let switches_step =
+            (median_of(&twenty, |u| u.switches) - median_of(&one, |u| u.switches)) / steps;
+        modes.push((store, cpu_one, cpu_step, switches_step));
     }
-    let (one, twenty) = (median(one), median(twenty));
-    let per_step = (twenty - one) / (STEPS - 1) as f64;
 
     let counted = if has_valgrind() {
         setup.instructions(1).zip(setup.instructions(STEPS))
@@ -217,13 +251,17 @@ fn main() {
         }
         None => println!("| instructions | (valgrind not found or the run failed) | — |"),
     }
-    println!(
-        "| CPU: 1-step run, whole process (median of {RUNS}) | {:.1} ms | — |",
-        one * 1e3
-    );
-    println!(
-        "| CPU per step ({STEPS}-step run − 1-step run) / {} | {:.3} ms | ≤ 0.3 ms |",
-        STEPS - 1,
-        per_step * 1e3
-    );
+    for (store, cpu_one, cpu_step, switches_step) in modes {
+        let mode = if store { "store" } else { "--no-store" };
+        println!(
+            "| CPU: 1-step run, whole process, {mode} (median of {RUNS}) | {:.1} ms | — |",
+            cpu_one * 1e3
+        );
+        println!(
+            "| CPU per step, {mode} ({STEPS}-step run − 1-step run) / {} | {:.3} ms | ≤ 0.3 ms |",
+            STEPS - 1,
+            cpu_step * 1e3
+        );
+        println!("| voluntary context switches per step, {mode} | {switches_step:.1} | — |");
+    }
 }

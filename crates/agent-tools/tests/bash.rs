@@ -673,8 +673,12 @@ async fn cancellation_kills_the_background_jobs_of_the_interrupted_command() {
         .unwrap()
         .unwrap()
         .to_string();
+    // One or two: the interrupt itself may end the `sleep 300` job before the sweep; what
+    // matters is that none of them outlives the call (below).
     assert!(
-        result.contains("[cancelled: the command was interrupted, and the 2 process(es) it left"),
+        result.contains("[cancelled: the command was interrupted, and the 2 process(es) it left")
+            || result
+                .contains("[cancelled: the command was interrupted, and the 1 process(es) it left"),
         "{result}"
     );
     // Killed by the time the call returned (SIGKILL is immediate; the shell reaps its own

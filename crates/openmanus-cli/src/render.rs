@@ -570,10 +570,7 @@ mod tests {
             spinner_line("⠋", 1, "<tool_c"),
             "⠋ 1s  writing a tool call…"
         );
-        assert_eq!(
-            spinner_line("⠋", 1, "a\x1b[2Jb"),
-            "⠋ 1s  a\\u{1b}[2Jb"
-        );
+        assert_eq!(spinner_line("⠋", 1, "a\x1b[2Jb"), "⠋ 1s  a\\u{1b}[2Jb");
     }
 
     #[test]
