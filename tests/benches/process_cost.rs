@@ -102,7 +102,7 @@ impl Setup {
             .ok()?;
         let after = usage_of_children()?;
         let all_steps = self.server.request_count() == requests + steps;
-        (status.success() && all_steps).then(|| Usage {
+        (status.success() && all_steps).then_some(Usage {
             cpu: after.cpu - before.cpu,
             switches: after.switches - before.switches,
         })
