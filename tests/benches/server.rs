@@ -13,6 +13,8 @@
 
 #![allow(clippy::print_stdout, missing_docs)]
 
+mod common;
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -164,11 +166,6 @@ async fn follow(
     Err("the event stream ended before the run finished".into())
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
-}
-
 async fn latency(server: &Server, mock: &MockOpenAi) -> Result<(Vec<Duration>, Vec<i64>), Error> {
     let (id, workspace) = server.create().await?;
     let notes = Path::new(&workspace).join("notes.txt");
@@ -291,11 +288,11 @@ async fn bench(bin: &Path) -> Result<(), Error> {
     println!("|---|---|");
     println!(
         "| event latency, model reply → SSE client has the step's event, median of {STEPS} | {:.2} ms |",
-        ms(percentile(&samples, 0.5))
+        ms(common::percentile(&samples, 0.5))
     );
     println!(
         "| event latency, p99 | {:.2} ms |",
-        ms(percentile(&samples, 0.99))
+        ms(common::percentile(&samples, 0.99))
     );
     let stamp = |p: f64| {
         let index = ((stamped.len() as f64 - 1.0) * p).round() as usize;
@@ -319,19 +316,5 @@ async fn bench(bin: &Path) -> Result<(), Error> {
 }
 
 fn main() {
-    let Some(bin) = std::env::var_os("OPENMANUS_BIN") else {
-        println!("server: set OPENMANUS_BIN to the openmanus binary (cargo xtask bench does)");
-        return;
-    };
-    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-    else {
-        println!("could not start a tokio runtime");
-        return;
-    };
-    if let Err(error) = runtime.block_on(bench(Path::new(&bin))) {
-        println!("server: the benchmark failed: {error}");
-    }
+    common::run("server", |bin| async move { bench(&bin).await });
 }

@@ -20,6 +20,8 @@
 
 #![allow(clippy::print_stdout, missing_docs)]
 
+mod common;
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -178,11 +180,6 @@ fn now_ms() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
-}
-
 struct Latency {
     /// Stamp → core subscriber, ms.
     core: Vec<f64>,
@@ -294,7 +291,7 @@ async fn bench(bin: &Path) -> Result<(), Error> {
     latency.core.sort_by(by);
     latency.stream.sort_by(by);
     latency.sizes.sort_unstable();
-    let size = percentile(&latency.sizes, 0.5);
+    let size = common::percentile(&latency.sizes, 0.5);
     let mut hops = hop(size).await?;
     hops.sort_by(by);
 
@@ -314,36 +311,22 @@ async fn bench(bin: &Path) -> Result<(), Error> {
     println!(
         "| event stamped by the worker → core NATS subscriber, {} events of a {STEPS}-step task, median / p99 (1 ms stamps) | {:.2} ms / {:.2} ms |",
         latency.core.len(),
-        percentile(&latency.core, 0.5),
-        percentile(&latency.core, 0.99)
+        common::percentile(&latency.core, 0.5),
+        common::percentile(&latency.core, 0.99)
     );
     println!(
         "| event stamped by the worker → JetStream ordered consumer (`Submitter::events`), median / p99 | {:.2} ms / {:.2} ms |",
-        percentile(&latency.stream, 0.5),
-        percentile(&latency.stream, 0.99)
+        common::percentile(&latency.stream, 0.5),
+        common::percentile(&latency.stream, 0.99)
     );
     println!(
         "| NATS hop alone, one {size}-byte message publish → receive, {HOPS} one at a time, median / p99 | {:.0} µs / {:.0} µs |",
-        percentile(&hops, 0.5),
-        percentile(&hops, 0.99)
+        common::percentile(&hops, 0.5),
+        common::percentile(&hops, 0.99)
     );
     Ok(())
 }
 
 fn main() {
-    let Some(bin) = std::env::var_os("OPENMANUS_BIN") else {
-        println!("workers: set OPENMANUS_BIN to the openmanus binary (cargo xtask bench does)");
-        return;
-    };
-    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-    else {
-        println!("could not start a tokio runtime");
-        return;
-    };
-    if let Err(error) = runtime.block_on(bench(Path::new(&bin))) {
-        println!("workers: the benchmark failed: {error}");
-    }
+    common::run("workers", |bin| async move { bench(&bin).await });
 }
