@@ -4,7 +4,7 @@
 //!
 //! * [`TrimPolicy::SupersededFileViews`] — an earlier view of a file whose whole content a later
 //!   call showed again (a full view) or wrote (`create`, `create_file`, `full_file_rewrite`)
-//!   becomes a note naming that later call;
+//!   becomes a note naming that later call (a view shorter than its note is sent as it is);
 //! * [`TrimPolicy::OldImages`] — a tool's image (or a browser screenshot) older than that tool's
 //!   latest one is sent as its caption and a note, without the image;
 //! * [`TrimPolicy::RepeatedOutputs`] — a long tool output identical to an earlier one still in
@@ -201,14 +201,15 @@ pub fn request_messages(
                         } else {
                             "showed the whole file again"
                         };
-                        stand_ins[at] = Some(stand_in(
-                            message,
-                            format!(
-                                "[Output of this view of {path} ({} bytes) not resent: the later \
-                                 call `{later}` {what}, so its output is the current one.]",
-                                message.text().len()
-                            ),
-                        ));
+                        let note = format!(
+                            "[Output of this view of {path} ({} bytes) not resent: the later \
+                             call `{later}` {what}, so its output is the current one.]",
+                            message.text().len()
+                        );
+                        // A short view costs less than the note: it is sent as it is.
+                        if note.len() < message.text().len() {
+                            stand_ins[at] = Some(stand_in(message, note));
+                        }
                     }
                     if whole {
                         current.insert(path, (call.id.as_str(), false));
@@ -310,7 +311,7 @@ mod tests {
             output(
                 id,
                 "str_replace_editor",
-                &format!("contents of {path} at {id}"),
+                &format!("contents of {path} at {id}\n").repeat(12),
             ),
         ]
     }
@@ -371,6 +372,25 @@ mod tests {
         assert_eq!(first[..3], second[..3]);
         assert!(second[4].text().contains("`c`"), "{}", second[4].text());
         assert_eq!(second[6], messages[6]);
+    }
+
+    #[test]
+    fn a_view_shorter_than_its_note_is_sent_as_it_is() {
+        let mut messages = vec![Message::user_message("task")];
+        for id in ["a", "b"] {
+            messages.push(call(
+                id,
+                "str_replace_editor",
+                serde_json::json!({"command": "view", "path": "/w/x.py"}),
+            ));
+            messages.push(output(id, "str_replace_editor", "x = 1"));
+        }
+        let sent = request_messages(
+            &messages,
+            Some(0),
+            RequestTrimming::of([TrimPolicy::SupersededFileViews]),
+        );
+        assert_eq!(sent, messages);
     }
 
     #[test]

@@ -33,16 +33,44 @@ pub fn load(global: &GlobalArgs) -> Result<Config> {
 ///
 /// A configuration error other than an unset variable.
 pub fn load_for_store(global: &GlobalArgs) -> Result<Config> {
+    Ok(store_loader(global)?.load()?)
+}
+
+/// The loader of [`load_for_store`].
+fn store_loader(global: &GlobalArgs) -> Result<agent_config::ConfigLoader> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let loader = agent_config::ConfigLoader::new(cwd)
+    Ok(agent_config::ConfigLoader::new(cwd)
         .explicit_path(global.config.clone())
         .with_overrides(global.overrides())
         .with_env(|name| {
             std::env::var(name)
                 .ok()
                 .or_else(|| (name != agent_config::CONFIG_ENV).then(|| "unset".to_owned()))
-        });
-    Ok(loader.load()?)
+        }))
+}
+
+/// The settings a command that sends no model request starts from when there is no
+/// configuration file: a model is named, never called.
+const NO_FILE_DEFAULTS: &str = "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+
+/// As [`load_for_store`], for the commands that send no model request (`sessions` other than
+/// `resume`, `replay`): without any configuration file, the default settings with the `-c`
+/// overrides (a note says so), so `openmanus demo` and then `openmanus sessions list` work on a
+/// machine with no configuration.
+///
+/// # Errors
+///
+/// A configuration error other than an unset variable or a missing file (an explicit
+/// `--config` that does not exist is still an error).
+pub fn load_for_store_or_defaults(global: &GlobalArgs) -> Result<Config> {
+    let loader = store_loader(global)?;
+    match loader.load() {
+        Err(agent_config::ConfigError::NotFound { .. }) => {
+            note("note: no configuration file found: using the default settings");
+            Ok(loader.parse_str(NO_FILE_DEFAULTS)?)
+        }
+        loaded => Ok(loaded?),
+    }
 }
 
 /// The demo's workspace: `--workspace`, else `./workspace`; made absolute.

@@ -167,7 +167,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Some(Command::Sessions { action }) => {
             let config = match &action {
                 SessionsAction::Resume { .. } => config::load(global)?,
-                _ => config::load_for_store(global)?,
+                _ => config::load_for_store_or_defaults(global)?,
             };
             let factory = config::factory(global, config);
             let store = sessions::open(global, &factory).await?;
@@ -193,7 +193,12 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 }
             };
             store.close().await;
-            code
+            code.with_context(|| {
+                format!(
+                    "in the session store {}",
+                    sessions::database_path(&factory).display()
+                )
+            })
         }
         Some(Command::Mcp {
             connection,

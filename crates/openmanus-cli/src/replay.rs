@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_config::{Config, ConfigError};
-use agent_llm::LlmSettings;
+use agent_config::Config;
 use agent_session::Target;
 use agent_session::replay::{self, Recording, ReplayOptions};
 use agents::AgentFactory;
@@ -23,27 +22,6 @@ pub struct ReplayArgs {
     pub agent: Option<String>,
 }
 
-/// The configuration to build the agent from: as `sessions` loads it (an unset key variable
-/// does not stop it: no request is sent); without any configuration file, the defaults.
-fn load_config(global: &GlobalArgs) -> Result<Config> {
-    match crate::config::load_for_store(global) {
-        Ok(config) => Ok(config),
-        Err(error)
-            if matches!(
-                error.downcast_ref::<ConfigError>(),
-                Some(ConfigError::NotFound { .. })
-            ) =>
-        {
-            note("note: no configuration file found: the agent is built with the default settings");
-            Ok(Config::new(LlmSettings::new(
-                "gpt-4o",
-                "http://127.0.0.1:9",
-            )))
-        }
-        Err(error) => Err(error),
-    }
-}
-
 /// Reads the recording: the file, or the stored session (from the store of the configured
 /// workspace, not of the replay's).
 async fn recording(args: &ReplayArgs, global: &GlobalArgs, config: &Config) -> Result<Recording> {
@@ -54,9 +32,12 @@ async fn recording(args: &ReplayArgs, global: &GlobalArgs, config: &Config) -> R
     let id = args.session.as_deref().unwrap_or_default();
     let factory = AgentFactory::new(config.clone());
     let store = crate::sessions::open(global, &factory).await?;
-    let recording = Recording::from_store(&store, id)
-        .await
-        .with_context(|| format!("cannot replay session {id}"));
+    let recording = Recording::from_store(&store, id).await.with_context(|| {
+        format!(
+            "cannot replay session {id} of {}",
+            crate::sessions::database_path(&factory).display()
+        )
+    });
     store.close().await;
     recording
 }
@@ -89,7 +70,7 @@ fn fresh_workspace() -> Result<PathBuf> {
 ///
 /// An unreadable recording or configuration, an agent that cannot be built.
 pub async fn replay(global: &GlobalArgs, args: ReplayArgs) -> Result<u8> {
-    let config = load_config(global)?;
+    let config = crate::config::load_for_store_or_defaults(global)?;
     let recording = recording(&args, global, &config).await?;
     let mut options = ReplayOptions::new();
     if let Some(agent) = &args.agent {

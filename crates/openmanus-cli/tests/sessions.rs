@@ -46,6 +46,14 @@ impl Setup {
         Self { dir }
     }
 
+    /// No configuration file anywhere: none in `./config/`, an empty home.
+    fn without_config() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        Self { dir }
+    }
+
     fn workspace(&self) -> PathBuf {
         self.dir.path().join("workspace").canonicalize().unwrap()
     }
@@ -61,6 +69,8 @@ impl Setup {
             .env_remove("OPENMANUS_CONFIG")
             .env("NO_COLOR", "1")
             .env("TMPDIR", self.dir.path().join("tmp"))
+            .env("HOME", self.dir.path().join("home"))
+            .env("XDG_CONFIG_HOME", self.dir.path().join("home/.config"))
             .stdin(Stdio::null())
             .kill_on_drop(true);
         command
@@ -108,6 +118,39 @@ fn session_line(output: &Output) -> String {
         .find_map(|l| l.strip_prefix("session: "))
         .unwrap_or_else(|| panic!("no session line in:\n{stderr}"))
         .to_owned()
+}
+
+/// A newcomer with no configuration runs the demo, then looks at what it recorded and replays
+/// it: the commands that send no model request work on the default settings, and a session
+/// that is not there is reported with the store that was searched.
+#[tokio::test]
+async fn after_the_demo_the_sessions_and_replay_need_no_configuration() {
+    let setup = Setup::without_config();
+    let demo = setup.run(&["demo"]).await;
+    assert_eq!(demo.status.code(), Some(0), "{}", text(&demo.stderr));
+    let id = session_line(&demo);
+
+    let sessions = setup.sessions().await;
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(sessions[0]["id"], json!(id));
+
+    let missing = setup.run(&["sessions", "show", "nope"]).await;
+    assert_ne!(missing.status.code(), Some(0));
+    let stderr = text(&missing.stderr);
+    assert!(stderr.contains("no session nope"), "{stderr}");
+    assert!(
+        stderr.contains("sessions.db"),
+        "the store searched is named:\n{stderr}"
+    );
+
+    let replay = setup.run(&["replay", "--session", &id[..8]]).await;
+    assert_eq!(replay.status.code(), Some(0), "{}", text(&replay.stderr));
+    assert!(
+        text(&replay.stdout).contains("replay matched 4 steps"),
+        "{}\n{}",
+        text(&replay.stdout),
+        text(&replay.stderr)
+    );
 }
 
 #[tokio::test]
