@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::event::AgentEvent;
 
@@ -20,7 +20,7 @@ pub fn round_usd(usd: f64) -> f64 {
 }
 
 /// Tokens and cost, added up over model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunUsage {
     /// Input tokens.
     pub prompt_tokens: u64,

@@ -6,14 +6,14 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::budget::RunUsage;
 use crate::schema::{AgentState, ToolCall};
 
 /// Something that happened during a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AgentEvent {
@@ -233,6 +233,37 @@ impl EventBus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_read_back_from_their_json() {
+        let events = [
+            AgentEvent::Thought {
+                step: 2,
+                content: "look".into(),
+                tool_calls: vec![ToolCall::new("c1", "bash", r#"{"command":"ls"}"#)],
+            },
+            AgentEvent::StateChanged {
+                from: AgentState::Idle,
+                to: AgentState::Running,
+            },
+            AgentEvent::TokenUsage {
+                prompt_tokens: 10,
+                cached_prompt_tokens: 2,
+                completion_tokens: 3,
+                cost_usd: Some(0.5),
+            },
+            AgentEvent::Finished {
+                status: "finished".into(),
+                steps: 3,
+                usage: RunUsage::default(),
+            },
+        ];
+        for event in events {
+            let json = serde_json::to_value(&event).unwrap();
+            let back: AgentEvent = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!(back, event, "{json}");
+        }
+    }
 
     #[test]
     fn every_subscriber_gets_every_event_and_dropped_ones_are_pruned() {

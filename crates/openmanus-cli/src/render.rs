@@ -237,6 +237,28 @@ impl Renderer {
     }
 }
 
+/// The text view of a run that happens elsewhere (`openmanus submit --follow`): the agent
+/// events are shown as a local run's live view shows them, as they arrive.
+pub struct Follow(Renderer);
+
+impl Follow {
+    /// A view in `mode` (the spinner only in the text view on a terminal).
+    pub fn new(mode: Mode) -> Self {
+        Self(Renderer::new(mode))
+    }
+
+    /// Shows one agent event.
+    pub fn agent(&mut self, event: &AgentEvent) {
+        self.0.agent(event);
+    }
+
+    /// Stops the spinner. The thought held back as the likely answer is dropped: the result
+    /// carries the answer.
+    pub fn finish(self) {
+        let _ = self.0.finish();
+    }
+}
+
 /// The live view of one run: the session's agent events and, for a flow, its flow events.
 pub struct Live {
     stop: oneshot::Sender<()>,

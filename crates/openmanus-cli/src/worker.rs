@@ -5,14 +5,18 @@
 use std::time::Duration;
 
 use agent_config::{Config, NatsSettings};
+use agent_core::AgentEvent;
+use agent_session::store::EventKind;
 use agent_worker::{
-    Names, Nats, NatsOptions, QueueSettings, Submitter, TaskMessage, Worker, WorkerOptions,
+    Names, Nats, NatsOptions, QueueSettings, Submitter, TaskEvent, TaskMessage, Worker,
+    WorkerOptions,
 };
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{GlobalArgs, NatsArgs};
 use crate::output::{EXIT_OK, ending_code, note, say};
+use crate::render::{Follow, Mode};
 use crate::{config, serve};
 
 /// `[nats]` with the command line's flags over it.
@@ -145,6 +149,8 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
     if !submission.follow && !submission.wait {
         return Ok(EXIT_OK);
     }
+    let mut view = Follow::new(Mode::Text);
+    let mut attempt = None;
     let waiting = submitter.wait_result(&task.id);
     tokio::pin!(waiting);
     let result = loop {
@@ -158,13 +164,7 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
                     if global.json {
                         say(&serde_json::to_string(&event)?);
                     } else if !global.quiet {
-                        note(&format!(
-                            "[{} #{} {}] {}",
-                            event.worker,
-                            event.attempt,
-                            event.seq,
-                            event.data.get("type").and_then(|t| t.as_str()).unwrap_or(event.kind.as_str())
-                        ));
+                        follow_text(&mut view, &mut attempt, &event);
                     }
                 }
                 Some(Err(error)) => note(&format!("warning: {error}")),
@@ -172,6 +172,7 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
             },
         }
     };
+    view.finish();
     if global.json {
         say(&serde_json::to_string(&result)?);
     } else {
@@ -189,4 +190,23 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
         say(result.answer.as_deref().unwrap_or(&result.text));
     }
     Ok(ending_code(result.ending))
+}
+
+/// One event of a followed task in the text view: a line when a worker takes the task (again,
+/// after a redelivery), then the agent's events as a local run shows them.
+fn follow_text(view: &mut Follow, attempt: &mut Option<(String, u64)>, event: &TaskEvent) {
+    let taker = (event.worker.clone(), event.attempt);
+    if attempt.as_ref() != Some(&taker) {
+        note(&format!(
+            "worker {} took the task (attempt {})",
+            event.worker, event.attempt
+        ));
+        *attempt = Some(taker);
+    }
+    if event.kind == EventKind::Agent {
+        match serde_json::from_value::<AgentEvent>(event.data.clone()) {
+            Ok(agent_event) => view.agent(&agent_event),
+            Err(error) => tracing::debug!(%error, "an agent event this build does not know"),
+        }
+    }
 }

@@ -372,3 +372,60 @@ async fn submit_waits_for_the_result_and_exits_with_the_runs_code() {
     assert!(worker.wait().await.unwrap().success());
     setup.mock.verify().unwrap();
 }
+
+#[tokio::test]
+async fn submit_follow_shows_the_run_as_a_local_run_would() {
+    let setup = Setup::new(30).await;
+    setup.mock.push_for(
+        "List the files",
+        Completion::tool_calls(
+            Some("Looking first.".into()),
+            [call(
+                "c1",
+                "bash",
+                json!({"command": "echo followed-output"}),
+            )],
+        ),
+    );
+    setup.mock.push_for("List the files", finish("Listed."));
+    let (mut worker, mut log) = setup.worker("follower", 1).await;
+    let output = tokio::time::timeout(
+        PATIENCE,
+        setup
+            .command(&["submit", "--agent", "swe", "--follow", "List the files"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output(),
+    )
+    .await
+    .expect("submit returned")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    // Who took the task, then the run as the local live view shows it: the thought, the
+    // tool call and its observation.
+    let taken = stderr
+        .find("worker follower took the task (attempt 1)")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let thought = stderr
+        .find("Looking first.")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let tool = stderr.find("bash(").unwrap_or_else(|| panic!("{stderr}"));
+    let observed = stderr
+        .find("followed-output")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        taken < thought && thought < tool && tool < observed,
+        "{stderr}"
+    );
+    assert_eq!(stdout.lines().last(), Some("Listed."), "{stdout}");
+    signal(&worker, nix::sys::signal::Signal::SIGTERM);
+    assert!(
+        exit_line(&mut log)
+            .await
+            .starts_with("stopped: 1 completed")
+    );
+    assert!(worker.wait().await.unwrap().success());
+    setup.mock.verify().unwrap();
+}
