@@ -370,7 +370,9 @@ impl BaseAgent {
     /// Turns the stuck hint on (see [`BaseAgent::effective_next_step_prompt`]).
     pub fn handle_stuck_state(&mut self) {
         if !self.stuck_hint {
-            warn!(agent = %self.name, "agent detected stuck state; adding a change-of-strategy hint");
+            // Info, not a warning: a stuck loop is part of a run, reported to every front end
+            // by the `Stuck` event; a warning would print it twice in the live view.
+            info!(agent = %self.name, "agent detected stuck state; adding a change-of-strategy hint");
         }
         self.stuck_hint = true;
         self.emit(AgentEvent::Stuck {

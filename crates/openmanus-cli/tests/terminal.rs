@@ -252,6 +252,30 @@ async fn quiet_prints_the_answer_and_nothing_else() {
     assert_eq!(text(&output.stderr), "", "nothing on standard error");
 }
 
+/// A stuck agent is reported once, by the live view's own line: no library warning about it
+/// lands between the steps.
+#[tokio::test]
+async fn a_stuck_agent_is_reported_once_without_log_lines() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    for _ in 0..4 {
+        server.push(Completion::text("Still thinking it over."));
+    }
+    let output = setup
+        .run(&["--agent", "swe", "-c", "agent.max_steps=4", "-p", "go"])
+        .await;
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("the agent is repeating itself"),
+        "the live view reports it:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("WARN") && !stderr.contains("stuck state"),
+        "no log line about it:\n{stderr}"
+    );
+    server.verify().unwrap();
+}
+
 #[tokio::test]
 async fn config_check_json_lists_models_mcp_servers_and_warnings() {
     let server = MockOpenAi::start().await.unwrap();
