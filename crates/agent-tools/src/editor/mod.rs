@@ -284,6 +284,8 @@ impl StrReplaceEditor {
     #[must_use]
     pub fn with_file_operator(mut self, operator: Arc<dyn FileOperator>) -> Self {
         self.operator = operator;
+        // The root and the denied paths are resolved through the operator: again, by this one.
+        self.fixed = tokio::sync::OnceCell::new();
         self
     }
 
