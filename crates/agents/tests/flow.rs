@@ -1127,10 +1127,25 @@ async fn the_flow_budget_counts_the_planners_own_calls() {
             },
             ..options()
         });
+    let mut events = flow.agent_mut("manus").unwrap().base().events().subscribe();
     let outcome = flow.execute("Do two things.").await.unwrap();
     let exceeded = outcome.budget.expect("the flow's budget stopped it");
     assert_eq!(exceeded.kind, BudgetKind::Tokens);
     assert_eq!(exceeded.used, 1600.0);
+    // The plan's tokens are reported where the executors' are, so a run's usage (a session
+    // adds up its bus) matches what the budget counted.
+    let mut reported = 0;
+    while let Ok(event) = events.try_recv() {
+        if let agent_core::AgentEvent::TokenUsage {
+            prompt_tokens,
+            completion_tokens,
+            ..
+        } = event
+        {
+            reported += prompt_tokens + completion_tokens;
+        }
+    }
+    assert_eq!(reported, 1600);
     assert_eq!(outcome.steps.len(), 1);
     assert_eq!(manus.remaining(), 0);
     assert_eq!(planner.remaining(), 0);

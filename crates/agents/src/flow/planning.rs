@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_core::{
-    Agent, AgentError, AgentEvent, AgentState, BudgetMeter, CancellationToken, FinishReason,
-    Message, Role, RunOutcome, RunStatus, ToolChoice,
+    Agent, AgentError, AgentEvent, AgentState, BudgetMeter, CancellationToken, EventBus,
+    FinishReason, Message, Role, RunOutcome, RunStatus, ToolChoice,
 };
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
 use agent_tools::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus, TerminateStatus, Tool};
@@ -73,21 +73,29 @@ async fn guard<T>(
     }
 }
 
-/// One call of the flow's own model (the plan, the summary), its tokens and cost added to the
-/// flow's meter so that the flow's budget counts them with its executors' calls.
+/// One call of the flow's own model (the plan, the summary): its tokens and cost are added to
+/// the flow's meter, so that the flow's budget counts them with its executors' calls, and
+/// reported as a [`AgentEvent::TokenUsage`] on `bus` (the primary executor's: in a session,
+/// the session's), so that a run's usage and cost include them. The event goes on the bus
+/// itself, not through the agent, whose own usage and meter it is not.
 async fn metered_call(
     llm: &dyn ChatModel,
     meter: &BudgetMeter,
+    bus: Option<EventBus>,
     request: ChatRequest,
 ) -> Result<ChatResponse, LlmError> {
     let response = llm.complete(request).await?;
     if let Some(usage) = &response.usage {
-        meter.record(&AgentEvent::TokenUsage {
+        let event = AgentEvent::TokenUsage {
             prompt_tokens: usage.prompt_tokens,
             cached_prompt_tokens: usage.cached_prompt_tokens,
             completion_tokens: usage.completion_tokens,
             cost_usd: llm.price().map(|price| price.cost(usage)),
-        });
+        };
+        meter.record(&event);
+        if let Some(bus) = bus {
+            bus.emit(event);
+        }
     }
     Ok(response)
 }
@@ -396,6 +404,14 @@ impl PlanningFlow {
         self.position(key).map(|at| self.agents[at].1.as_mut())
     }
 
+    /// Where the planner's own token usage is reported: the primary executor's event bus.
+    fn planner_bus(&self) -> Option<EventBus> {
+        let primary = self.primary_index().ok()?;
+        self.agents
+            .get(primary)
+            .map(|(_, agent)| agent.base().events().clone())
+    }
+
     /// The key of the primary agent.
     #[must_use]
     pub fn primary_agent_key(&self) -> Option<&str> {
@@ -500,7 +516,8 @@ impl PlanningFlow {
         let plan_request = ChatRequest::new(vec![user])
             .with_system(vec![system])
             .with_tools(vec![self.planning_tool.to_param()], ToolChoice::Auto);
-        let ask = metered_call(self.llm.as_ref(), &self.meter, plan_request);
+        let bus = self.planner_bus();
+        let ask = metered_call(self.llm.as_ref(), &self.meter, bus, plan_request);
         let reason = match guard(ask, &self.cancel, deadline).await? {
             Err(error) if !error.is_retryable() => {
                 warn!(%error, "the planner call failed permanently; aborting the flow");
@@ -605,6 +622,7 @@ impl PlanningFlow {
         let ask = metered_call(
             self.llm.as_ref(),
             &self.meter,
+            self.planner_bus(),
             ChatRequest::new(vec![Message::user_message(request.clone())])
                 .with_system(vec![Message::system_message(SUMMARY_SYSTEM_PROMPT)]),
         );
