@@ -349,3 +349,68 @@ async fn cut_and_corrupted_streams() {
     );
     server.verify().unwrap();
 }
+
+#[derive(Debug, Clone)]
+enum Damage {
+    Random(Vec<u8>),
+    Flip(usize, u8),
+    Cut(usize),
+}
+
+/// Whatever bytes come as the stream (random ones, or a valid stream with one byte changed or
+/// cut short), the client answers with a typed error, never a panic; only a stream cut after
+/// its `messageStop` (the metadata missing) may still give the whole reply.
+#[test]
+fn random_and_damaged_streams_are_typed_errors() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockBedrock::start()).unwrap();
+    let client = client_with(&server, |s| s.max_attempts = 1);
+    let reply = Completion::tool_calls(
+        Some("Text first.".into()),
+        [ToolCall::new("tooluse_1", "bash", r#"{"command":"ls"}"#)],
+    );
+    let valid = converse_stream_body(&reply);
+    let strategy = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..300).prop_map(Damage::Random),
+        (0..valid.len(), 1..=255u8).prop_map(|(at, xor)| Damage::Flip(at, xor)),
+        (0..valid.len()).prop_map(Damage::Cut),
+    ];
+    let mut runner = TestRunner::new(Config {
+        cases: 96,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let request = ChatRequest::new(vec![Message::user_message("hi")])
+        .with_tools(vec![bash()], ToolChoice::Auto);
+    runner
+        .run(&strategy, |damage| {
+            let (bytes, cut) = match &damage {
+                Damage::Random(bytes) => (bytes.clone(), false),
+                Damage::Flip(at, xor) => {
+                    let mut bytes = valid.clone();
+                    bytes[*at] ^= xor;
+                    (bytes, false)
+                }
+                Damage::Cut(at) => (valid[..*at].to_vec(), true),
+            };
+            server.push(BedrockReply::RawStream(bytes));
+            match runtime.block_on(client.complete(request.clone())) {
+                Err(LlmError::StreamInterrupted { .. } | LlmError::MalformedResponse(_)) => {}
+                Ok(got) if cut => {
+                    prop_assert_eq!(got.content.as_deref(), Some("Text first."));
+                    prop_assert_eq!(&got.tool_calls, &reply.tool_calls);
+                    prop_assert_eq!(got.usage, None);
+                }
+                other => prop_assert!(false, "{:?} gave {:?}", damage, other),
+            }
+            Ok(())
+        })
+        .unwrap();
+    server.verify().unwrap();
+}

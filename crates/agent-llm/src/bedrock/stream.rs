@@ -303,7 +303,12 @@ mod tests {
                             .build()
                             .unwrap(),
                     )
-                    .metrics(ConverseStreamMetrics::builder().latency_ms(1).build())
+                    .metrics(
+                        ConverseStreamMetrics::builder()
+                            .latency_ms(1)
+                            .build()
+                            .unwrap(),
+                    )
                     .build(),
             ),
         ];
