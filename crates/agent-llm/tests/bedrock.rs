@@ -414,3 +414,27 @@ fn random_and_damaged_streams_are_typed_errors() {
         .unwrap();
     server.verify().unwrap();
 }
+
+/// A stream that goes silent for `read_timeout_secs` is a timeout (what the retry policy gives
+/// `max_timeout_attempts` for), not a wait without end.
+#[tokio::test]
+async fn a_silent_stream_times_out() {
+    let server = MockBedrock::start().await.unwrap();
+    let gate = StreamGate::new();
+    server.push(BedrockReply::HeldStream {
+        reply: Completion::text("Never finished."),
+        after_events: 2,
+        gate: gate.clone(),
+    });
+    let client = client_with(&server, |s| {
+        s.read_timeout_secs = 1.0;
+        s.max_attempts = 1;
+    });
+    let error = client
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap_err();
+    assert_eq!(error, LlmError::Timeout(Duration::from_secs(1)));
+    assert_eq!(server.requests().len(), 1);
+    gate.release();
+}
