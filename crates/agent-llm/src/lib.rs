@@ -5,10 +5,10 @@
 //! taxonomy ([`LlmError`]) that separates retryable failures from permanent ones. The clients
 //! for real endpoints implement this trait: [`LlmClient`] (OpenAI-compatible), [`AnthropicClient`]
 //! (Anthropic's Messages API) and, with the `bedrock` feature, `bedrock::BedrockClient` (Amazon
-//! Bedrock's Converse). [`Model`] builds the one a settings section's `api_type` names and adds
-//! text-mode tool calls ([`text_mode`]) for models without function calling
-//! (`tool_call_mode`). Tests use the scripted model and the strict mock servers of
-//! `agent-testkit`.
+//! Bedrock's Converse, streamed with ConverseStream). [`Model`] builds the one a settings
+//! section's `api_type` names and adds text-mode tool calls ([`text_mode`]) for models without
+//! function calling (`tool_call_mode`). Tests use the scripted model and the strict mock
+//! servers of `agent-testkit`.
 //!
 //! [`http`] is the process's one TLS set-up: the system root certificates are read once, on the
 //! first https handshake, and [`LlmClient`]s with the same connect timeout share one `reqwest`

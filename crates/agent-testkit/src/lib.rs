@@ -14,8 +14,10 @@
 //! * [`MockAnthropic`]: the same for Anthropic's Messages API (`/v1/messages`): strict about
 //!   alternating roles, `tool_use`/`tool_result` pairing and empty text blocks, streamed or
 //!   JSON replies, 529/429 faults, prompt caching modelled in the usage it reports.
-//! * [`MockBedrock`]: Bedrock's Converse API (`/model/{id}/converse`, SigV4 required), strict
-//!   about the Converse shapes, for the AWS SDK with its endpoint overridden.
+//! * [`MockBedrock`]: Bedrock's Converse and ConverseStream APIs (`/model/{id}/converse`,
+//!   `/model/{id}/converse-stream` with real event-stream frames; SigV4 required), strict about
+//!   the Converse shapes, for the AWS SDK with its endpoint overridden; streams can be held at a
+//!   [`StreamGate`], end in an exception frame, or be any bytes a test corrupts.
 //! * [`NatsServer`]: a real `nats-server -js` child process on 127.0.0.1 for the workers' tests.
 //! * Small tools for driving agents: [`EchoTool`], [`ImageTool`], [`FailTool`], [`BlockingTool`].
 //!
@@ -58,7 +60,10 @@ pub use mock_openai::{
 
 pub use gate::StreamGate;
 pub use mock_anthropic::{AnthropicReply, MockAnthropic, validate_messages_request};
-pub use mock_bedrock::{BedrockReply, MockBedrock, validate_converse_request};
+pub use mock_bedrock::{
+    BedrockReply, MockBedrock, converse_stream_body, converse_stream_frames,
+    validate_converse_request,
+};
 pub use violation::{ProtocolViolation, ViolationList};
 
 pub use model::{ScriptedModel, ScriptedReply, tool_call, validate_request};

@@ -302,6 +302,94 @@ async fn bedrock_through_the_aws_sdk_against_a_local_endpoint() {
     );
 }
 
+/// Bedrock's streamed text reaches `--json` as `text_delta` lines while the mock still holds the
+/// rest of the ConverseStream reply; once released, the run finishes.
+#[tokio::test]
+async fn bedrock_streams_text_to_the_json_output_before_the_reply_ends() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let server = MockBedrock::start().await.unwrap();
+    let setup = Setup::new(&format!(
+        "api_type = \"aws\"\nmodel = \"anthropic.claude-3-7-sonnet-20250219-v1:0\"\nbase_url = \"{}\"\n",
+        server.endpoint()
+    ));
+    let gate = agent_testkit::StreamGate::new();
+    let text = "Streaming this reply slowly.";
+    server.push(agent_testkit::BedrockReply::HeldStream {
+        reply: Completion::tool_calls(
+            Some(text.into()),
+            [ToolCall::new(
+                "tooluse_1",
+                "terminate",
+                json!({"status": "success"}).to_string(),
+            )],
+        ),
+        // messageStart and the first text delta.
+        after_events: 2,
+        gate: gate.clone(),
+    });
+    let missing = setup.dir.path().join("no-such-aws-file");
+    let mut child = Command::new(BIN)
+        .current_dir(setup.dir.path())
+        .env_remove("OPENMANUS_CONFIG")
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", setup.dir.path().join("tmp"))
+        .env("AWS_REGION", "eu-west-3")
+        .env("AWS_ACCESS_KEY_ID", "AKIDOPENMANUSTEST")
+        .env("AWS_SECRET_ACCESS_KEY", "not-a-secret")
+        .env("AWS_CONFIG_FILE", &missing)
+        .env("AWS_SHARED_CREDENTIALS_FILE", &missing)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_PROFILE", "default")
+        .args(["--no-store", "--json", "-p", "Stream."])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let delta = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if event["type"] == "text_delta" {
+                return event;
+            }
+        }
+        panic!("no text_delta line before the output ended");
+    })
+    .await
+    .expect("no text_delta within 60 s");
+    let first = delta["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(first) && first.len() < text.len(),
+        "{delta}"
+    );
+    assert!(child.try_wait().unwrap().is_none(), "the run ended already");
+    gate.release();
+    let mut streamed = first.to_owned();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        if event["type"] == "text_delta" {
+            streamed.push_str(event["text"].as_str().unwrap());
+        }
+    }
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("openmanus did not finish")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(streamed, text);
+    server.verify().unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0].path.ends_with("/converse-stream"),
+        "{}",
+        requests[0].path
+    );
+}
+
 #[tokio::test]
 async fn config_check_reports_the_api_and_the_tool_call_mode() {
     let setup = Setup::new(

@@ -1,15 +1,15 @@
-//! `BedrockClient`: Converse through the official AWS SDK, with the crate's retry policy (the
-//! SDK's own retries are off) and error classifier.
+//! `BedrockClient`: ConverseStream (or Converse with `stream = false`) through the official AWS
+//! SDK, which signs the request (SigV4) and decodes the event stream, with the crate's retry
+//! policy (the SDK's own retries are off) and error classifier.
 
 use std::sync::{Mutex, PoisonError};
 
-use agent_core::{EventBus, ToolCall};
+use agent_core::{AgentEvent, EventBus, ToolCall};
 use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_sdk_bedrockruntime::Client;
 use aws_sdk_bedrockruntime::config::http::HttpResponse;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_bedrockruntime::operation::converse::ConverseError;
 use aws_sdk_bedrockruntime::operation::converse::ConverseOutput as SdkOutput;
 use aws_sdk_bedrockruntime::primitives::Blob;
 use aws_sdk_bedrockruntime::types::{
@@ -24,11 +24,12 @@ use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 use tracing::{debug, info};
 
+use super::stream::{StreamAssembler, stream_error, usage as stream_usage};
 use super::wire::{BodyOptions, body, finish_reason, from_document, to_document};
 use crate::client::{TokenTotals, error_chain};
 use crate::retry::RetryPolicy;
 use crate::settings::LlmSettings;
-use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, Usage, classify};
+use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, classify};
 
 /// The client for one model on Amazon Bedrock (`api_type = "aws"`). Region and credentials come
 /// from the AWS environment as the SDK resolves them (`AWS_REGION`, `AWS_PROFILE`, the
@@ -92,7 +93,9 @@ impl BedrockClient {
         })
     }
 
-    /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry.
+    /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry and, for streamed
+    /// replies (`stream = true`), [`agent_core::AgentEvent::TextDelta`] for each piece of text
+    /// as it arrives (pass the agent's event bus).
     #[must_use]
     pub fn with_events(mut self, events: EventBus) -> Self {
         self.events = Some(events);
@@ -159,44 +162,120 @@ impl BedrockClient {
             .await
     }
 
-    /// One Converse call.
-    async fn send_once(&self, body: &Value) -> Result<ChatResponse, LlmError> {
-        let client = self.sdk().await?;
-        let mut call = client
-            .converse()
-            .model_id(&self.settings.model)
-            .set_messages(Some(sdk_messages(body)?));
-        if let Some(system) = body.get("system").and_then(Value::as_array) {
-            call = call.set_system(Some(
-                system
-                    .iter()
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .map(|t| SystemContentBlock::Text(t.to_owned()))
-                    .collect(),
-            ));
-        }
+    /// The SDK's request parts from the JSON body.
+    fn sdk_input(&self, body: &Value) -> Result<SdkInput, LlmError> {
+        let system = body.get("system").and_then(Value::as_array).map(|system| {
+            system
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .map(|t| SystemContentBlock::Text(t.to_owned()))
+                .collect()
+        });
         let max_tokens = i32::try_from(self.settings.max_tokens).unwrap_or(i32::MAX);
         #[allow(clippy::cast_possible_truncation)]
         let temperature = body
             .pointer("/inferenceConfig/temperature")
             .and_then(Value::as_f64)
             .unwrap_or(1.0) as f32;
-        call = call.inference_config(
-            InferenceConfiguration::builder()
+        Ok(SdkInput {
+            messages: sdk_messages(body)?,
+            system,
+            inference: InferenceConfiguration::builder()
                 .max_tokens(max_tokens)
                 .temperature(temperature)
                 .build(),
-        );
-        if let Some(config) = body.get("toolConfig") {
-            call = call.tool_config(sdk_tools(config)?);
-        }
-        let output = call.send().await.map_err(|e| self.sdk_error(e))?;
+            tools: body.get("toolConfig").map(sdk_tools).transpose()?,
+        })
+    }
+
+    /// One Converse call (the whole reply at once).
+    async fn send_once(&self, input: SdkInput) -> Result<ChatResponse, LlmError> {
+        let client = self.sdk().await?;
+        let output = client
+            .converse()
+            .model_id(&self.settings.model)
+            .set_messages(Some(input.messages))
+            .set_system(input.system)
+            .inference_config(input.inference)
+            .set_tool_config(input.tools)
+            .send()
+            .await
+            .map_err(|e| self.sdk_error(&e))?;
         Ok(response(&output))
     }
 
-    fn sdk_error(&self, error: SdkError<ConverseError, HttpResponse>) -> LlmError {
+    /// One ConverseStream call: text handed to the event bus piece by piece as it arrives.
+    async fn stream_once(&self, input: SdkInput) -> Result<ChatResponse, LlmError> {
+        let client = self.sdk().await?;
+        let started = tokio::time::Instant::now();
+        let output = client
+            .converse_stream()
+            .model_id(&self.settings.model)
+            .set_messages(Some(input.messages))
+            .set_system(input.system)
+            .inference_config(input.inference)
+            .set_tool_config(input.tools)
+            .send()
+            .await
+            .map_err(|e| self.sdk_error(&e))?;
+        let mut stream = output.stream;
+        let mut assembler = StreamAssembler::default();
+        let idle = LlmSettings::secs(self.settings.read_timeout_secs);
+        let total = LlmSettings::secs(self.settings.request_timeout_secs);
+        let redact = |text: &str| self.settings.api_key.redact(text);
+        loop {
+            let left = total.map(|total| total.saturating_sub(started.elapsed()));
+            let wait = match (idle, left) {
+                (Some(idle), Some(left)) => Some(idle.min(left)),
+                (idle, left) => idle.or(left),
+            };
+            let next = match wait {
+                Some(wait) => match tokio::time::timeout(wait, stream.recv()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        // A silent stream is a hang, not a cut: it counts against the attempts
+                        // given to timeouts.
+                        debug!(
+                            wait_secs = wait.as_secs_f64(),
+                            received_tokens = assembler.received_tokens(),
+                            "the Bedrock stream went silent"
+                        );
+                        return Err(LlmError::Timeout(match (left, total) {
+                            (Some(left), Some(total)) if left <= wait => total,
+                            _ => wait,
+                        }));
+                    }
+                },
+                None => stream.recv().await,
+            };
+            let event = match next {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(error) => {
+                    return Err(stream_error(&error, assembler.received_tokens(), redact));
+                }
+            };
+            if let Some(text) = assembler.push(event)?
+                && let Some(events) = &self.events
+            {
+                events.emit(AgentEvent::TextDelta { text });
+            }
+        }
+        if !assembler.stopped() {
+            return Err(LlmError::stream_interrupted(
+                "the stream ended before messageStop",
+                assembler.received_tokens(),
+            ));
+        }
+        Ok(assembler.finish())
+    }
+
+    fn sdk_error<E>(&self, error: &SdkError<E, HttpResponse>) -> LlmError
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
         let redact = |text: String| self.settings.api_key.redact(&text);
-        match &error {
+        match error {
             SdkError::ServiceError(context) => {
                 let raw = context.raw();
                 let code = context.err().code().unwrap_or_default().to_owned();
@@ -215,12 +294,21 @@ impl BedrockClient {
                 LlmSettings::secs(self.settings.connect_timeout_secs).unwrap_or_default(),
             ),
             SdkError::ConstructionFailure(_) => {
-                LlmError::InvalidRequest(redact(error_chain(&error)))
+                LlmError::InvalidRequest(redact(error_chain(error)))
             }
-            SdkError::ResponseError(_) => LlmError::MalformedResponse(redact(error_chain(&error))),
-            _ => LlmError::Network(redact(error_chain(&error))),
+            SdkError::ResponseError(_) => LlmError::MalformedResponse(redact(error_chain(error))),
+            _ => LlmError::Network(redact(error_chain(error))),
         }
     }
+}
+
+/// What a Converse or ConverseStream call sends, in the SDK's types.
+#[derive(Debug, Clone)]
+struct SdkInput {
+    messages: Vec<Message>,
+    system: Option<Vec<SystemContentBlock>>,
+    inference: InferenceConfiguration,
+    tools: Option<ToolConfiguration>,
 }
 
 /// The SDK's messages from the JSON body.
@@ -366,19 +454,7 @@ fn response(output: &SdkOutput) -> ChatResponse {
             }
         }
     }
-    let usage = output.usage.as_ref().map(|u| {
-        let count = |n: i32| u64::try_from(n).unwrap_or(0);
-        let input = count(u.input_tokens)
-            + count(u.cache_read_input_tokens.unwrap_or(0))
-            + count(u.cache_write_input_tokens.unwrap_or(0));
-        let output = count(u.output_tokens);
-        Usage {
-            prompt_tokens: input,
-            completion_tokens: output,
-            total_tokens: input + output,
-            cached_prompt_tokens: count(u.cache_read_input_tokens.unwrap_or(0)),
-        }
-    });
+    let usage = output.usage.as_ref().map(stream_usage);
     ChatResponse {
         content: (!text.is_empty()).then_some(text),
         tool_calls: calls,
@@ -391,11 +467,20 @@ fn response(output: &SdkOutput) -> ChatResponse {
 impl ChatModel for BedrockClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.request_body(&request);
+        let input = self.sdk_input(&body)?;
         let response = self
             .retry
             .run(self.events.as_ref(), |attempt| {
-                debug!(attempt, model = %self.settings.model, "sending a Converse request");
-                self.send_once(&body)
+                let input = input.clone();
+                async move {
+                    if self.settings.stream {
+                        debug!(attempt, model = %self.settings.model, "sending a ConverseStream request");
+                        self.stream_once(input).await
+                    } else {
+                        debug!(attempt, model = %self.settings.model, "sending a Converse request");
+                        self.send_once(input).await
+                    }
+                }
             })
             .await?;
         let usage = response.usage.unwrap_or_default();
