@@ -324,8 +324,9 @@ impl StrReplaceEditor {
         self.workspace_root.as_deref()
     }
 
-    /// Checks that `raw` is absolute and inside the workspace, and resolves it.
-    async fn target(&self, raw: &str) -> Result<Target, EditorError> {
+    /// Checks that `raw` is absolute and inside the workspace, resolves it, and says what it
+    /// points to.
+    async fn target(&self, raw: &str) -> Result<(Target, PathKind), EditorError> {
         let shown = pathlib_form(raw);
         if !Path::new(raw).is_absolute() {
             let hint = self
@@ -340,14 +341,14 @@ impl StrReplaceEditor {
                 });
             return Err(EditorError::NotAbsolute { path: shown, hint });
         }
-        let real =
-            self.operator
-                .resolve(Path::new(raw))
-                .await
-                .map_err(|e| EditorError::Unresolvable {
-                    path: shown.clone(),
-                    reason: e.to_string(),
-                })?;
+        let (real, kind) = self
+            .operator
+            .resolve_kind(Path::new(raw))
+            .await
+            .map_err(|e| EditorError::Unresolvable {
+                path: shown.clone(),
+                reason: e.to_string(),
+            })?;
         let fixed = self.fixed().await?;
         if let (Some(root), Some(real_root)) = (&self.workspace_root, &fixed.root)
             && !real.starts_with(real_root)
@@ -366,11 +367,14 @@ impl StrReplaceEditor {
         if fixed.denied.contains(&real) {
             return Err(EditorError::Secret { path: shown });
         }
-        Ok(Target {
+        let target = Target {
             raw: printable(raw),
             shown,
             real,
-        })
+        };
+        // Asked with the resolution (one trip), reported only now that the path is allowed.
+        let kind = kind.map_err(|e| target.read_error(&e))?;
+        Ok((target, kind))
     }
 
     /// The resolved root and denied paths (resolved on the first call).
@@ -653,12 +657,7 @@ impl StrReplaceEditor {
         } else {
             None
         };
-        let target = self.target(&args.path).await?;
-        let kind = self
-            .operator
-            .kind(&target.real)
-            .await
-            .map_err(|e| target.read_error(&e))?;
+        let (target, kind) = self.target(&args.path).await?;
         match (command, kind) {
             (EditorCommand::Create, PathKind::Missing) => {}
             (EditorCommand::Create, _) => {

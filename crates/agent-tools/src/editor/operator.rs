@@ -76,6 +76,20 @@ pub trait FileOperator: fmt::Debug + Send + Sync {
     ///
     /// A symlink loop, or a component that cannot be inspected.
     async fn resolve(&self, path: &Path) -> io::Result<PathBuf>;
+
+    /// [`FileOperator::resolve`], then [`FileOperator::kind`] of the result: what the editor
+    /// asks about every path. An operator that can answer both at once (one trip to the
+    /// blocking pool, one round trip to a sandbox) overrides it.
+    ///
+    /// # Errors
+    ///
+    /// As [`FileOperator::resolve`]; the error of [`FileOperator::kind`] is given with the
+    /// resolved path, for the editor to word.
+    async fn resolve_kind(&self, path: &Path) -> io::Result<(PathBuf, io::Result<PathKind>)> {
+        let real = self.resolve(path).await?;
+        let kind = self.kind(&real).await;
+        Ok((real, kind))
+    }
 }
 
 /// The [`FileOperator`] of this machine. All IO runs on tokio's blocking pool, never on the
@@ -127,13 +141,8 @@ impl FileOperator for LocalFileOperator {
     }
 
     async fn kind(&self, path: &Path) -> io::Result<PathKind> {
-        match tokio::fs::metadata(path).await {
-            Ok(metadata) if metadata.is_dir() => Ok(PathKind::Directory),
-            Ok(metadata) if metadata.is_file() => Ok(PathKind::File),
-            Ok(_) => Ok(PathKind::Other),
-            Err(e) if is_missing(&e) => Ok(PathKind::Missing),
-            Err(e) => Err(e),
-        }
+        let path = path.to_path_buf();
+        blocking(move || Ok(kind_local(&path))).await?
     }
 
     async fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
@@ -155,6 +164,28 @@ impl FileOperator for LocalFileOperator {
     async fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
         let path = path.to_path_buf();
         blocking(move || resolve_local(&path)).await
+    }
+
+    async fn resolve_kind(&self, path: &Path) -> io::Result<(PathBuf, io::Result<PathKind>)> {
+        let path = path.to_path_buf();
+        // One trip to the blocking pool where the default takes two.
+        blocking(move || {
+            let real = resolve_local(&path)?;
+            let kind = kind_local(&real);
+            Ok((real, kind))
+        })
+        .await
+    }
+}
+
+/// [`FileOperator::kind`] on the local file system.
+fn kind_local(path: &Path) -> io::Result<PathKind> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_dir() => Ok(PathKind::Directory),
+        Ok(metadata) if metadata.is_file() => Ok(PathKind::File),
+        Ok(_) => Ok(PathKind::Other),
+        Err(e) if is_missing(&e) => Ok(PathKind::Missing),
+        Err(e) => Err(e),
     }
 }
 
