@@ -39,6 +39,7 @@
 pub mod anthropic;
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
+mod blocks;
 mod client;
 mod error;
 pub mod format;

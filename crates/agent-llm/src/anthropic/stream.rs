@@ -1,24 +1,11 @@
 //! Assembling a streamed Messages reply from its server-sent events (`message_start`,
 //! `content_block_start`/`_delta`/`_stop`, `message_delta`, `message_stop`, `ping`, `error`).
 
-use agent_core::ToolCall;
 use serde_json::Value;
 
 use super::wire::{embedded_error, finish_reason, usage};
+use crate::blocks::{Block, assemble};
 use crate::{ChatResponse, LlmError, Usage};
-
-/// One content block being received.
-#[derive(Debug)]
-enum Block {
-    Text(String),
-    ToolUse {
-        id: String,
-        name: String,
-        json: String,
-    },
-    /// Thinking and other blocks the agent does not use.
-    Other,
-}
 
 /// The reply so far.
 #[derive(Debug, Default)]
@@ -139,24 +126,8 @@ impl MessageAssembler {
     }
 
     /// The assembled reply.
-    pub(crate) fn finish(mut self) -> ChatResponse {
-        self.blocks.sort_by_key(|(index, _)| *index);
-        let mut text = String::new();
-        let mut calls = Vec::new();
-        for (_, block) in self.blocks {
-            match block {
-                Block::Text(t) => text.push_str(&t),
-                Block::ToolUse { id, name, json } => {
-                    let arguments = if json.trim().is_empty() {
-                        "{}".to_owned()
-                    } else {
-                        json
-                    };
-                    calls.push(ToolCall::new(id, name, arguments));
-                }
-                Block::Other => {}
-            }
-        }
+    pub(crate) fn finish(self) -> ChatResponse {
+        let (content, tool_calls) = assemble(self.blocks);
         let usage = self.input.map(|input| Usage {
             prompt_tokens: input.prompt_tokens,
             completion_tokens: self.output_tokens,
@@ -164,8 +135,8 @@ impl MessageAssembler {
             cached_prompt_tokens: input.cached_prompt_tokens,
         });
         ChatResponse {
-            content: (!text.is_empty()).then_some(text),
-            tool_calls: calls,
+            content,
+            tool_calls,
             usage,
             finish_reason: self.stop_reason.as_deref().map(finish_reason),
         }
@@ -175,6 +146,7 @@ impl MessageAssembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_core::ToolCall;
 
     #[test]
     fn text_and_a_tool_call_in_pieces() {

@@ -6,7 +6,6 @@
 //! The SDK decodes the `application/vnd.amazon.eventstream` framing (prelude, headers, both
 //! CRC32s); this module sees typed events.
 
-use agent_core::ToolCall;
 use aws_sdk_bedrockruntime::error::SdkError;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_sdk_bedrockruntime::types::{
@@ -15,21 +14,9 @@ use aws_sdk_bedrockruntime::types::{
 use aws_smithy_types::event_stream::RawMessage;
 
 use super::wire::finish_reason;
+use crate::blocks::{Block, assemble};
 use crate::client::error_chain;
 use crate::{ChatResponse, LlmError, Usage, classify};
-
-/// One content block being received.
-#[derive(Debug)]
-enum Block {
-    Text(String),
-    ToolUse {
-        id: String,
-        name: String,
-        json: String,
-    },
-    /// Reasoning and other blocks the agent does not use.
-    Other,
-}
 
 /// The reply so far.
 #[derive(Debug, Default)]
@@ -151,27 +138,11 @@ impl StreamAssembler {
     }
 
     /// The assembled reply.
-    pub(crate) fn finish(mut self) -> ChatResponse {
-        self.blocks.sort_by_key(|(index, _)| *index);
-        let mut text = String::new();
-        let mut calls = Vec::new();
-        for (_, block) in self.blocks {
-            match block {
-                Block::Text(t) => text.push_str(&t),
-                Block::ToolUse { id, name, json } => {
-                    let arguments = if json.trim().is_empty() {
-                        "{}".to_owned()
-                    } else {
-                        json
-                    };
-                    calls.push(ToolCall::new(id, name, arguments));
-                }
-                Block::Other => {}
-            }
-        }
+    pub(crate) fn finish(self) -> ChatResponse {
+        let (content, tool_calls) = assemble(self.blocks);
         ChatResponse {
-            content: (!text.is_empty()).then_some(text),
-            tool_calls: calls,
+            content,
+            tool_calls,
             usage: self.usage,
             finish_reason: self.stop_reason,
         }
@@ -232,6 +203,7 @@ pub(crate) fn stream_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_core::ToolCall;
     use aws_sdk_bedrockruntime::types::{
         ContentBlockDeltaEvent, ContentBlockStartEvent, ConverseStreamMetadataEvent,
         ConverseStreamMetrics, MessageStartEvent, MessageStopEvent, StopReason, ToolUseBlockDelta,
