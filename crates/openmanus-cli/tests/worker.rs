@@ -187,6 +187,33 @@ async fn exit_line(receiver: &mut mpsc::UnboundedReceiver<String>) -> String {
     .expect("the worker's summary")
 }
 
+/// Runs `openmanus submit` with `args` to its end.
+async fn submit(setup: &Setup, args: &[&str]) -> std::process::Output {
+    let mut command = setup.command(&["submit"]);
+    tokio::time::timeout(
+        PATIENCE,
+        command
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output(),
+    )
+    .await
+    .expect("submit returned")
+    .unwrap()
+}
+
+/// Stops a worker with SIGTERM after its one task; it exits cleanly.
+async fn stop_after_one(mut worker: Child, mut log: mpsc::UnboundedReceiver<String>) {
+    signal(&worker, nix::sys::signal::Signal::SIGTERM);
+    assert!(
+        exit_line(&mut log)
+            .await
+            .starts_with("stopped: 1 completed")
+    );
+    assert!(worker.wait().await.unwrap().success());
+}
+
 #[tokio::test]
 async fn a_worker_killed_mid_task_loses_it_to_another_worker_and_it_completes_once() {
     // A short deadline: the killed worker's task is redelivered three seconds after its last
@@ -336,26 +363,12 @@ async fn submit_waits_for_the_result_and_exits_with_the_runs_code() {
     setup
         .mock
         .push_for("Say hello", finish("Hello from a worker."));
-    let (mut worker, mut log) = setup.worker("greeter", 1).await;
-    let output = tokio::time::timeout(
-        PATIENCE,
-        setup
-            .command(&[
-                "submit",
-                "--agent",
-                "swe",
-                "--id",
-                "hello-1",
-                "--wait",
-                "Say hello",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output(),
+    let (worker, log) = setup.worker("greeter", 1).await;
+    let output = submit(
+        &setup,
+        &["--agent", "swe", "--id", "hello-1", "--wait", "Say hello"],
     )
-    .await
-    .expect("submit returned")
-    .unwrap();
+    .await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
@@ -363,13 +376,7 @@ async fn submit_waits_for_the_result_and_exits_with_the_runs_code() {
     assert_eq!(lines.first(), Some(&"hello-1"), "{stdout}");
     assert!(stdout.contains("Hello from a worker."), "{stdout}");
     assert!(stderr.contains("on greeter (attempt 1)"), "{stderr}");
-    signal(&worker, nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        exit_line(&mut log)
-            .await
-            .starts_with("stopped: 1 completed")
-    );
-    assert!(worker.wait().await.unwrap().success());
+    stop_after_one(worker, log).await;
     setup.mock.verify().unwrap();
 }
 
@@ -388,18 +395,8 @@ async fn submit_follow_shows_the_run_as_a_local_run_would() {
         ),
     );
     setup.mock.push_for("List the files", finish("Listed."));
-    let (mut worker, mut log) = setup.worker("follower", 1).await;
-    let output = tokio::time::timeout(
-        PATIENCE,
-        setup
-            .command(&["submit", "--agent", "swe", "--follow", "List the files"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output(),
-    )
-    .await
-    .expect("submit returned")
-    .unwrap();
+    let (worker, log) = setup.worker("follower", 1).await;
+    let output = submit(&setup, &["--agent", "swe", "--follow", "List the files"]).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
@@ -420,12 +417,6 @@ async fn submit_follow_shows_the_run_as_a_local_run_would() {
         "{stderr}"
     );
     assert_eq!(stdout.lines().last(), Some("Listed."), "{stdout}");
-    signal(&worker, nix::sys::signal::Signal::SIGTERM);
-    assert!(
-        exit_line(&mut log)
-            .await
-            .starts_with("stopped: 1 completed")
-    );
-    assert!(worker.wait().await.unwrap().success());
+    stop_after_one(worker, log).await;
     setup.mock.verify().unwrap();
 }
