@@ -49,6 +49,8 @@ use async_trait::async_trait;
 mod display;
 #[cfg(feature = "docker")]
 mod docker;
+#[cfg(feature = "docker")]
+mod docker_display;
 mod error;
 mod host;
 mod limits;
@@ -60,7 +62,7 @@ mod sessions;
 mod settings;
 pub mod tools;
 
-pub use display::{DEFAULT_SCREEN, DISPLAY_NUMBER, DisplayEndpoint};
+pub use display::{DEFAULT_SCREEN, DEFAULT_X_SERVER, DISPLAY_NUMBER, DisplayEndpoint};
 #[cfg(feature = "docker")]
 pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker, remove_live_containers_now};
 pub use error::SandboxError;
