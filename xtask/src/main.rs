@@ -54,13 +54,13 @@ fn main() -> ExitCode {
         Some("integration") => integration(&args[1..]),
         Some("faults") => faults::faults(),
         Some("fmt") => run("format", cargo(&["fmt", "--all"])),
-        Some("docker") => match docker_tests()? {
+        Some("docker") => docker_tests().and_then(|ran| match ran {
             Some((_, 0, _)) => Ok(()),
             Some((_, failed, _)) => Err(anyhow::anyhow!("{failed} Docker sandbox tests failed")),
             None => Err(anyhow::anyhow!(
                 "the Docker sandbox tests could not run here"
             )),
-        },
+        }),
         Some("-h" | "--help" | "help") => {
             say(USAGE);
             Ok(())

@@ -121,10 +121,11 @@ pub(crate) fn x_server_args(size: (u32, u32)) -> Vec<String> {
     args
 }
 
-/// Why a display cannot start when its X server program is missing.
-pub(crate) fn x_server_missing(program: &str, place: &str) -> SandboxError {
+/// Why a display cannot start when its X server program is missing: `place` says where it was
+/// looked for, `fix` how to install it.
+pub(crate) fn x_server_missing(program: &str, place: &str, fix: &str) -> SandboxError {
     SandboxError::DisplayUnavailable(format!(
-        "the X server `{program}` is not installed {place} (Debian/Ubuntu: `apt-get install xvfb`)"
+        "the X server `{program}` is not installed {place} ({fix})"
     ))
 }
 
@@ -169,7 +170,11 @@ pub(crate) async fn start_xvfb(
     size: (u32, u32),
 ) -> Result<XServer, SandboxError> {
     if !installed(program) {
-        return Err(x_server_missing(program, "on this machine"));
+        return Err(x_server_missing(
+            program,
+            "on this machine",
+            "Debian/Ubuntu: `apt-get install xvfb`",
+        ));
     }
     let Some((launcher_program, args)) = launcher.split_first() else {
         return Err(SandboxError::InvalidSetting(

@@ -88,7 +88,8 @@ pub(crate) async fn wait_ready(
     if errors.contains(MISSING_MARK) {
         return Err(x_server_missing(
             program,
-            &format!("in the Docker image {image:?} (it is not on the image's PATH)"),
+            &format!("in the Docker image {image:?}"),
+            "add it to the image, e.g. `RUN apt-get install -y xvfb` in its Dockerfile, or use backend = \"local\"",
         ));
     }
     if !got_line {

@@ -353,7 +353,7 @@ async fn an_image_without_the_x_server_is_a_clear_display_error() {
         )),
         "{text}"
     );
-    assert!(text.contains("apt-get install xvfb"), "{text}");
+    assert!(text.contains("apt-get install -y xvfb"), "{text}");
 
     // The same image without a display still works.
     let sandbox = sandbox(dir.path(), false).await;
