@@ -141,6 +141,7 @@ fn installed(program: &str) -> bool {
 }
 
 /// Checks a display number line written to `-displayfd`: it must be [`DISPLAY_NUMBER`].
+#[cfg(feature = "docker")]
 pub(crate) fn check_display_number(
     program: &str,
     number: Option<u32>,
