@@ -45,10 +45,12 @@ pub struct DisplayEndpoint {
     pub server_pid: u32,
 }
 
-/// A private host directory holding the X socket directory; removed on drop.
+/// A private host directory holding the X socket directory; removed on drop, and by the
+/// emergency shutdown (a second Ctrl-C exits without running drops).
 #[derive(Debug)]
 pub(crate) struct SocketDir {
     root: PathBuf,
+    hook: agent_process::HookId,
 }
 
 impl SocketDir {
@@ -69,7 +71,16 @@ impl SocketDir {
             .mode(0o700)
             .create(&root)
             .map_err(|e| SandboxError::io(format!("creating {}", root.display()), e))?;
-        let dir = Self { root };
+        let hook = {
+            let root = root.clone();
+            agent_process::register_emergency_hook(
+                "remove a display's socket directory",
+                move || {
+                    let _ = std::fs::remove_dir_all(&root);
+                },
+            )
+        };
+        let dir = Self { root, hook };
         std::fs::DirBuilder::new()
             .mode(0o1777)
             .create(dir.x11_dir())
@@ -85,6 +96,7 @@ impl SocketDir {
 
 impl Drop for SocketDir {
     fn drop(&mut self) {
+        agent_process::unregister_emergency_hook(self.hook);
         if let Err(error) = std::fs::remove_dir_all(&self.root) {
             debug!(%error, dir = %self.root.display(), "removing the X socket directory");
         }

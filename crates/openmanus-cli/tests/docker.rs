@@ -278,7 +278,8 @@ async fn interrupt_with_the_docker_desktop_up(presses: usize) {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let openmanus = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    let openmanus_pid = child.id().unwrap();
+    let openmanus = Pid::from_raw(i32::try_from(openmanus_pid).unwrap());
     let said = || std::fs::read_to_string(&log).unwrap_or_default();
 
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -301,6 +302,8 @@ async fn interrupt_with_the_docker_desktop_up(presses: usize) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert!(pids.iter().all(|&pid| alive(pid)));
+    let socket_dirs = display_dirs(openmanus_pid);
+    assert_eq!(socket_dirs.len(), 1, "{socket_dirs:?}");
 
     kill(openmanus, Signal::SIGINT).unwrap();
     if presses == 2 {
@@ -339,6 +342,21 @@ async fn interrupt_with_the_docker_desktop_up(presses: usize) {
         in_desktop_containers(&workspace, "").await.is_empty(),
         "a container of the display image is still running"
     );
+    assert!(
+        socket_dirs.iter().all(|dir| !dir.exists()),
+        "{socket_dirs:?} survived {presses} Ctrl-C(s)"
+    );
+}
+
+/// The display socket directories (`$TMPDIR/openmanus-display-<pid>-…`) of the process `pid`.
+fn display_dirs(pid: u32) -> Vec<std::path::PathBuf> {
+    let prefix = format!("openmanus-display-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
 }
 
 #[tokio::test]
