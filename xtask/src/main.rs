@@ -7,6 +7,8 @@
 //! * `faults` — the fault cases, one by one, with a "cases held / tried" summary.
 //! * `bench` — the benchmarks in release mode (figures, never pass/fail).
 //! * `fmt` — format the workspace.
+//! * `docker` — only the Docker sandbox backend's tests (`ci` runs them too, when an engine
+//!   answers), building their images from host files first.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -41,7 +43,8 @@ commands:
           each test alone; prints cases held / tried (docs/faults.md lists them)
   bench   agent-loop, request-bytes, LLM-client, local-tool, browser, start-up, whole-process, server and worker benchmarks
           (release; prints figures; instructions with valgrind when installed)
-  fmt     cargo fmt --all";
+  fmt     cargo fmt --all
+  docker  only the Docker backend's tests (their images built offline first; needs an engine)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -51,6 +54,13 @@ fn main() -> ExitCode {
         Some("integration") => integration(&args[1..]),
         Some("faults") => faults::faults(),
         Some("fmt") => run("format", cargo(&["fmt", "--all"])),
+        Some("docker") => docker_tests().and_then(|ran| match ran {
+            Some((_, 0, _)) => Ok(()),
+            Some((_, failed, _)) => Err(anyhow::anyhow!("{failed} Docker sandbox tests failed")),
+            None => Err(anyhow::anyhow!(
+                "the Docker sandbox tests could not run here"
+            )),
+        }),
         Some("-h" | "--help" | "help") => {
             say(USAGE);
             Ok(())
@@ -179,6 +189,11 @@ fn ci() -> Result<()> {
 /// libraries `ldd` names), imported with `docker import` (no registry is needed).
 const DOCKER_TEST_IMAGE: &str = "openmanus-sandbox-test:busybox-bash";
 
+/// The image the Docker backend's display tests run: the busybox image's files plus the host's
+/// Xvfb, xkbcomp and keymaps, and python3 with tkinter, Tcl/Tk and a font (the test application
+/// is Tk), all with their libraries; imported the same way, nothing downloaded.
+const DOCKER_DESKTOP_IMAGE: &str = "openmanus-sandbox-test:desktop";
+
 /// Runs the Docker backend's tests (ignored in the plain run) when a Docker engine answers;
 /// otherwise says plainly that they were skipped. Returns their counts when they ran.
 fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
@@ -195,70 +210,39 @@ fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
             return Ok(None);
         }
     };
-    let present = Command::new("docker")
-        .args(["image", "inspect", DOCKER_TEST_IMAGE])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !present {
-        let busybox = Path::new("/bin/busybox");
-        if !busybox.is_file() {
-            say(
-                "Docker sandbox tests: skipped (no /bin/busybox to build the test image; apt-get install busybox-static)",
-            );
-            return Ok(None);
-        }
-        let root = tools_dir().join("docker-rootfs");
-        let _ = std::fs::remove_dir_all(&root);
-        for dir in ["bin", "tmp", "workspace"] {
-            std::fs::create_dir_all(root.join(dir))
-                .with_context(|| format!("create {}", root.join(dir).display()))?;
-        }
-        std::fs::copy(busybox, root.join("bin/busybox")).context("copy busybox")?;
-        copy_with_libraries(Path::new("/bin/bash"), &root)?;
-        let list = Command::new(busybox)
-            .arg("--list")
-            .output()
-            .context("busybox --list")?;
-        for applet in String::from_utf8_lossy(&list.stdout).lines() {
-            let link = root.join("bin").join(applet);
-            if applet != "busybox" && !link.exists() {
-                std::os::unix::fs::symlink("busybox", &link)
-                    .with_context(|| format!("link {applet}"))?;
-            }
-        }
-        let mut tar = Command::new("tar");
-        tar.arg("-C")
-            .arg(&root)
-            .args(["-c", "."])
-            .stdout(Stdio::piped());
-        let mut tar = tar.spawn().context("start tar")?;
-        let Some(archive) = tar.stdout.take() else {
-            bail!("tar has no output");
-        };
-        let mut import = Command::new("docker");
-        import
-            .args(["import", "-", DOCKER_TEST_IMAGE])
-            .stdin(archive);
-        run("import the busybox test image into Docker", import)?;
-        let archived = tar.wait().context("wait for tar")?;
-        if !archived.success() {
-            // A partial image would be reused by every later run: remove it.
-            let _ = Command::new("docker")
-                .args(["rmi", DOCKER_TEST_IMAGE])
-                .status();
-            bail!("tar failed ({archived}) while building the Docker test image");
-        }
+    if !Path::new("/bin/busybox").is_file() {
+        say(
+            "Docker sandbox tests: skipped (no /bin/busybox to build the test image; apt-get install busybox-static)",
+        );
+        return Ok(None);
     }
+    ensure_image(DOCKER_TEST_IMAGE, |_| Ok(()))?;
+    let desktop = if let (true, Some(tkinter)) = (Path::new("/usr/bin/Xvfb").is_file(), tkinter()) {
+        ensure_image(DOCKER_DESKTOP_IMAGE, |root| {
+            add_desktop_files(root, &tkinter)
+        })?;
+        true
+    } else {
+        say(
+            "Docker display tests: their image cannot be built here (no /usr/bin/Xvfb or no python3 tkinter; apt-get install xvfb python3-tk fonts-dejavu-core); they will fail",
+        );
+        false
+    };
     say(&format!(
-        "Docker sandbox tests: engine {version}, image {DOCKER_TEST_IMAGE}"
+        "Docker sandbox tests: engine {version}, images {DOCKER_TEST_IMAGE}{}",
+        if desktop {
+            format!(" and {DOCKER_DESKTOP_IMAGE}")
+        } else {
+            String::new()
+        }
     ));
     let mut test = cargo(&[
         "test",
         "--locked",
         "-p",
         "agent-sandbox",
+        "-p",
+        "agents",
         "-p",
         "openmanus-cli",
         "--test",
@@ -267,7 +251,120 @@ fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
         "--ignored",
     ]);
     test.env("OPENMANUS_DOCKER_IMAGE", DOCKER_TEST_IMAGE);
+    test.env("OPENMANUS_DOCKER_DESKTOP_IMAGE", DOCKER_DESKTOP_IMAGE);
     run_tests(test).map(Some)
+}
+
+/// The file of the host `/usr/bin/python3`'s `_tkinter` module, when it has tkinter (the
+/// display tests' application is Tk).
+fn tkinter() -> Option<PathBuf> {
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", "import tkinter, _tkinter; print(_tkinter.__file__)"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && path.is_file()).then_some(path)
+}
+
+/// Imports `tag` unless the engine has it: a root of the host's static busybox (every applet
+/// linked), bash with its libraries, `/tmp` (mode 1777) and `/workspace`, plus what `extra`
+/// adds, as one `docker import` layer.
+fn ensure_image(tag: &str, extra: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let present = Command::new("docker")
+        .args(["image", "inspect", tag])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if present {
+        return Ok(());
+    }
+    let busybox = Path::new("/bin/busybox");
+    let root = tools_dir().join(format!("docker-rootfs-{}", tag.replace([':', '/'], "-")));
+    let _ = std::fs::remove_dir_all(&root);
+    for dir in ["bin", "tmp", "workspace"] {
+        std::fs::create_dir_all(root.join(dir))
+            .with_context(|| format!("create {}", root.join(dir).display()))?;
+    }
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
+            .context("chmod /tmp of the image")?;
+    }
+    std::fs::copy(busybox, root.join("bin/busybox")).context("copy busybox")?;
+    copy_with_libraries(Path::new("/bin/bash"), &root)?;
+    let list = Command::new(busybox)
+        .arg("--list")
+        .output()
+        .context("busybox --list")?;
+    for applet in String::from_utf8_lossy(&list.stdout).lines() {
+        let link = root.join("bin").join(applet);
+        if applet != "busybox" && !link.exists() {
+            std::os::unix::fs::symlink("busybox", &link)
+                .with_context(|| format!("link {applet}"))?;
+        }
+    }
+    extra(&root)?;
+    let mut tar = Command::new("tar");
+    tar.arg("-C")
+        .arg(&root)
+        .args(["-c", "."])
+        .stdout(Stdio::piped());
+    let mut tar = tar.spawn().context("start tar")?;
+    let Some(archive) = tar.stdout.take() else {
+        bail!("tar has no output");
+    };
+    let mut import = Command::new("docker");
+    import.args(["import", "-", tag]).stdin(archive);
+    run(&format!("import the test image {tag} into Docker"), import)?;
+    let archived = tar.wait().context("wait for tar")?;
+    if !archived.success() {
+        // A partial image would be reused by every later run: remove it.
+        let _ = Command::new("docker").args(["rmi", tag]).status();
+        bail!("tar failed ({archived}) while building the Docker test image {tag}");
+    }
+    Ok(())
+}
+
+/// The display image's additions: Xvfb and xkbcomp (which Xvfb runs for the keymap) with the
+/// keymaps, python3 with its standard library (no tests, caches or packages) and tkinter, Tcl/Tk's
+/// script libraries, fontconfig's configuration and the DejaVu fonts.
+fn add_desktop_files(root: &Path, tkinter: &Path) -> Result<()> {
+    for binary in [
+        Path::new("/usr/bin/Xvfb"),
+        Path::new("/usr/bin/xkbcomp"),
+        Path::new("/usr/bin/python3"),
+        tkinter,
+    ] {
+        copy_with_libraries(binary, root)?;
+    }
+    let python = std::fs::canonicalize("/usr/bin/python3").context("resolve python3")?;
+    let stdlib = Path::new("/usr/lib").join(python.file_name().context("python3's file name")?);
+    for dir in [
+        stdlib.as_path(),
+        Path::new("/usr/share/X11/xkb"),
+        Path::new("/usr/share/tcltk"),
+        Path::new("/etc/fonts"),
+        Path::new("/usr/share/fonts/truetype/dejavu"),
+    ] {
+        let target = root.join(dir.strip_prefix("/").unwrap_or(dir));
+        std::fs::create_dir_all(&target).with_context(|| format!("create {}", target.display()))?;
+        let mut tar = Command::new("sh");
+        tar.arg("-c")
+            .arg(
+                "tar -C \"$0\" -c --exclude=./test --exclude=__pycache__ --exclude=./site-packages \
+                 --exclude=./dist-packages --exclude=./idlelib --exclude=./ensurepip . \
+                 | tar -C \"$1\" -x",
+            )
+            .arg(dir)
+            .arg(&target);
+        run(
+            &format!("copy {} into the display image", dir.display()),
+            tar,
+        )?;
+    }
+    Ok(())
 }
 
 /// Runs `cargo test`, echoing its output, and adds up the `test result:` lines.

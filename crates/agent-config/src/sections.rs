@@ -229,6 +229,10 @@ pub struct SandboxSettings {
     pub timeout: u64,
     /// Allow network access from the container. Default `false`.
     pub network_enabled: bool,
+    /// The X server SandboxManus's virtual display runs in the sandbox (`computer_use`): a
+    /// program on the sandbox's `PATH` (the host's for `local`, the image's for `docker`) or a
+    /// path. Our key. Default `"Xvfb"`.
+    pub xvfb: String,
 }
 
 impl Default for SandboxSettings {
@@ -242,6 +246,7 @@ impl Default for SandboxSettings {
             cpu_limit: 1.0,
             timeout: 300,
             network_enabled: false,
+            xvfb: "Xvfb".into(),
         }
     }
 }

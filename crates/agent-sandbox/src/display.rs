@@ -30,7 +30,7 @@ pub const DISPLAY_NUMBER: u32 = 0;
 pub const DEFAULT_SCREEN: (u32, u32) = (1024, 768);
 
 /// How long the X server may take to accept connections (generous: a loaded machine).
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where a sandbox's display is reached from the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,10 +45,12 @@ pub struct DisplayEndpoint {
     pub server_pid: u32,
 }
 
-/// A private host directory holding the X socket directory; removed on drop.
+/// A private host directory holding the X socket directory; removed on drop, and by the
+/// emergency shutdown (a second Ctrl-C exits without running drops).
 #[derive(Debug)]
 pub(crate) struct SocketDir {
     root: PathBuf,
+    hook: agent_process::HookId,
 }
 
 impl SocketDir {
@@ -69,7 +71,16 @@ impl SocketDir {
             .mode(0o700)
             .create(&root)
             .map_err(|e| SandboxError::io(format!("creating {}", root.display()), e))?;
-        let dir = Self { root };
+        let hook = {
+            let root = root.clone();
+            agent_process::register_emergency_hook(
+                "remove a display's socket directory",
+                move || {
+                    let _ = std::fs::remove_dir_all(&root);
+                },
+            )
+        };
+        let dir = Self { root, hook };
         std::fs::DirBuilder::new()
             .mode(0o1777)
             .create(dir.x11_dir())
@@ -85,6 +96,7 @@ impl SocketDir {
 
 impl Drop for SocketDir {
     fn drop(&mut self) {
+        agent_process::unregister_emergency_hook(self.hook);
         if let Err(error) = std::fs::remove_dir_all(&self.root) {
             debug!(%error, dir = %self.root.display(), "removing the X socket directory");
         }
@@ -98,35 +110,95 @@ pub(crate) struct XServer {
     pub(crate) endpoint: DisplayEndpoint,
 }
 
-/// Starts `launcher` + `Xvfb :0 …` in its own supervised process group and waits until it
-/// accepts connections (`-displayfd` writes the display number then).
+/// The X server a sandbox's display runs unless set otherwise (`[sandbox] xvfb`): `Xvfb`, looked
+/// up on the sandbox's `PATH`.
+pub const DEFAULT_X_SERVER: &str = "Xvfb";
+
+/// The arguments after the server's name: display `:0`, readiness on `-displayfd 1`, no TCP, no
+/// reset when the last client leaves, no MIT-SHM (shared memory does not cross the sandbox's IPC
+/// namespaces: clients must not try it), the screen at `size` with 24-bit colour.
+pub(crate) fn x_server_args(size: (u32, u32)) -> Vec<String> {
+    let mut args = vec![format!(":{DISPLAY_NUMBER}")];
+    args.extend(
+        ["-displayfd", "1", "-nolisten", "tcp", "-noreset"]
+            .into_iter()
+            .map(str::to_owned),
+    );
+    args.extend(["-extension", "MIT-SHM"].into_iter().map(str::to_owned));
+    args.extend([
+        "-screen".to_owned(),
+        "0".to_owned(),
+        format!("{}x{}x24", size.0, size.1),
+    ]);
+    args
+}
+
+/// Why a display cannot start when its X server program is missing: `place` says where it was
+/// looked for, `fix` how to install it.
+pub(crate) fn x_server_missing(program: &str, place: &str, fix: &str) -> SandboxError {
+    SandboxError::DisplayUnavailable(format!(
+        "the X server `{program}` is not installed {place} ({fix})"
+    ))
+}
+
+/// Whether `program` (a name looked up on [`crate::SANDBOX_PATH`], or a path) is a file on this
+/// machine.
+fn installed(program: &str) -> bool {
+    if program.contains('/') {
+        return Path::new(program).is_file();
+    }
+    crate::SANDBOX_PATH
+        .split(':')
+        .any(|dir| Path::new(dir).join(program).is_file())
+}
+
+/// Checks a display number line written to `-displayfd`: it must be [`DISPLAY_NUMBER`].
+#[cfg(feature = "docker")]
+pub(crate) fn check_display_number(
+    program: &str,
+    number: Option<u32>,
+    errors: &str,
+) -> Result<(), SandboxError> {
+    if number == Some(DISPLAY_NUMBER) {
+        return Ok(());
+    }
+    Err(wrong_display(program, number, errors))
+}
+
+/// The error of a server that reported another display (or none) on `-displayfd`.
+fn wrong_display(program: &str, number: Option<u32>, errors: &str) -> SandboxError {
+    SandboxError::DisplayUnavailable(format!(
+        "the X server ({program}) did not start on display :{DISPLAY_NUMBER} (it reported {number:?}): {}",
+        last_lines(errors)
+    ))
+}
+
+/// Starts `launcher` + `program :0 …` (`program` is normally `Xvfb`) in its own supervised
+/// process group and waits until it accepts connections (`-displayfd` writes the display number
+/// then).
 pub(crate) async fn start_xvfb(
     launcher: &[String],
+    program: &str,
     x11_dir: &Path,
     size: (u32, u32),
 ) -> Result<XServer, SandboxError> {
-    if !crate::SANDBOX_PATH
-        .split(':')
-        .any(|dir| Path::new(dir).join("Xvfb").is_file())
-    {
-        return Err(SandboxError::DisplayUnavailable(
-            "the X server `Xvfb` is not installed (Debian/Ubuntu: `apt-get install xvfb`)".into(),
+    if !installed(program) {
+        return Err(x_server_missing(
+            program,
+            "on this machine",
+            "Debian/Ubuntu: `apt-get install xvfb`",
         ));
     }
-    let Some((program, args)) = launcher.split_first() else {
+    let Some((launcher_program, args)) = launcher.split_first() else {
         return Err(SandboxError::InvalidSetting(
             "the display needs a launcher".into(),
         ));
     };
-    let mut command = Command::new(program);
+    let mut command = Command::new(launcher_program);
     command
         .args(args)
-        .arg("Xvfb")
-        .arg(format!(":{DISPLAY_NUMBER}"))
-        .args(["-displayfd", "1", "-nolisten", "tcp", "-noreset"])
-        // Shared memory does not cross the sandboxes' IPC namespaces: clients must not try it.
-        .args(["-extension", "MIT-SHM"])
-        .args(["-screen", "0", &format!("{}x{}x24", size.0, size.1)])
+        .arg(program)
+        .args(x_server_args(size))
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -138,7 +210,7 @@ pub(crate) async fn start_xvfb(
         ..
     } = ProcessGroup::spawn("Xvfb", &mut command).map_err(|e| {
         SandboxError::DisplayUnavailable(format!(
-            "the X server (Xvfb) cannot be started ({e}); install it (Debian/Ubuntu: `apt-get install xvfb`)"
+            "the X server ({program}) cannot be started ({e}); install it (Debian/Ubuntu: `apt-get install xvfb`)"
         ))
     })?;
     let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
@@ -154,7 +226,7 @@ pub(crate) async fn start_xvfb(
         status = group.wait() => {
             let text = errors.await.unwrap_or_default();
             return Err(SandboxError::DisplayUnavailable(format!(
-                "the X server (Xvfb) exited at once ({status:?}): {}",
+                "the X server ({program}) exited at once ({status:?}): {}",
                 last_lines(&text)
             )));
         }
@@ -165,7 +237,7 @@ pub(crate) async fn start_xvfb(
         Err(_) => {
             group.kill();
             return Err(SandboxError::DisplayUnavailable(format!(
-                "the X server (Xvfb) did not accept connections within {}s",
+                "the X server ({program}) did not accept connections within {}s",
                 READY_TIMEOUT.as_secs()
             )));
         }
@@ -173,10 +245,7 @@ pub(crate) async fn start_xvfb(
     if number != Some(DISPLAY_NUMBER) {
         group.kill();
         let text = errors.await.unwrap_or_default();
-        return Err(SandboxError::DisplayUnavailable(format!(
-            "the X server (Xvfb) did not start on display :{DISPLAY_NUMBER} (it reported {number:?}): {}",
-            last_lines(&text)
-        )));
+        return Err(wrong_display(program, number, &text));
     }
     // Keep both pipes drained so the server never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
@@ -216,7 +285,7 @@ async fn read_all(mut pipe: impl AsyncRead + Unpin) -> String {
 }
 
 /// The last few lines of a server's error output, for a message.
-fn last_lines(text: &str) -> String {
+pub(crate) fn last_lines(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(5)..].join(" | ")
 }

@@ -19,6 +19,8 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, warn};
 
+use crate::display::{DISPLAY_NUMBER, DisplayEndpoint, SocketDir};
+use crate::docker_display;
 use crate::process::Shared;
 use crate::sessions::ShellSessions;
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput};
@@ -47,6 +49,13 @@ pub struct DockerSandboxOptions {
     /// The engine's address (`unix:///var/run/docker.sock`, `tcp://host:2375`); `None`: the
     /// `DOCKER_HOST` environment variable, else the local socket.
     pub docker_host: Option<String>,
+    /// A virtual display of this size (pixels): the image's X server started in the container,
+    /// its socket bind-mounted from a private host directory at `/tmp/.X11-unix`, `DISPLAY=:0`
+    /// for every command (see [`DockerSandboxOptions::with_display`]). Default `None`.
+    pub display: Option<(u32, u32)>,
+    /// The display's X server, a program on the image's `PATH` or a path in the image (default
+    /// [`crate::DEFAULT_X_SERVER`], `Xvfb`).
+    pub x_server: String,
 }
 
 impl DockerSandboxOptions {
@@ -63,7 +72,21 @@ impl DockerSandboxOptions {
             shell: "bash".to_owned(),
             output_limit: 1024 * 1024,
             docker_host: None,
+            display: None,
+            x_server: crate::DEFAULT_X_SERVER.to_owned(),
         }
+    }
+
+    /// Gives the sandbox a virtual display ([`crate::DEFAULT_SCREEN`], 1024×768): the image's
+    /// Xvfb, started by [`DockerSandbox::new`] in the container (so the image must contain it,
+    /// with the X programs the agent is to use), its socket in a private host directory
+    /// (mode 0700) bind-mounted at `/tmp/.X11-unix`, and `DISPLAY=:0` in the container's
+    /// environment. [`Sandbox::display`] says where the host reaches it; removing the container
+    /// (cleanup, drop) ends it and everything drawn on it.
+    #[must_use]
+    pub fn with_display(mut self) -> Self {
+        self.display = Some(crate::DEFAULT_SCREEN);
+        self
     }
 }
 
@@ -86,6 +109,12 @@ pub struct DockerSandbox {
     workspace: PathBuf,
     options: DockerSandboxOptions,
     sessions: ShellSessions<DockerSession>,
+    /// Where the display is reached, when the sandbox has one.
+    display: Option<DisplayEndpoint>,
+    /// The task draining the X server's exec output.
+    x_pump: Option<JoinHandle<()>>,
+    /// The private host directory of the display's socket (removed on drop).
+    _socket_dir: Option<SocketDir>,
 }
 
 impl std::fmt::Debug for DockerSandbox {
@@ -218,12 +247,15 @@ impl DockerSandbox {
             )));
         }
         let text = |p: &Path| p.to_string_lossy().into_owned();
+        let socket_dir = options.display.map(|_| SocketDir::create()).transpose()?;
+        let mut binds = vec![format!("{}:{}", text(&workspace), text(&options.work_dir))];
+        let mut env = vec!["PYTHONUNBUFFERED=1".to_owned(), "LANG=C.UTF-8".to_owned()];
+        if let Some(dir) = &socket_dir {
+            binds.push(format!("{}:/tmp/.X11-unix", text(&dir.x11_dir())));
+            env.push(format!("DISPLAY=:{DISPLAY_NUMBER}"));
+        }
         let host_config = HostConfig {
-            binds: Some(vec![format!(
-                "{}:{}",
-                text(&workspace),
-                text(&options.work_dir)
-            )]),
+            binds: Some(binds),
             memory: options
                 .memory_limit
                 .and_then(|bytes| i64::try_from(bytes).ok()),
@@ -257,10 +289,7 @@ impl DockerSandbox {
             user: Some(user),
             cmd: Some(vec!["sleep".to_owned(), "infinity".to_owned()]),
             working_dir: Some(text(&options.work_dir)),
-            env: Some(vec![
-                "PYTHONUNBUFFERED=1".to_owned(),
-                "LANG=C.UTF-8".to_owned(),
-            ]),
+            env: Some(env),
             network_disabled: Some(!options.network_enabled),
             host_config: Some(host_config),
             ..ContainerCreateBody::default()
@@ -282,13 +311,61 @@ impl DockerSandbox {
             return Err(engine(e));
         }
         debug!(%container, image = %options.image, "Docker sandbox started");
-        Ok(Self {
+        let mut sandbox = Self {
             docker,
             container,
             workspace,
             options,
             sessions: ShellSessions::new(),
-        })
+            display: None,
+            x_pump: None,
+            _socket_dir: socket_dir,
+        };
+        if let Err(error) = sandbox.start_display().await {
+            // Nothing of a sandbox that failed to start is left behind.
+            sandbox.sessions.close().await;
+            remove(&sandbox.docker, &sandbox.container).await;
+            return Err(error);
+        }
+        Ok(sandbox)
+    }
+
+    /// Starts the image's X server in the container when the options ask for a display, and
+    /// waits until it accepts connections on the bind-mounted socket.
+    async fn start_display(&mut self) -> Result<(), SandboxError> {
+        let (Some(size), Some(dir)) = (self.options.display, &self._socket_dir) else {
+            return Ok(());
+        };
+        let socket = dir.x11_dir().join(format!("X{DISPLAY_NUMBER}"));
+        let program = self.options.x_server.clone();
+        let (exec_id, started) = self
+            .exec(docker_display::command(&program, size), false)
+            .await?;
+        let StartExecResults::Attached { output, .. } = started else {
+            return Err(engine("the X server's exec did not attach"));
+        };
+        let pump = docker_display::wait_ready(&program, &self.options.image, output).await?;
+        // The exec's host process id (the server itself, once `sh` has exec'd it).
+        let server_pid = self
+            .docker
+            .inspect_exec(&exec_id)
+            .await
+            .ok()
+            .and_then(|inspect| inspect.pid)
+            .and_then(|pid| u32::try_from(pid).ok())
+            .unwrap_or(0);
+        if !socket.exists() {
+            warn!(socket = %socket.display(), "the container's X server is ready but its socket is not where expected");
+        }
+        debug!(server_pid, socket = %socket.display(), "the Docker sandbox's display is ready");
+        self.display = Some(DisplayEndpoint {
+            socket,
+            name: format!(":{DISPLAY_NUMBER}"),
+            size,
+            server_pid,
+        });
+        self.x_pump = Some(pump);
+        Ok(())
     }
 
     /// The container's id.
@@ -572,7 +649,11 @@ impl Sandbox for DockerSandbox {
         for session in self.sessions.close().await {
             session.pump.abort();
         }
+        // Removing the container ends the X server and every program on the display.
         remove(&self.docker, &self.container).await;
+        if let Some(pump) = &self.x_pump {
+            pump.abort();
+        }
         Ok(())
     }
 
@@ -586,6 +667,10 @@ impl Sandbox for DockerSandbox {
 
     fn network_enabled(&self) -> bool {
         self.options.network_enabled
+    }
+
+    fn display(&self) -> Option<DisplayEndpoint> {
+        self.display.clone()
     }
 
     /// `docker exec -i -w <work dir> <container>` (with `-H` when an address was configured):

@@ -14,8 +14,9 @@
 //!   unsandboxed silently.
 //! - `DockerSandbox` runs the same interface in a container of a Docker engine (the `docker`
 //!   cargo feature, on by default; without it `backend = "docker"` is refused by name).
-//! - [`LocalSandboxOptions::with_display`] gives a sandbox a virtual X display: an Xvfb in the
-//!   sandbox, `DISPLAY` set for its programs, reached from the host through
+//! - [`LocalSandboxOptions::with_display`] (and `DockerSandboxOptions::with_display`) gives a
+//!   sandbox a virtual X display: an Xvfb in the sandbox (in the container, from the image, on
+//!   the Docker backend), `DISPLAY` set for its programs, reached from the host through
 //!   [`Sandbox::display`] (agent-desktop's `computer_use` drives it; see `docs/desktop.md`).
 //! - [`from_settings`] turns the `[sandbox]` section of `config.toml` into one of them (the
 //!   backend is chosen here, nowhere else).
@@ -49,6 +50,8 @@ use async_trait::async_trait;
 mod display;
 #[cfg(feature = "docker")]
 mod docker;
+#[cfg(feature = "docker")]
+mod docker_display;
 mod error;
 mod host;
 mod limits;
@@ -60,7 +63,7 @@ mod sessions;
 mod settings;
 pub mod tools;
 
-pub use display::{DEFAULT_SCREEN, DISPLAY_NUMBER, DisplayEndpoint};
+pub use display::{DEFAULT_SCREEN, DEFAULT_X_SERVER, DISPLAY_NUMBER, DisplayEndpoint};
 #[cfg(feature = "docker")]
 pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker, remove_live_containers_now};
 pub use error::SandboxError;

@@ -58,6 +58,9 @@ pub struct LocalSandboxOptions {
     /// the sandbox, `DISPLAY=:0` in every instance (see [`LocalSandboxOptions::with_display`]).
     /// Default `None`: no display, no `DISPLAY`.
     pub display: Option<(u32, u32)>,
+    /// The display's X server: a program name looked up on [`SANDBOX_PATH`] or a path (default
+    /// [`crate::DEFAULT_X_SERVER`], `Xvfb`; `[sandbox] xvfb`).
+    pub x_server: String,
 }
 
 impl LocalSandboxOptions {
@@ -79,6 +82,7 @@ impl LocalSandboxOptions {
             env: Vec::new(),
             output_limit: 10 << 20,
             display: None,
+            x_server: crate::DEFAULT_X_SERVER.to_owned(),
         }
     }
 
@@ -275,7 +279,13 @@ impl LocalSandbox {
             )));
         }
         if let (Some(size), Some(x11_dir)) = (sandbox.options.display, x11_dir) {
-            let server = start_xvfb(&sandbox.desktop_launcher(), &x11_dir, size).await?;
+            let server = start_xvfb(
+                &sandbox.desktop_launcher(),
+                &sandbox.options.x_server,
+                &x11_dir,
+                size,
+            )
+            .await?;
             sandbox.display = Some(server.endpoint.clone());
             *sandbox
                 .x_server

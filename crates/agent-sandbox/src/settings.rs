@@ -40,8 +40,10 @@ impl SandboxFeatures {
 ///
 /// `features.mirrored` shows the workspace at its own host path inside the sandbox, so that
 /// tools see the same absolute paths with and without it; otherwise it is at `[sandbox]
-/// work_dir`. `features.display` gives the sandbox a virtual display (`computer_use`); only the
-/// bubblewrap backend has one so far, the Docker backend's sandbox has none.
+/// work_dir`. `features.display` gives the sandbox a virtual display (`computer_use`): `[sandbox] xvfb` run
+/// inside the sandbox — from the host's read-only filesystem under bubblewrap, from the image
+/// in a Docker container — and [`crate::SandboxError::DisplayUnavailable`] when it cannot start
+/// (the caller may then build the sandbox again without one).
 /// `use_sandbox` is not looked at: the caller decides whether a sandbox is wanted.
 ///
 /// # Errors
@@ -81,7 +83,10 @@ pub async fn from_settings(
         local
     };
     let local = if features.display {
-        local.with_display()
+        LocalSandboxOptions {
+            x_server: settings.xvfb.clone(),
+            ..local.with_display()
+        }
     } else {
         local
     };
@@ -97,11 +102,6 @@ pub async fn from_settings(
         SandboxBackend::Docker => Err(SandboxError::Unavailable(DOCKER_FEATURE_OFF.to_owned())),
         #[cfg(feature = "docker")]
         SandboxBackend::Docker => {
-            if features.display {
-                tracing::warn!(
-                    "the Docker sandbox backend has no virtual display yet; computer_use is not offered"
-                );
-            }
             let docker = DockerSandboxOptions {
                 image: settings.image.clone(),
                 work_dir: local.work_dir,
@@ -109,6 +109,8 @@ pub async fn from_settings(
                 cpu_limit: local.cpu_limit,
                 timeout: local.timeout,
                 network_enabled: settings.network_enabled,
+                display: local.display,
+                x_server: local.x_server,
                 ..DockerSandboxOptions::new(&workspace)
             };
             Ok(Arc::new(DockerSandbox::new(docker).await?))

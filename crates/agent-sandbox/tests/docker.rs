@@ -197,3 +197,168 @@ fn nix_chown(path: &std::path::Path, uid: u32, gid: u32) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+fn desktop_image() -> String {
+    std::env::var("OPENMANUS_DOCKER_DESKTOP_IMAGE").expect(
+        "OPENMANUS_DOCKER_DESKTOP_IMAGE names the display test image (cargo xtask ci builds and sets it)",
+    )
+}
+
+/// Whether a host process is alive (not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+#[tokio::test]
+#[ignore = "needs a Docker engine; cargo xtask ci runs it when one answers"]
+async fn a_display_runs_in_the_container_reached_through_its_socket_and_goes_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = DockerSandbox::new(
+        DockerSandboxOptions {
+            image: desktop_image(),
+            timeout: Duration::from_secs(60),
+            ..DockerSandboxOptions::new(dir.path())
+        }
+        .with_display(),
+    )
+    .await
+    .expect("the Docker sandbox starts with its display");
+    let container = sandbox.container_id().to_owned();
+    let display = sandbox.display().expect("the sandbox has a display");
+    assert_eq!(display.name, ":0");
+    assert_eq!(display.size, (1024, 768));
+    assert!(display.server_pid > 0, "{display:?}");
+    assert!(alive(display.server_pid));
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", display.server_pid)).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).starts_with("Xvfb\0:0\0"),
+        "the exec became the X server: {:?}",
+        String::from_utf8_lossy(&cmdline)
+    );
+
+    // The host reaches the server through the socket's host path, in a private directory.
+    {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+        let kind = std::fs::metadata(&display.socket).unwrap().file_type();
+        assert!(kind.is_socket(), "{}", display.socket.display());
+        let private = display.socket.parent().unwrap().parent().unwrap();
+        let mode = std::fs::metadata(private).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{}", private.display());
+        let mut stream = std::os::unix::net::UnixStream::connect(&display.socket).unwrap();
+        // An X connection set-up (little-endian, protocol 11.0, no authorization) is accepted.
+        use std::io::{Read, Write};
+        stream
+            .write_all(&[b'l', 0, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+            .unwrap();
+        let mut status = [0_u8; 1];
+        stream.read_exact(&mut status).unwrap();
+        assert_eq!(status[0], 1, "the X server accepted the connection");
+    }
+
+    // Every command of the sandbox has DISPLAY and sees the socket; a Tk program draws there.
+    let out = sandbox
+        .run(
+            "echo $DISPLAY; ls /tmp/.X11-unix; /usr/bin/python3 -c 'import tkinter; r = tkinter.Tk(); print(r.winfo_screenwidth(), r.winfo_screenheight())' 2>/dev/null",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, ":0\nX0\n1024 768\n", "{out:?}");
+
+    // A program left running on the display dies with the container, as does the server.
+    sandbox.start_session("app").await.unwrap();
+    sandbox
+        .send_to_session(
+            "app",
+            "/usr/bin/python3 -c 'import tkinter; tkinter.Tk().mainloop()' 2>/dev/null & echo started $!\n",
+        )
+        .await
+        .unwrap();
+    let read = sandbox
+        .read_session("app", Some("started"), Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(read.matched, "{read:?}");
+    let docker = agent_sandbox::connect_docker(None).await.unwrap();
+    let top = docker
+        .top_processes(&container, None::<bollard::query_parameters::TopOptions>)
+        .await
+        .unwrap();
+    let titles = top.titles.unwrap_or_default();
+    let pid_column = titles.iter().position(|t| t == "PID").unwrap();
+    let processes: Vec<(u32, String)> = top
+        .processes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|row| (row[pid_column].parse().unwrap(), row.join(" ")))
+        .collect();
+    let app: Vec<u32> = processes
+        .iter()
+        .filter(|(_, line)| line.contains("tkinter.Tk().mainloop()") && !line.contains("echo"))
+        .map(|(pid, _)| *pid)
+        .collect();
+    assert_eq!(app.len(), 1, "{processes:?}");
+    sandbox.cleanup().await.unwrap();
+    let start = Instant::now();
+    while alive(display.server_pid) || alive(app[0]) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the X server or its program outlived the sandbox"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        docker
+            .inspect_container(
+                &container,
+                None::<bollard::query_parameters::InspectContainerOptions>
+            )
+            .await
+            .is_err()
+    );
+    drop(sandbox);
+    assert!(
+        !display.socket.parent().unwrap().parent().unwrap().exists(),
+        "the socket directory is removed with the sandbox"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a Docker engine; cargo xtask ci runs it when one answers"]
+async fn an_image_without_the_x_server_is_a_clear_display_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = DockerSandbox::new(
+        DockerSandboxOptions {
+            image: image(),
+            shell: "sh".to_owned(),
+            ..DockerSandboxOptions::new(dir.path())
+        }
+        .with_display(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, SandboxError::DisplayUnavailable(_)),
+        "{error:?}"
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains(&format!(
+            "the X server `Xvfb` is not installed in the Docker image {:?}",
+            image()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("apt-get install -y xvfb"), "{text}");
+
+    // The same image without a display still works.
+    let sandbox = sandbox(dir.path(), false).await;
+    assert!(sandbox.display().is_none());
+    let out = sandbox.run("echo ${DISPLAY:-none}", None).await.unwrap();
+    assert_eq!(out.stdout, "none\n");
+    sandbox.cleanup().await.unwrap();
+}

@@ -456,6 +456,9 @@ impl AgentFactory {
                         // Without a display SandboxManus still works, without computer_use.
                         Err(agent_sandbox::SandboxError::DisplayUnavailable(reason)) => {
                             warn!(%reason, "SandboxManus's sandbox has no display; computer_use is not offered");
+                            warnings.push(format!(
+                                "computer_use is not offered because the sandbox has no display: {reason}"
+                            ));
                             agent_sandbox::from_settings(
                                 &self.config.sandbox,
                                 &options.workspace,
@@ -701,7 +704,8 @@ impl BuiltAgent {
         &self.workspace
     }
 
-    /// What went wrong without stopping the build (an MCP server that could not be reached).
+    /// What went wrong without stopping the build (an MCP server that could not be reached;
+    /// SandboxManus's display that could not start, so `computer_use` is not offered).
     #[must_use]
     pub fn warnings(&self) -> &[String] {
         &self.warnings

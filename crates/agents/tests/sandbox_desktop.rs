@@ -269,3 +269,29 @@ async fn sandbox_manus_opens_an_app_on_its_display_types_clicks_and_sees_the_cha
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+mod no_display;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_its_x_server_sandbox_manus_says_why_and_works_without_computer_use() {
+    let warnings =
+        no_display::sandbox_manus_without_its_display("xvfb = \"/nonexistent/bin/Xvfb\"").await;
+    assert_eq!(
+        warnings,
+        [
+            "computer_use is not offered because the sandbox has no display: the X server `/nonexistent/bin/Xvfb` is not installed on this machine (Debian/Ubuntu: `apt-get install xvfb`)"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_x_server_missing_from_the_sandbox_path_is_named() {
+    let warnings =
+        no_display::sandbox_manus_without_its_display("xvfb = \"openmanus-no-such-xvfb\"").await;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .contains("the X server `openmanus-no-such-xvfb` is not installed on this machine"),
+        "{warnings:?}"
+    );
+}

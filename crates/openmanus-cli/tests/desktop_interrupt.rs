@@ -18,7 +18,7 @@ use nix::unistd::Pid;
 use serde_json::json;
 use tokio::process::Command;
 
-use crate::common::{alive, call};
+use crate::common::{alive, call, display_dirs};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 const APP: &str = include_str!("../../agent-desktop/tests/fixtures/clicker.py");
@@ -140,6 +140,8 @@ async fn interrupt_with_the_desktop_up(presses: usize) {
     };
     let pids: Vec<i32> = x_server.iter().chain(&app).copied().collect();
     assert!(pids.iter().all(|&pid| alive(pid)));
+    let socket_dirs = display_dirs(child.id().unwrap());
+    assert_eq!(socket_dirs.len(), 1, "{socket_dirs:?}");
 
     let pid = Pid::from_raw(openmanus);
     kill(pid, Signal::SIGINT).unwrap();
@@ -179,6 +181,11 @@ async fn interrupt_with_the_desktop_up(presses: usize) {
     assert!(
         left.is_empty(),
         "X processes survived {presses} Ctrl-C(s): {left:?} (Xvfb {x_server:?}, app {app:?})"
+    );
+    // The display's socket directory goes too, also on the emergency path.
+    assert!(
+        socket_dirs.iter().all(|dir| !dir.exists()),
+        "{socket_dirs:?} survived {presses} Ctrl-C(s)"
     );
 }
 

@@ -84,3 +84,18 @@ pub async fn assert_all_gone(pids: &[(String, i32)], after: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// The display socket directories (`$TMPDIR/openmanus-display-<pid>-…`) of the process `pid`.
+#[allow(dead_code)] // only the desktop tests look
+pub fn display_dirs(pid: u32) -> Vec<std::path::PathBuf> {
+    let prefix = format!("openmanus-display-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
