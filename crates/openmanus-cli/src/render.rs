@@ -216,9 +216,14 @@ impl Renderer {
             clear_line(self.style.colour);
         }
         match self.mode {
+            // A flow's `step_started`, `step_finished` and `finished` are also the names of
+            // its agents' events: `"scope": "flow"` tells them apart.
             Mode::Json => {
-                if let Ok(line) = serde_json::to_string(event) {
-                    out(&line);
+                if let Ok(mut line) = serde_json::to_value(event) {
+                    if let serde_json::Value::Object(fields) = &mut line {
+                        fields.insert("scope".to_owned(), "flow".into());
+                    }
+                    out(&line.to_string());
                 }
             }
             Mode::Text => flow_text(&self.style, event),
