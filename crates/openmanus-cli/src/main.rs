@@ -18,7 +18,6 @@ mod config;
 mod demo;
 mod init;
 mod line_editor;
-mod markup;
 mod mcp;
 mod output;
 mod render;

@@ -384,16 +384,15 @@ fn tail(text: &str, max: usize) -> String {
     format!("…{skipped}")
 }
 
-/// One frame of the spinner: the seconds and the end of the streamed prose (never the
-/// tool-call markup of a text-mode model: a call being written reads as such).
+/// One frame of the spinner: the seconds and the end of the streamed text (prose only: a
+/// text-mode model's call markup is taken out of the deltas where they are made, in agent-llm).
 fn spinner_line(frame: &str, seconds: u64, streamed: &str) -> String {
-    let (prose, cut) = crate::markup::visible(streamed);
     // Control characters escaped, like the rest of the live view.
-    let text = printable(&tail(&prose, SPINNER_TEXT)).into_owned();
-    match (text.is_empty(), cut) {
-        (true, false) => format!("{frame} waiting for the model… {seconds}s"),
-        (true, true) => format!("{frame} {seconds}s  writing a tool call…"),
-        (false, _) => format!("{frame} {seconds}s  {text}"),
+    let text = printable(&tail(streamed, SPINNER_TEXT)).into_owned();
+    if text.is_empty() {
+        format!("{frame} waiting for the model… {seconds}s")
+    } else {
+        format!("{frame} {seconds}s  {text}")
     }
 }
 
@@ -562,19 +561,12 @@ mod tests {
     }
 
     #[test]
-    fn the_spinner_line_never_shows_tool_call_markup() {
-        let streamed = "I will list the files.\n<tool_call>{\"name\": \"bash\", \"argu";
+    fn the_spinner_line_shows_the_seconds_and_the_end_of_the_text() {
         assert_eq!(
-            spinner_line("⠋", 3, streamed),
+            spinner_line("⠋", 3, "First line.\nI will list the files.\n"),
             "⠋ 3s  I will list the files."
         );
-        let streamed = "Done. <tool_call>{\"name\": \"terminate\"}</tool_call>";
-        assert_eq!(spinner_line("⠋", 3, streamed), "⠋ 3s  Done.");
         assert_eq!(spinner_line("⠋", 0, ""), "⠋ waiting for the model… 0s");
-        assert_eq!(
-            spinner_line("⠋", 1, "<tool_c"),
-            "⠋ 1s  writing a tool call…"
-        );
         assert_eq!(spinner_line("⠋", 1, "a\x1b[2Jb"), "⠋ 1s  a\\u{1b}[2Jb");
     }
 

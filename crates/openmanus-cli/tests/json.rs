@@ -368,7 +368,10 @@ mod cases {
         assert_eq!(result["type"], "result", "{types:?}");
         assert_eq!(result["status"], "finished", "{result}");
         assert_eq!(result["status_text"], "completed", "{result}");
-        assert_eq!(result["answer"], "Plan completed:\n\nSummary: b.txt was written.");
+        assert_eq!(
+            result["answer"],
+            "Plan completed:\n\nSummary: b.txt was written."
+        );
         assert!(
             result["text"]
                 .as_str()
