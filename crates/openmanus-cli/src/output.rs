@@ -67,11 +67,11 @@ fn answer_label(style: Style) -> String {
         Style::Agent => "■ answer",
         Style::Flow => "■ result",
     };
-    if crate::color::terminal().colour {
-        format!("\x1b[1m{label}\x1b[0m")
-    } else {
-        label.to_owned()
-    }
+    crate::render::paint(
+        crate::color::terminal().colour,
+        anstyle::Style::new().bold(),
+        label,
+    )
 }
 
 /// Prints the report of a run: the failure, the files changed, the tokens and the answer (or,
