@@ -8,15 +8,16 @@
 //! text for the rest of this model's life). Front ends build every model through here.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_core::{EventBus, Role};
+use agent_core::{AgentEvent, EventBus, Role};
 use async_trait::async_trait;
 use serde_json::Value;
 use tracing::warn;
 
 use crate::anthropic::AnthropicClient;
 use crate::settings::{ApiType, LlmSettings, ToolCallMode};
-use crate::text_mode::{rejects_tools, text_request, text_response};
+use crate::text_mode::{VisibleText, rejects_tools, text_request, text_response};
 use crate::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError};
 
 /// The client behind a [`Model`].
@@ -37,6 +38,81 @@ pub struct Model {
     /// Text mode is on (always in `text`; after the switch in `auto`).
     text: AtomicBool,
     settings: LlmSettings,
+    /// The event bus given, and the markup filter of the text-mode reply streaming now.
+    deltas: Option<Deltas>,
+}
+
+/// Between the client and the agent's bus: the client emits on a bus of its own, whose events
+/// go on to the agent's, a text-mode reply's [`AgentEvent::TextDelta`]s through [`VisibleText`]
+/// (so the live views, the JSON output and the server never see a call's markup).
+#[derive(Debug, Clone)]
+struct Deltas {
+    /// The agent's bus.
+    events: EventBus,
+    /// Set while a text-mode request that offers tools is under way.
+    filter: Arc<Mutex<Option<VisibleText>>>,
+}
+
+impl Deltas {
+    /// A relay to `events`; returns it with the bus the client is to emit on.
+    fn relay(events: EventBus) -> (Self, EventBus) {
+        let filter: Arc<Mutex<Option<VisibleText>>> = Arc::default();
+        let client_bus = EventBus::new();
+        let (out, shared) = (events.clone(), filter.clone());
+        client_bus.subscribe_with(Arc::new(move |event: &AgentEvent| {
+            let forwarded = match event {
+                AgentEvent::TextDelta { text } => match lock(&shared).as_mut() {
+                    Some(visible) => Some(visible.push(text))
+                        .filter(|shown| !shown.is_empty())
+                        .map(|text| AgentEvent::TextDelta { text }),
+                    None => Some(event.clone()),
+                },
+                // The deltas start again from the beginning of the reply.
+                AgentEvent::Retry { .. } => {
+                    if let Some(visible) = lock(&shared).as_mut() {
+                        visible.restart();
+                    }
+                    Some(event.clone())
+                }
+                _ => Some(event.clone()),
+            };
+            if let Some(event) = forwarded {
+                out.emit(event);
+            }
+            true
+        }));
+        (Self { events, filter }, client_bus)
+    }
+
+    /// Filters the deltas of one text-mode reply to a request offering `tools`, until the
+    /// guard is finished or dropped.
+    fn filter(&self, tools: &[&str]) -> Filtering<'_> {
+        *lock(&self.filter) = Some(VisibleText::new(tools));
+        Filtering(self)
+    }
+}
+
+/// One text-mode reply's filtering; dropped (a cancelled request), the filter is removed.
+struct Filtering<'a>(&'a Deltas);
+
+impl Filtering<'_> {
+    /// The reply is complete: what the filter held back and turned out to be text goes out.
+    fn finish(self) {
+        let rest = lock(&self.0.filter).take().map(|mut v| v.finish());
+        if let Some(text) = rest.filter(|t| !t.is_empty()) {
+            self.0.events.emit(AgentEvent::TextDelta { text });
+        }
+    }
+}
+
+impl Drop for Filtering<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.filter) = None;
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Model {
@@ -71,12 +147,17 @@ impl Model {
             mode,
             text: AtomicBool::new(mode == ToolCallMode::Text),
             settings,
+            deltas: None,
         })
     }
 
-    /// Reports retries on `events` (pass the agent's event bus).
+    /// Reports retries and streamed text on `events` (pass the agent's event bus). In text
+    /// mode the [`AgentEvent::TextDelta`]s carry the prose only, never a call's markup
+    /// ([`VisibleText`]).
     #[must_use]
     pub fn with_events(mut self, events: EventBus) -> Self {
+        let (deltas, events) = Deltas::relay(events);
+        self.deltas = Some(deltas);
         self.backend = match self.backend {
             Backend::OpenAi(client) => Backend::OpenAi(client.with_events(events)),
             Backend::Anthropic(client) => Backend::Anthropic(client.with_events(events)),
@@ -134,7 +215,16 @@ impl Model {
     }
 
     async fn complete_text(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        // Without tools the reply is not read for calls, and its deltas are left alone.
+        let filtering = self
+            .deltas
+            .as_ref()
+            .filter(|_| !request.tools.is_empty())
+            .map(|deltas| deltas.filter(&request.tool_names()));
         let response = self.inner().complete(text_request(&request)).await?;
+        if let Some(filtering) = filtering {
+            filtering.finish();
+        }
         Ok(text_response(response, &request))
     }
 

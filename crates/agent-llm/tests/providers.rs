@@ -377,3 +377,58 @@ async fn anthropic_streams_text_deltas_before_the_reply_ends() {
     assert_eq!(streamed, text);
     server.verify().unwrap();
 }
+
+/// In text mode the streamed deltas carry the prose only: a `<tool_call>` block cut across
+/// chunks never shows, a stream cut inside the block and retried starts the prose again after
+/// the `Retry`, and the deltas after it add up to the reply's text.
+#[tokio::test]
+async fn text_mode_deltas_leave_the_markup_out_across_a_retry() {
+    let server = MockOpenAi::start().await.unwrap();
+    let reply = "I'll look.\n<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n</tool_call>\nThen I'll report.";
+    // The role chunk and the first pieces (cut inside the tag), then the whole reply.
+    server
+        .push_cut_stream(4, Completion::text(reply))
+        .push_text(reply);
+    let mut settings = LlmSettings::new("qwen2.5:7b", server.base_url())
+        .with_api_type(ApiType::Ollama)
+        .with_tool_call_mode(ToolCallMode::Text);
+    settings.max_attempts = 2;
+    settings.backoff_min_secs = 0.001;
+    settings.backoff_max_secs = 0.02;
+    let bus = EventBus::new();
+    let mut events = bus.subscribe();
+    let model = Model::new(settings).unwrap().with_events(bus);
+    let answer = model
+        .complete(
+            ChatRequest::new(vec![Message::user_message("where am I?")])
+                .with_tools(vec![bash_tool()], ToolChoice::Auto),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.content.as_deref(),
+        Some("I'll look.\n\nThen I'll report.")
+    );
+    assert_eq!(answer.tool_calls.len(), 1);
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    let mut retried = false;
+    while let Ok(event) = events.try_recv() {
+        match event {
+            AgentEvent::Retry { .. } => retried = true,
+            AgentEvent::TextDelta { text } if retried => after.push(text),
+            AgentEvent::TextDelta { text } => before.push(text),
+            _ => {}
+        }
+    }
+    assert!(retried);
+    for delta in before.iter().chain(&after) {
+        assert!(
+            !delta.contains('<') && !delta.contains("name") && !delta.contains('{'),
+            "{delta:?}"
+        );
+    }
+    assert!(after.len() > 2, "{after:?}");
+    assert_eq!(after.concat(), "I'll look.\n\nThen I'll report.");
+    server.verify().unwrap();
+}

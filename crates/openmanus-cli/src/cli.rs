@@ -76,7 +76,9 @@ pub struct GlobalArgs {
     /// The workspace directory (default: from the config, else ./workspace).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Print every event as a JSON line on standard output instead of the live view.
+    /// JSON only on standard output, one object a line: a run's events instead of the live
+    /// view, then its `result`; the other commands' answers as objects. (`completions` and
+    /// `mcp-server` refuse it.)
     #[arg(long, global = true)]
     pub json: bool,
     /// More logging (-v: info, -vv: debug).

@@ -5,16 +5,20 @@ use anyhow::{Context, Result};
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, GlobalArgs};
 use crate::output::EXIT_OK;
 
 /// Writes the completion script for `shell` on standard output.
 ///
 /// # Errors
 ///
-/// Standard output cannot be written.
-pub fn generate(shell: Shell) -> Result<u8> {
+/// `--json` (a shell script is not JSON: refused rather than ignored); standard output cannot
+/// be written.
+pub fn generate(global: &GlobalArgs, shell: Shell) -> Result<u8> {
     use std::io::Write;
+    if global.json {
+        anyhow::bail!("completions prints a shell script, not JSON: drop --json");
+    }
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "openmanus", &mut script);

@@ -203,8 +203,15 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    say(&format!("wrote {}", path.display()));
-    say(&next_steps(&choices, &path));
+    if global.json {
+        say(&serde_json::json!({"type": "config_written", "path": path,
+                                "provider": choices.provider.name(), "model": choices.model,
+                                "base_url": choices.base_url, "api_key_env": choices.key_env})
+        .to_string());
+    } else {
+        say(&format!("wrote {}", path.display()));
+        say(&next_steps(&choices, &path));
+    }
     Ok(EXIT_OK)
 }
 

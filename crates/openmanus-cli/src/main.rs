@@ -18,7 +18,6 @@ mod config;
 mod demo;
 mod init;
 mod line_editor;
-mod markup;
 mod mcp;
 mod output;
 mod render;
@@ -139,7 +138,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         images: Vec::new(),
     };
     match cli.command {
-        Some(Command::Completions { shell }) => completions::generate(shell),
+        Some(Command::Completions { shell }) => completions::generate(global, shell),
         Some(Command::Demo) => demo(global, &interrupts).await,
         Some(Command::Flow { prompt, .. }) => {
             let factory = config::factory(global, config::load(global)?);
@@ -175,9 +174,9 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 SessionsAction::List => sessions::list(global, &store).await,
                 SessionsAction::Show { id } => sessions::show(global, &store, &id).await,
                 SessionsAction::Export { id, output } => {
-                    sessions::export(&store, &id, output).await
+                    sessions::export(global, &store, &id, output).await
                 }
-                SessionsAction::Delete { id } => sessions::delete(&store, &id).await,
+                SessionsAction::Delete { id } => sessions::delete(global, &store, &id).await,
                 SessionsAction::Resume {
                     id,
                     prompt,

@@ -67,11 +67,11 @@ fn answer_label(style: Style) -> String {
         Style::Agent => "■ answer",
         Style::Flow => "■ result",
     };
-    if crate::color::terminal().colour {
-        format!("\x1b[1m{label}\x1b[0m")
-    } else {
-        label.to_owned()
-    }
+    crate::render::paint(
+        crate::color::terminal().colour,
+        anstyle::Style::new().bold(),
+        label,
+    )
 }
 
 /// Prints the report of a run: the failure, the files changed, the tokens and the answer (or,
@@ -81,14 +81,13 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
         Style::Agent => report.answer_or_text(),
         Style::Flow => &report.text,
     };
-    if json && style == Style::Flow {
-        say(shown);
-        return;
-    }
     if json {
+        // `status` is a machine value (`finished`, `max_steps`, `cancelled`, `failed`,
+        // `budget`), the same for an agent and the flow; `status_text` is the words for it.
         say(&json!({"type": "result", "status": report.ending(),
                     "status_text": report.status_text(), "answer": report.answer,
-                    "changes": report.changes, "usage": report.usage, "workspace": workspace})
+                    "text": report.text, "changes": report.changes, "usage": report.usage,
+                    "workspace": workspace})
         .to_string());
         return;
     }

@@ -2,13 +2,13 @@
 //! only on a TTY), or JSON lines for other programs.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_core::AgentEvent;
 use agent_session::Session;
 use agents::FlowEvent;
+use anstyle::AnsiColor;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -23,35 +23,41 @@ pub enum Mode {
     Json,
 }
 
+/// The styles of the live view (anstyle), applied only when colour is allowed.
 struct Style {
     colour: bool,
 }
 
 impl Style {
-    fn paint(&self, code: &str, text: &str) -> String {
-        if self.colour {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
+    fn paint(&self, style: anstyle::Style, text: &str) -> String {
+        paint(self.colour, style, text)
     }
     fn dim(&self, text: &str) -> String {
-        self.paint("2", text)
+        self.paint(anstyle::Style::new().dimmed(), text)
     }
     fn bold(&self, text: &str) -> String {
-        self.paint("1", text)
+        self.paint(anstyle::Style::new().bold(), text)
     }
     fn green(&self, text: &str) -> String {
-        self.paint("32", text)
+        self.paint(AnsiColor::Green.on_default(), text)
     }
     fn red(&self, text: &str) -> String {
-        self.paint("31", text)
+        self.paint(AnsiColor::Red.on_default(), text)
     }
     fn yellow(&self, text: &str) -> String {
-        self.paint("33", text)
+        self.paint(AnsiColor::Yellow.on_default(), text)
     }
     fn cyan(&self, text: &str) -> String {
-        self.paint("36", text)
+        self.paint(AnsiColor::Cyan.on_default(), text)
+    }
+}
+
+/// `text` in `style` when `colour` is allowed, else as it is.
+pub fn paint(colour: bool, style: anstyle::Style, text: &str) -> String {
+    if colour {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_owned()
     }
 }
 
@@ -111,15 +117,16 @@ fn indent(text: &str, prefix: &str) -> String {
         .join("\n")
 }
 
-/// The state of one live view: style and spinner flag.
+/// The state of one live view: style and spinner.
 struct Renderer {
     mode: Mode,
     style: Style,
-    tty: bool,
-    thinking: Arc<AtomicBool>,
-    spinner: Option<JoinHandle<()>>,
+    /// A spinner may be drawn (the text view on a terminal that is not `dumb`).
+    animate: bool,
+    /// The spinner, while the model is thinking.
+    spinner: Option<ProgressBar>,
     /// The reply streamed so far in this step (the spinner shows its end).
-    streamed: Arc<Mutex<String>>,
+    streamed: String,
     /// A thought that may be the final answer (its only call is `terminate`, or it has no
     /// calls): shown when the run goes on, left to the report (which labels the answer) when
     /// the run ends, so the answer is not printed twice.
@@ -129,21 +136,30 @@ struct Renderer {
 impl Renderer {
     fn new(mode: Mode) -> Self {
         let terminal = crate::color::terminal();
-        let tty = terminal.animate;
-        let thinking = Arc::new(AtomicBool::new(false));
-        let streamed = Arc::new(Mutex::new(String::new()));
-        let spinner = (tty && mode == Mode::Text)
-            .then(|| spawn_spinner(thinking.clone(), streamed.clone(), terminal.colour));
         Self {
             mode,
             style: Style {
                 colour: terminal.colour,
             },
-            tty,
-            thinking,
-            spinner,
-            streamed,
+            animate: terminal.animate && mode == Mode::Text,
+            spinner: None,
+            streamed: String::new(),
             pending: None,
+        }
+    }
+
+    /// Starts the spinner (the model is thinking).
+    fn start_spinner(&mut self) {
+        self.stop_spinner();
+        if self.animate {
+            self.spinner = Some(spinner(self.style.colour));
+        }
+    }
+
+    /// Erases the spinner's line.
+    fn stop_spinner(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.finish_and_clear();
         }
     }
 
@@ -158,19 +174,18 @@ impl Renderer {
                 }
                 // On a terminal the spinner line shows the reply as it streams in; the
                 // thought shows it whole when it is complete.
-                Mode::Text => lock(&self.streamed).push_str(text),
+                Mode::Text => {
+                    self.streamed.push_str(text);
+                    if let Some(spinner) = &self.spinner {
+                        spinner.set_message(spinner_message(&self.streamed));
+                    }
+                }
                 Mode::Quiet => {}
             }
             return;
         }
-        lock(&self.streamed).clear();
-        self.thinking.store(
-            matches!(event, AgentEvent::StepStarted { .. }),
-            Ordering::SeqCst,
-        );
-        if self.tty && self.mode == Mode::Text {
-            clear_line(self.style.colour);
-        }
+        self.streamed.clear();
+        self.stop_spinner();
         match self.mode {
             Mode::Json => {
                 if let Ok(line) = serde_json::to_string(event) {
@@ -179,6 +194,9 @@ impl Renderer {
             }
             Mode::Text => self.text(event),
             Mode::Quiet => {}
+        }
+        if matches!(event, AgentEvent::StepStarted { .. }) {
+            self.start_spinner();
         }
     }
 
@@ -211,14 +229,16 @@ impl Renderer {
 
     /// Shows one flow event.
     fn flow(&mut self, event: &FlowEvent) {
-        self.thinking.store(false, Ordering::SeqCst);
-        if self.tty && self.mode == Mode::Text {
-            clear_line(self.style.colour);
-        }
+        self.stop_spinner();
         match self.mode {
+            // A flow's `step_started`, `step_finished` and `finished` are also the names of
+            // its agents' events: `"scope": "flow"` tells them apart.
             Mode::Json => {
-                if let Ok(line) = serde_json::to_string(event) {
-                    out(&line);
+                if let Ok(mut line) = serde_json::to_value(event) {
+                    if let serde_json::Value::Object(fields) = &mut line {
+                        fields.insert("scope".to_owned(), "flow".into());
+                    }
+                    out(&line.to_string());
                 }
             }
             Mode::Text => flow_text(&self.style, event),
@@ -227,12 +247,8 @@ impl Renderer {
     }
 
     /// Stops the spinner; returns the thought held back as the likely answer.
-    fn finish(self) -> Option<String> {
-        self.thinking.store(false, Ordering::SeqCst);
-        if let Some(spinner) = self.spinner {
-            spinner.abort();
-            clear_line(self.style.colour);
-        }
+    fn finish(mut self) -> Option<String> {
+        self.stop_spinner();
         self.pending
     }
 }
@@ -368,27 +384,11 @@ fn err(line: &str) {
     eprintln!("{line}");
 }
 
-/// Erases the spinner's line: with an escape code when colours are allowed, else by
-/// overwriting it with spaces (no escape codes at all under NO_COLOR or --color never).
-fn clear_line(colour: bool) {
-    let mut stderr = std::io::stderr();
-    if colour {
-        let _ = stderr.write_all(b"\r\x1b[2K");
-    } else {
-        let _ = write!(stderr, "\r{:width$}\r", "", width = SPINNER_WIDTH);
-    }
-    let _ = stderr.flush();
-}
-
 /// The widest spinner line, in characters.
 const SPINNER_WIDTH: usize = 64;
 
 /// The characters of streamed text the spinner line shows.
 const SPINNER_TEXT: usize = 50;
-
-fn lock(text: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
-    text.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The last `max` characters of the last line of `text`.
 fn tail(text: &str, max: usize) -> String {
@@ -401,51 +401,97 @@ fn tail(text: &str, max: usize) -> String {
     format!("…{skipped}")
 }
 
-/// One frame of the spinner: the seconds and the end of the streamed prose (never the
-/// tool-call markup of a text-mode model: a call being written reads as such).
-fn spinner_line(frame: &str, seconds: u64, streamed: &str) -> String {
-    let (prose, cut) = crate::markup::visible(streamed);
-    // Control characters escaped, like the rest of the live view.
-    let text = printable(&tail(&prose, SPINNER_TEXT)).into_owned();
-    match (text.is_empty(), cut) {
-        (true, false) => format!("{frame} waiting for the model… {seconds}s"),
-        (true, true) => format!("{frame} {seconds}s  writing a tool call…"),
-        (false, _) => format!("{frame} {seconds}s  {text}"),
+/// What the spinner says after the seconds: the end of the streamed text (prose only: a
+/// text-mode model's call markup is taken out of the deltas where they are made, in agent-llm),
+/// control characters escaped like the rest of the live view.
+fn spinner_message(streamed: &str) -> String {
+    let text = printable(&tail(streamed, SPINNER_TEXT)).into_owned();
+    if text.is_empty() {
+        "waiting for the model…".to_owned()
+    } else {
+        text
     }
 }
 
-/// The spinner shown while the model thinks, with the seconds it has been thinking and, when
-/// the reply streams, the end of the text received so far.
-fn spawn_spinner(
-    thinking: Arc<AtomicBool>,
-    streamed: Arc<Mutex<String>>,
-    colour: bool,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-        let mut frame = 0;
-        let mut since: Option<Instant> = None;
-        let mut ticker = tokio::time::interval(Duration::from_millis(100));
-        loop {
-            ticker.tick().await;
-            if !thinking.load(Ordering::SeqCst) {
-                since = None;
-                continue;
-            }
-            let started = *since.get_or_insert_with(Instant::now);
-            let seconds = started.elapsed().as_secs();
-            let frame_char = FRAMES[frame % FRAMES.len()];
-            let line = spinner_line(frame_char, seconds, &lock(&streamed));
-            let mut stderr = std::io::stderr();
-            if colour {
-                let _ = write!(stderr, "\r\x1b[2K\x1b[2m{line}\x1b[0m");
-            } else {
-                let _ = write!(stderr, "\r{line:width$}", width = SPINNER_WIDTH);
-            }
-            let _ = stderr.flush();
-            frame += 1;
-        }
-    })
+/// A spinner (indicatif) on standard error with the seconds the model has been thinking:
+/// `⠋ 3s  waiting for the model…`, dimmed when colour is allowed. Without colour it is drawn
+/// with carriage returns and spaces only ([`PlainLine`]): no escape code at all.
+fn spinner(colour: bool) -> ProgressBar {
+    const FRAMES: [&str; 11] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏", " "];
+    let (template, target) = if colour {
+        (
+            "{spinner:.dim} {secs:.dim}  {msg:.dim}",
+            ProgressDrawTarget::stderr(),
+        )
+    } else {
+        (
+            "{spinner} {secs}  {msg}",
+            ProgressDrawTarget::term_like(Box::new(PlainLine)),
+        )
+    };
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+        .tick_strings(&FRAMES)
+        .with_key(
+            "secs",
+            |state: &ProgressState, out: &mut dyn std::fmt::Write| {
+                let _ = write!(out, "{}s", state.elapsed().as_secs());
+            },
+        );
+    let bar = ProgressBar::with_draw_target(None, target)
+        .with_style(style)
+        .with_message(spinner_message(""));
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
+/// Standard error as one line redrawn with a carriage return and overwritten with spaces: what
+/// the spinner draws on when escape codes are not allowed (`NO_COLOR`, `--color never`).
+#[derive(Debug)]
+struct PlainLine;
+
+impl TermLike for PlainLine {
+    fn width(&self) -> u16 {
+        SPINNER_WIDTH as u16
+    }
+
+    // The spinner is one line, so the cursor never has to leave it.
+    fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn write_line(&self, line: &str) -> std::io::Result<()> {
+        writeln!(std::io::stderr(), "{line}")
+    }
+
+    fn write_str(&self, text: &str) -> std::io::Result<()> {
+        write!(std::io::stderr(), "{text}")
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        write!(
+            std::io::stderr(),
+            "\r{:width$}\r",
+            "",
+            width = SPINNER_WIDTH
+        )
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 fn show_thought(style: &Style, content: &str) {
@@ -579,20 +625,13 @@ mod tests {
     }
 
     #[test]
-    fn the_spinner_line_never_shows_tool_call_markup() {
-        let streamed = "I will list the files.\n<tool_call>{\"name\": \"bash\", \"argu";
+    fn the_spinner_shows_the_end_of_the_text() {
         assert_eq!(
-            spinner_line("⠋", 3, streamed),
-            "⠋ 3s  I will list the files."
+            spinner_message("First line.\nI will list the files.\n"),
+            "I will list the files."
         );
-        let streamed = "Done. <tool_call>{\"name\": \"terminate\"}</tool_call>";
-        assert_eq!(spinner_line("⠋", 3, streamed), "⠋ 3s  Done.");
-        assert_eq!(spinner_line("⠋", 0, ""), "⠋ waiting for the model… 0s");
-        assert_eq!(
-            spinner_line("⠋", 1, "<tool_c"),
-            "⠋ 1s  writing a tool call…"
-        );
-        assert_eq!(spinner_line("⠋", 1, "a\x1b[2Jb"), "⠋ 1s  a\\u{1b}[2Jb");
+        assert_eq!(spinner_message(""), "waiting for the model…");
+        assert_eq!(spinner_message("a\x1b[2Jb"), "a\\u{1b}[2Jb");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use agent_server::{Hub, Server, ServerOptions};
 use anyhow::{Context, Result};
 
 use crate::cli::GlobalArgs;
-use crate::output::note;
+use crate::output::{note, say};
 use crate::{config, sessions};
 
 /// Runs the server; returns the exit code once it has stopped.
@@ -70,13 +70,24 @@ pub async fn serve(
     let hub = Arc::new(hub);
     let server = Server::bind(&options, hub).await?;
     let address = server.local_addr().context("the server's address")?;
-    note(&format!(
-        "openmanus serve: http://{address}/ (sessions in {}; Ctrl-C stops)",
-        options.sessions_root.display()
-    ));
+    if global.json {
+        say(&serde_json::json!({"type": "listening", "address": address,
+                                "url": format!("http://{address}/"),
+                                "sessions": options.sessions_root})
+        .to_string());
+    } else {
+        note(&format!(
+            "openmanus serve: http://{address}/ (sessions in {}; Ctrl-C stops)",
+            options.sessions_root.display()
+        ));
+    }
     server.serve(stop_signal()).await?;
     store.close().await;
-    note("stopped");
+    if global.json {
+        say(&serde_json::json!({"type": "stopped"}).to_string());
+    } else {
+        note("stopped");
+    }
     Ok(0)
 }
 

@@ -188,7 +188,12 @@ fn show_text(session: &SessionRecord, runs: &[RunRecord], messages: usize, event
 /// # Errors
 ///
 /// No such session; the store cannot be read; the file cannot be written.
-pub async fn export(store: &Store, id: &str, output: Option<PathBuf>) -> Result<u8> {
+pub async fn export(
+    global: &GlobalArgs,
+    store: &Store,
+    id: &str,
+    output: Option<PathBuf>,
+) -> Result<u8> {
     let session = store.find_session(id).await?;
     let lines = match &output {
         Some(path) => {
@@ -198,8 +203,17 @@ pub async fn export(store: &Store, id: &str, output: Option<PathBuf>) -> Result<
         }
         None => export_session(store, &session.id, std::io::stdout().lock()).await?,
     };
+    // On standard output the journal is JSON lines already; a file gets a line saying so.
     if let Some(path) = output {
-        note(&format!("{lines} lines written to {}", path.display()));
+        if global.json {
+            say(
+                &json!({"type": "exported", "session_id": session.id, "path": path,
+                        "lines": lines})
+                .to_string(),
+            );
+        } else {
+            note(&format!("{lines} lines written to {}", path.display()));
+        }
     }
     Ok(EXIT_OK)
 }
@@ -209,10 +223,14 @@ pub async fn export(store: &Store, id: &str, output: Option<PathBuf>) -> Result<
 /// # Errors
 ///
 /// No such session; the store cannot be written.
-pub async fn delete(store: &Store, id: &str) -> Result<u8> {
+pub async fn delete(global: &GlobalArgs, store: &Store, id: &str) -> Result<u8> {
     let session = store.find_session(id).await?;
     if store.delete_session(&session.id).await? {
-        note(&format!("deleted session {}", session.id));
+        if global.json {
+            say(&json!({"type": "deleted", "session_id": session.id}).to_string());
+        } else {
+            note(&format!("deleted session {}", session.id));
+        }
         Ok(EXIT_OK)
     } else {
         Ok(EXIT_FAILED)

@@ -12,6 +12,7 @@ use agent_worker::{
     WorkerOptions,
 };
 use anyhow::{Context, Result};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{GlobalArgs, NatsArgs};
@@ -75,13 +76,20 @@ pub async fn worker(
         options.name = name;
     }
     let nats = connect(&settings, &format!("openmanus worker {}", options.name)).await?;
-    note(&format!(
-        "openmanus worker {}: {} task(s) at once from {} (workspaces in {}; Ctrl-C or SIGTERM stops)",
-        options.name,
-        options.concurrency,
-        settings.url,
-        options.workspaces.display()
-    ));
+    if global.json {
+        say(&json!({"type": "worker_started", "name": options.name,
+                    "concurrency": options.concurrency, "nats_url": settings.url,
+                    "workspaces": options.workspaces})
+        .to_string());
+    } else {
+        note(&format!(
+            "openmanus worker {}: {} task(s) at once from {} (workspaces in {}; Ctrl-C or SIGTERM stops)",
+            options.name,
+            options.concurrency,
+            settings.url,
+            options.workspaces.display()
+        ));
+    }
     let stop = CancellationToken::new();
     let worker = Worker::new(nats, factory, options);
     let trigger = stop.clone();
@@ -90,6 +98,15 @@ pub async fn worker(
         trigger.cancel();
     });
     let summary = worker.run(stop).await?;
+    if global.json {
+        say(
+            &json!({"type": "worker_stopped", "completed": summary.completed,
+                    "already_done": summary.already_done, "handed_back": summary.handed_back,
+                    "rejected": summary.rejected})
+            .to_string(),
+        );
+        return Ok(EXIT_OK);
+    }
     note(&format!(
         "stopped: {} completed, {} already done, {} handed back, {} rejected",
         summary.completed, summary.already_done, summary.handed_back, summary.rejected
@@ -139,7 +156,11 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
     };
     let submitted = submitter.submit(&task).await?;
     if global.json {
-        say(&serde_json::json!({"submitted": task.id, "sequence": submitted.sequence, "duplicate": submitted.duplicate}).to_string());
+        say(
+            &json!({"type": "submitted", "task_id": task.id, "sequence": submitted.sequence,
+                    "duplicate": submitted.duplicate})
+            .to_string(),
+        );
     } else {
         say(&task.id);
         if submitted.duplicate {
@@ -162,7 +183,7 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
             event = stream.next() => match event {
                 Some(Ok(event)) => {
                     if global.json {
-                        say(&serde_json::to_string(&event)?);
+                        say(&typed("task_event", serde_json::to_value(&event)?).to_string());
                     } else if !global.quiet {
                         follow_text(&mut view, &mut attempt, &event);
                     }
@@ -174,7 +195,7 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
     };
     view.finish();
     if global.json {
-        say(&serde_json::to_string(&result)?);
+        say(&result_line(&result)?.to_string());
     } else {
         if !global.quiet {
             note(&format!(
@@ -209,4 +230,31 @@ fn follow_text(view: &mut Follow, attempt: &mut Option<(String, u64)>, event: &T
             Err(error) => tracing::debug!(%error, "an agent event this build does not know"),
         }
     }
+}
+
+/// `value` (an object) with `"type": kind` first among its fields.
+fn typed(kind: &str, value: Value) -> Value {
+    let mut fields = serde_json::Map::new();
+    fields.insert("type".to_owned(), Value::from(kind));
+    if let Value::Object(rest) = value {
+        fields.extend(rest);
+    }
+    Value::Object(fields)
+}
+
+/// The `result` line of `submit --json`: the worker's [`TaskResult`] shaped like a local run's
+/// (`status` the machine value `finished`, `max_steps`, ...; `status_text` the words).
+///
+/// # Errors
+///
+/// The result cannot be turned into JSON (it always can).
+fn result_line(result: &agent_worker::TaskResult) -> Result<Value> {
+    let mut line = typed("result", serde_json::to_value(result)?);
+    if let Value::Object(fields) = &mut line {
+        let words = fields.remove("status").unwrap_or_default();
+        let ending = fields.remove("ending").unwrap_or_default();
+        fields.insert("status".to_owned(), ending);
+        fields.insert("status_text".to_owned(), words);
+    }
+    Ok(line)
 }

@@ -16,62 +16,9 @@ use agent_testkit::{Completion, MockOpenAi};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use crate::common::{alive, call};
+use crate::common::{Setup, alive, call};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
-
-/// A temp dir with `config/config.toml` pointing at `server`, and a workspace.
-struct Setup {
-    dir: tempfile::TempDir,
-}
-
-impl Setup {
-    fn new(server: &MockOpenAi) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("config")).unwrap();
-        std::fs::write(
-            dir.path().join("config/config.toml"),
-            format!(
-                "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-cli-test\"\nmax_tokens = 1024\ntemperature = 0.0\nmax_attempts = 1\n",
-                server.base_url()
-            ),
-        )
-        .unwrap();
-        std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
-        // The program's temporary files (Chromium's profile among them) stay in this test's
-        // directory, so what it leaves behind can be told from other tests' processes.
-        std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
-        Self { dir }
-    }
-
-    /// The directory the program's temporary files go to.
-    fn tmp(&self) -> PathBuf {
-        self.dir.path().join("tmp")
-    }
-
-    fn workspace(&self) -> PathBuf {
-        self.dir.path().join("workspace").canonicalize().unwrap()
-    }
-
-    fn command(&self) -> Command {
-        let mut command = Command::new(BIN);
-        command
-            .current_dir(self.dir.path())
-            .env_remove("OPENMANUS_CONFIG")
-            .env("NO_COLOR", "1")
-            .env("TMPDIR", self.tmp())
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        command
-    }
-
-    async fn run(&self, args: &[&str]) -> Output {
-        tokio::time::timeout(Duration::from_secs(60), self.command().args(args).output())
-            .await
-            .expect("openmanus did not finish")
-            .unwrap()
-    }
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

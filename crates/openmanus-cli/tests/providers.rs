@@ -407,3 +407,78 @@ async fn config_check_reports_the_api_and_the_tool_call_mode() {
         "{all}"
     );
 }
+
+/// A text-mode run with `--json`: the model's markup, streamed in pieces of a few characters
+/// (tags and fences cut across them), never reaches the `text_delta` lines, and each step's
+/// deltas add up to its thought, which is the step's prose.
+async fn text_mode_deltas(render: fn(&str, &Value) -> String) {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&format!(
+        "api_type = \"ollama\"\nmodel = \"gemma3\"\nbase_url = \"{}\"\ntool_call_mode = \"text\"\n",
+        server.base_url()
+    ));
+    let steps = demo_steps(&setup.workspace());
+    for (text, tool, args) in &steps {
+        server.push_text(format!("{text}\n{}\n", render(tool, args)));
+    }
+    let output = setup.run(&["--no-store", "--json", "--prompt", TASK]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    server.verify().unwrap();
+    assert!(server.requests().iter().all(|r| r.is_stream()));
+    let lines: Vec<Value> = text(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Each step's deltas, and its thought.
+    let mut per_step: Vec<(Vec<String>, String)> = Vec::new();
+    for line in &lines {
+        match line["type"].as_str().unwrap() {
+            "step_started" => per_step.push((Vec::new(), String::new())),
+            "text_delta" => per_step
+                .last_mut()
+                .unwrap()
+                .0
+                .push(line["text"].as_str().unwrap().to_owned()),
+            "thought" => line["content"]
+                .as_str()
+                .unwrap()
+                .clone_into(&mut per_step.last_mut().unwrap().1),
+            _ => {}
+        }
+    }
+    assert_eq!(per_step.len(), steps.len(), "{per_step:?}");
+    for ((deltas, thought), (prose, tool, _)) in per_step.iter().zip(&steps) {
+        for delta in deltas {
+            for markup in [
+                "<tool",
+                "tool_call>",
+                "```",
+                "\"name\"",
+                "\"arguments\"",
+                tool,
+            ] {
+                assert!(!delta.contains(markup), "{markup:?} in the delta {delta:?}");
+            }
+        }
+        assert!(deltas.len() > 3, "streamed in pieces: {deltas:?}");
+        assert_eq!(&deltas.concat(), prose, "{deltas:?}");
+        assert_eq!(thought, prose);
+    }
+    let result = lines.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["status"], "finished");
+    assert_eq!(
+        std::fs::read_to_string(setup.workspace().join("hello.py")).unwrap(),
+        "print(\"Hello from openmanus-rs!\")\n"
+    );
+}
+
+#[tokio::test]
+async fn text_mode_deltas_carry_no_tool_call_tags() {
+    text_mode_deltas(tagged).await;
+}
+
+#[tokio::test]
+async fn text_mode_deltas_carry_no_fenced_calls() {
+    text_mode_deltas(fenced).await;
+}

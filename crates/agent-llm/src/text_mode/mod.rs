@@ -11,6 +11,10 @@
 //! request carries a note after it that says what was wrong ([`parse_error_note`]), so the model
 //! can try again. The note is made from the stored reply each time, so text mode keeps no state.
 //!
+//! While a reply streams, [`VisibleText`] takes the markup out of its pieces, so the
+//! [`TextDelta`](agent_core::AgentEvent::TextDelta) events a [`Model`](crate::Model) in text
+//! mode emits carry only the prose, as its thought will.
+//!
 //! ```
 //! use agent_core::{Message, ToolChoice, ToolDefinition};
 //! use agent_llm::text_mode::{text_request, text_response};
@@ -31,6 +35,7 @@
 mod parse;
 mod prompt;
 mod repair;
+mod visible;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -43,6 +48,7 @@ pub use prompt::{
     TOOLS_HEADING, parse_error_note, render_call, render_result, render_tool_call, tools_prompt,
 };
 pub use repair::repair_json;
+pub use visible::VisibleText;
 
 use crate::{ChatRequest, ChatResponse, LlmError};
 

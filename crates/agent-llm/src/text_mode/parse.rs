@@ -37,8 +37,8 @@ pub struct ParsedReply {
     pub errors: Vec<String>,
 }
 
-const OPEN: &str = "<tool_call>";
-const CLOSE: &str = "</tool_call>";
+pub(super) const OPEN: &str = "<tool_call>";
+pub(super) const CLOSE: &str = "</tool_call>";
 
 /// Reads the tool calls in `text`. `tools` are the names of the offered tools (fenced and bare
 /// JSON count as calls only when they name one of them). Never panics, whatever the text.
@@ -109,40 +109,74 @@ fn fenced(text: &str, tools: &[&str], reply: &mut ParsedReply) -> Option<String>
     let mut remaining = text;
     let mut found = false;
     while let Some(start) = remaining.find("```") {
-        let after = &remaining[start + 3..];
-        let Some(line_end) = after.find('\n') else {
+        let Some(block) = fence_at(&remaining[start..]) else {
             break;
         };
-        let language = after[..line_end].trim().to_ascii_lowercase();
-        let body_and_more = &after[line_end + 1..];
-        let Some(end) = body_and_more.find("```") else {
-            break;
-        };
-        let body = &body_and_more[..end];
-        let next = &body_and_more[end + 3..];
-        let callish = matches!(
-            language.as_str(),
-            "" | "json" | "tool_call" | "tool" | "jsonc"
-        );
-        let explicit = matches!(language.as_str(), "tool_call" | "tool");
-        let names = if explicit { None } else { Some(tools) };
-        match callish.then(|| calls_in(body, names)) {
-            Some(Ok(calls)) if !calls.is_empty() => {
+        match fenced_calls(&block, tools) {
+            Some(Ok(calls)) => {
                 rest.push_str(&remaining[..start]);
                 reply.calls.extend(calls);
                 found = true;
             }
-            Some(Err(error)) if explicit || mentions_tool(body, tools) => {
+            Some(Err(error)) => {
                 rest.push_str(&remaining[..start]);
                 reply.errors.push(format!("in a fenced block: {error}"));
                 found = true;
             }
-            _ => rest.push_str(&remaining[..start + 3 + line_end + 1 + end + 3]),
+            None => rest.push_str(&remaining[..start + block.len]),
         }
-        remaining = next;
+        remaining = &remaining[start + block.len..];
     }
     rest.push_str(remaining);
     found.then_some(rest)
+}
+
+/// A fenced block that has closed.
+pub(super) struct Fence<'a> {
+    /// Its length, both fences included.
+    pub len: usize,
+    /// The language after the opening fence, in lower case.
+    language: String,
+    /// What is between the fences.
+    body: &'a str,
+}
+
+/// The fenced block at the start of `text` (which begins with three backticks), once it has
+/// closed: `None` while its language line or its closing fence has not come.
+pub(super) fn fence_at(text: &str) -> Option<Fence<'_>> {
+    let after = text.strip_prefix("```")?;
+    let line_end = after.find('\n')?;
+    let body_and_more = &after[line_end + 1..];
+    let end = body_and_more.find("```")?;
+    Some(Fence {
+        len: 3 + line_end + 1 + end + 3,
+        language: after[..line_end].trim().to_ascii_lowercase(),
+        body: &body_and_more[..end],
+    })
+}
+
+/// What a fenced block is to [`parse_reply`]: calls (`Some(Ok)`), an attempt at one that
+/// cannot be read (`Some(Err)`) — both taken out of the text — or text (`None`).
+pub(super) fn fenced_calls(
+    fence: &Fence<'_>,
+    tools: &[&str],
+) -> Option<Result<Vec<TextCall>, String>> {
+    let callish = matches!(
+        fence.language.as_str(),
+        "" | "json" | "tool_call" | "tool" | "jsonc"
+    );
+    let explicit = matches!(fence.language.as_str(), "tool_call" | "tool");
+    let names = if explicit { None } else { Some(tools) };
+    match callish.then(|| calls_in(fence.body, names)) {
+        Some(Ok(calls)) if !calls.is_empty() => Some(Ok(calls)),
+        Some(Err(error)) if explicit || mentions_tool(fence.body, tools) => Some(Err(error)),
+        _ => None,
+    }
+}
+
+/// Whether `candidate`, a balanced `{...}`, is a bare call of one of `tools` (format 3).
+pub(super) fn is_bare_call(candidate: &str, tools: &[&str]) -> bool {
+    matches!(calls_in(candidate, Some(tools)), Ok(calls) if !calls.is_empty())
 }
 
 /// Whether broken JSON looks like a call of one of `tools` (`"name"` and a tool's name).
@@ -183,7 +217,7 @@ fn bare(text: &str, tools: &[&str], reply: &mut ParsedReply) -> String {
 }
 
 /// The length of the balanced `{...}` at the start of `text` (quotes respected), if it closes.
-fn balanced_end(text: &str) -> Option<usize> {
+pub(super) fn balanced_end(text: &str) -> Option<usize> {
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
     let mut escaped = false;

@@ -1,7 +1,72 @@
 //! Helpers shared by the command line's integration tests.
 
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
 use agent_core::ToolCall;
+use agent_testkit::MockOpenAi;
 use serde_json::Value;
+use tokio::process::Command;
+
+/// The program under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
+
+/// A temp dir with `config/config.toml` pointing at `server`, and a workspace.
+#[allow(dead_code)] // not every test binary runs the program this way
+pub struct Setup {
+    /// The directory: `config/`, `workspace/`, `tmp/`.
+    pub dir: tempfile::TempDir,
+}
+
+#[allow(dead_code)] // not every test binary runs the program this way
+impl Setup {
+    pub fn new(server: &MockOpenAi) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        std::fs::write(
+            dir.path().join("config/config.toml"),
+            format!(
+                "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-cli-test\"\nmax_tokens = 1024\ntemperature = 0.0\nmax_attempts = 1\n",
+                server.base_url()
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+        // The program's temporary files (Chromium's profile among them) stay in this test's
+        // directory, so what it leaves behind can be told from other tests' processes.
+        std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
+        Self { dir }
+    }
+
+    /// The directory the program's temporary files go to.
+    pub fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("workspace").canonicalize().unwrap()
+    }
+
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .current_dir(self.dir.path())
+            .env_remove("OPENMANUS_CONFIG")
+            .env("NO_COLOR", "1")
+            .env("TMPDIR", self.tmp())
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    }
+
+    pub async fn run(&self, args: &[&str]) -> Output {
+        tokio::time::timeout(Duration::from_secs(60), self.command().args(args).output())
+            .await
+            .expect("openmanus did not finish")
+            .unwrap()
+    }
+}
 
 /// A tool call the scripted model makes.
 pub fn call(id: &str, name: &str, args: Value) -> ToolCall {
