@@ -28,3 +28,8 @@ pub use types::{
     Artifact, ArtifactUpdate, Message, Part, Role, SendParams, StatusUpdate, StreamEvent, Task,
     TaskQuery, TaskState, TaskStatus, joined_text,
 };
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

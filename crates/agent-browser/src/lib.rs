@@ -80,3 +80,8 @@ pub(crate) async fn page_script<T: DeserializeOwned>(
     serde_json::from_str(&text)
         .map_err(|e| BrowserError::Script(format!("unexpected page script result: {e}")))
 }
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

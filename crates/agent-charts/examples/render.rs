@@ -1,4 +1,4 @@
-//! Renders a sample CSV with every chart type into a folder: `cargo run -p agent-charts
+//! Renders a sample CSV with every chart type into a folder: `cargo run -p openmanus-agent-charts
 //! --example render -- OUT_DIR`.
 
 use agent_charts::{ChartData, ChartSpec, ChartType, Table, compute_insights, render_png};

@@ -71,3 +71,8 @@ pub enum ChartError {
     #[error("rendering failed: {0}")]
     Render(String),
 }
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -60,3 +60,8 @@ pub use schema::{
     AgentState, Function, FunctionDefinition, Message, Role, ToolCall, ToolChoice, ToolDefinition,
 };
 pub use tokio_util::sync::CancellationToken;
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -29,3 +29,8 @@ mod x11;
 pub use error::DesktopError;
 pub use tool::{COMPUTER_USE, ComputerUse};
 pub use x11::XClient;
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -147,3 +147,8 @@ pub trait ChatModel: Send + Sync {
         .await
     }
 }
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

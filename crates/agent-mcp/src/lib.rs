@@ -58,3 +58,8 @@ pub use naming::{MAX_TOOL_NAME_LEN, mcp_tool_name, sanitize_tool_name, unique_na
 pub use server::{HTTP_PATH, McpToolServer, SERVER_NAME};
 pub use sse_server::{MESSAGES_PATH, SSE_PATH};
 pub use sync::{McpToolSync, ToolChanges};
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -3,8 +3,8 @@
 //! the keeper leaves alone: children inherit the cgroup at fork). Run it both ways:
 //!
 //! ```text
-//! cargo run --release -p agent-process --example keeper_cost
-//! OPENMANUS_PROCESS_CGROUP=off cargo run --release -p agent-process --example keeper_cost
+//! cargo run --release -p openmanus-agent-process --example keeper_cost
+//! OPENMANUS_PROCESS_CGROUP=off cargo run --release -p openmanus-agent-process --example keeper_cost
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]

@@ -1,7 +1,7 @@
 //! What the escape sweep costs: the time to kill a group for good (drop), which walks `/proc`
 //! for the processes that left it, and the time from a leader's exit to its status (the reaper
 //! pass of the reap task). Run with
-//! `cargo run --release -p agent-process --example sweep_cost`.
+//! `cargo run --release -p openmanus-agent-process --example sweep_cost`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 

@@ -17,7 +17,7 @@
 //!   frozen and killed with it; a reaper thread reaps the adopted ones once dead, by pid, never
 //!   with `waitpid(-1)`, so no exit status tokio or the host waits for is taken. The sweep
 //!   costs two walks of `/proc` per group killed (17–20 ms with ~120 processes on the loaded
-//!   2-core build machine, against 6 µs without it; `cargo run --release -p agent-process
+//!   2-core build machine, against 6 µs without it; `cargo run --release -p openmanus-agent-process
 //!   --example sweep_cost`); it runs when a tool's process ends, never on an agent's step, and
 //!   a leader's exit is reported as fast as before (1.2 ms from spawn to status);
 //! * nothing survives a SIGKILL of the host either: the first spawn starts a *keeper*
@@ -32,7 +32,7 @@
 //!   cgroup: 18–35 ms for the first spawn with the cgroup, 10–39 ms with the marker only
 //!   (release build, three runs each on the shared 2-core machine at a load of ~17, where the
 //!   noise hides the difference); later spawns of `true`: median 0.46–0.50 ms either way
-//!   (`cargo run --release -p agent-process --example keeper_cost`, with and without
+//!   (`cargo run --release -p openmanus-agent-process --example keeper_cost`, with and without
 //!   `OPENMANUS_PROCESS_CGROUP=off`). Why not `PR_SET_PDEATHSIG` or a PID namespace: see the keeper
 //!   module's source documentation and docs/security.md.
 //!
@@ -82,3 +82,8 @@ pub use hooks::{HookId, register_emergency_hook, unregister_emergency_hook};
 pub use keeper::{CGROUP_SWITCH, Containment, containment};
 pub use nix::sys::signal::Signal;
 pub use registry::live_process_groups;
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

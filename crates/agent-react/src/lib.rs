@@ -78,3 +78,8 @@ pub async fn step<A: ReActAgent + ?Sized>(agent: &mut A) -> Result<String, Agent
     }
     agent.act().await
 }
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

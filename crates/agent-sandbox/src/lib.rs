@@ -197,3 +197,8 @@ pub trait Sandbox: Send + Sync {
         crate::path::resolve(self.workspace(), self.work_dir(), path)
     }
 }
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -41,3 +41,8 @@ pub use error::ApiError;
 pub use hub::Hub;
 pub use options::{DEFAULT_BIND, DEFAULT_MAX_CONCURRENT_RUNS, ServerError, ServerOptions};
 pub use server::{Server, router};
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

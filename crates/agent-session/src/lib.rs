@@ -36,3 +36,8 @@ pub use session::{Canceller, Session, SessionError, Target};
 /// The session store sessions are recorded in (re-exported: a front end needs no other
 /// dependency to open one).
 pub use agent_store as store;
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -63,3 +63,8 @@ pub use types::{
     Batch, EventId, EventKind, MemoryWrite, NewEvent, NewSession, RunId, RunRecord, RunState,
     RunSummary, SessionRecord, SessionState, StoredEvent, TokenUsage, now_ms,
 };
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

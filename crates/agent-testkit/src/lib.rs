@@ -73,3 +73,8 @@ pub use tools::{
     ToolProbe,
 };
 pub use web_fixtures::{EngineBehaviour, FixtureEngine, FixtureRequest, WebFixtures};
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

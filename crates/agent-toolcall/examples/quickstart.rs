@@ -2,8 +2,8 @@
 //! `terminate`; the example prints the agent's events as they happen and the run's outcome.
 //!
 //! ```text
-//! cargo run -p agent-toolcall --example quickstart
-//! RUST_LOG=info cargo run -p agent-toolcall --example quickstart   # with the agent's logs
+//! cargo run -p openmanus-agent-toolcall --example quickstart
+//! RUST_LOG=info cargo run -p openmanus-agent-toolcall --example quickstart   # with the agent's logs
 //! ```
 
 #![allow(clippy::print_stdout)]

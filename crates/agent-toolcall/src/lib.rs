@@ -53,3 +53,8 @@ pub use policy::{
     Policies, RequestTrimming, budget_from_settings, cap_observation_bytes, truncate_observation,
 };
 pub use trimming::TrimPolicy;
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -32,3 +32,8 @@ pub mod web_search;
 
 pub use crawl4ai::{CRAWL4AI, Crawl4ai, Crawl4aiArgs, CrawlSettings};
 pub use web_search::{WEB_SEARCH, WebSearch, WebSearchArgs, WebSearchSettings};
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

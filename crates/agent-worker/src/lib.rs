@@ -40,3 +40,8 @@ pub use nats::{Names, Nats, NatsOptions, QueueSettings};
 pub use submit::{EventStream, Submitted, Submitter};
 pub use task::{TaskEvent, TaskMessage, TaskOptions, TaskResult, TaskUsage};
 pub use worker::{Worker, WorkerOptions, WorkerSummary};
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -59,3 +59,8 @@ pub use manus::{Manus, ManusHooks, disconnect_mcp, manus, manus_lazy_mcp, manus_
 pub use options::AgentOptions;
 pub use prompts::{MANUS, SANDBOX_MANUS, SWE};
 pub use workspace::{DEFAULT_WORKSPACE, SNAPSHOT_LIMIT, Snapshot, WorkspaceChanges};
+
+/// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
