@@ -242,7 +242,7 @@ fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
         "-p",
         "openmanus-agent-sandbox",
         "-p",
-        "agents",
+        "openmanus-agents",
         "-p",
         "openmanus-cli",
         "--test",
