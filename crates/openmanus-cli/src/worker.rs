@@ -242,7 +242,7 @@ fn typed(kind: &str, value: Value) -> Value {
     Value::Object(fields)
 }
 
-/// The `result` line of `submit --json`: the worker's [`TaskResult`] shaped like a local run's
+/// The `result` line of `submit --json`: the worker's [`TaskResult`](agent_worker::TaskResult) shaped like a local run's
 /// (`status` the machine value `finished`, `max_steps`, ...; `status_text` the words).
 ///
 /// # Errors

@@ -16,7 +16,7 @@ use super::parse::{CLOSE, OPEN, balanced_end, fence_at, fenced_calls, is_bare_ca
 
 const FENCE: &str = "```";
 
-/// A text-mode reply's visible text, piece by piece (see the [module](self)).
+/// A text-mode reply's visible text, piece by piece (see the [`text_mode`](crate::text_mode) module).
 #[derive(Debug, Clone, Default)]
 pub struct VisibleText {
     /// The offered tools' names.
