@@ -15,38 +15,11 @@ use agent_core::{FinishReason, Role, RunStatus, ToolCall};
 use agent_llm::{ChatModel, LlmClient, LlmError};
 use agent_testkit::{Completion, MockOpenAi};
 use agents::{AgentFactory, AgentKind};
-use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
-const APP: &str = include_str!("../../agent-desktop/tests/fixtures/clicker.py");
+mod clicker;
 
-fn call(id: &str, name: &str, args: Value) -> Completion {
-    Completion::tool_calls(None, [ToolCall::new(id, name, args.to_string())])
-}
-
-/// Polls a file of the workspace from the sandboxed shell, with a generous deadline.
-fn wait_for(file: &str) -> Value {
-    json!({"action": "execute_command", "session_name": "wait", "blocking": true, "timeout": 120,
-           "command": format!("timeout 110 sh -c 'until [ -e {file} ]; do sleep 0.2; done'; cat {file}")})
-}
-
-/// The last image of a request, decoded.
-fn last_image(body: &Value) -> image::RgbImage {
-    let text = body["messages"].to_string();
-    let start = text
-        .rfind("data:image/png;base64,")
-        .expect("an image in the request")
-        + "data:image/png;base64,".len();
-    let end = start + text[start..].find('"').unwrap();
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(&text[start..end])
-        .unwrap();
-    image::load_from_memory(&bytes).unwrap().to_rgb8()
-}
-
-fn region_is(image: &image::RgbImage, rgb: [u8; 3]) -> bool {
-    (170..230).all(|y| (40..200).all(|x| image.get_pixel(x, y).0 == rgb))
-}
+use clicker::{alive, call, last_image, region_is, script_clicker_session};
 
 /// Host processes below this test process whose command line contains `needle`.
 fn our_processes(needle: &str) -> Vec<u32> {
@@ -85,55 +58,12 @@ fn our_processes(needle: &str) -> Vec<u32> {
         .collect()
 }
 
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sandbox_manus_opens_an_app_on_its_display_types_clicks_and_sees_the_change() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().canonicalize().unwrap();
     let server = MockOpenAi::start().await.unwrap();
-    server
-        .push(call(
-            "f1",
-            "sandbox_files",
-            json!({"action": "create_file", "file_path": "clicker.py", "file_contents": APP}),
-        ))
-        .push(call(
-            "s1",
-            "sandbox_shell",
-            json!({"action": "execute_command", "session_name": "app",
-                   "command": "/usr/bin/python3 clicker.py ready.txt"}),
-        ))
-        .push(call("s2", "sandbox_shell", wait_for("ready.txt")))
-        .push(call("c1", "computer_use", json!({"action": "screenshot"})))
-        .push(call(
-            "c2",
-            "computer_use",
-            json!({"action": "click", "x": 120, "y": 35}),
-        ))
-        .push(call(
-            "c3",
-            "computer_use",
-            json!({"action": "typing", "text": "hello"}),
-        ))
-        .push(call(
-            "c4",
-            "computer_use",
-            json!({"action": "click", "x": 80, "y": 90}),
-        ))
-        .push(call("s3", "sandbox_shell", wait_for("pressed.txt")))
-        .push(call("c5", "computer_use", json!({"action": "screenshot"})))
-        .push(call(
-            "c6",
-            "computer_use",
-            json!({"action": "click", "x": 5000, "y": 90}),
-        ))
+    script_clicker_session(&server)
         .push(call(
             "c7",
             "computer_use",
