@@ -2,10 +2,11 @@
 //! one transaction.
 
 use serde_json::Value;
-use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
 use crate::error::StoreError;
+use crate::script::Script;
 use crate::store::Store;
 use crate::types::{Batch, EventId, NewEvent, StoredEvent};
 
@@ -36,47 +37,29 @@ pub(crate) async fn insert_event(
     })
 }
 
-/// Inserts `events` in `tx` with one statement and returns them with their ids. The rows of one
-/// `INSERT` take increasing ids in the order of its `VALUES`; `RETURNING` may list them in any
-/// order, so the ids are sorted before they are matched to the events.
-async fn insert_events(
-    conn: &mut SqliteConnection,
+/// Adds to `script` the statements inserting `events` (one per [`ROWS_PER_STATEMENT`]), each
+/// returning the ids it gave.
+///
+/// [`ROWS_PER_STATEMENT`]: crate::messages::ROWS_PER_STATEMENT
+fn insert_events(
+    script: &mut Script,
     session: &str,
-    events: Vec<NewEvent>,
-) -> Result<Vec<StoredEvent>, StoreError> {
-    let rows = vec!["(?, ?, ?, ?, ?)"; events.len()].join(", ");
-    let sql = format!(
-        "INSERT INTO events (session_id, run_id, at, kind, data) VALUES {rows} RETURNING id"
-    );
-    let mut query = sqlx::query_scalar::<_, EventId>(&sql);
-    for event in &events {
-        query = query
-            .bind(session)
-            .bind(event.run_id)
-            .bind(event.at)
-            .bind(event.kind.as_str())
-            .bind(event.data.to_string());
-    }
-    let mut ids = query.fetch_all(&mut *conn).await?;
-    if ids.len() != events.len() {
-        return Err(StoreError::corrupt(
-            "event insert",
-            format!("{} ids for {} events", ids.len(), events.len()),
+    events: &[NewEvent],
+) -> Result<(), StoreError> {
+    for chunk in events.chunks(crate::messages::ROWS_PER_STATEMENT) {
+        let rows = vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ");
+        script.statement(&format!(
+            "INSERT INTO events (session_id, run_id, at, kind, data) VALUES {rows} RETURNING id"
         ));
+        for event in chunk {
+            script.bind(session.to_owned())?;
+            script.bind(event.run_id)?;
+            script.bind(event.at)?;
+            script.bind(event.kind.as_str())?;
+            script.bind(event.data.to_string())?;
+        }
     }
-    ids.sort_unstable();
-    Ok(events
-        .into_iter()
-        .zip(ids)
-        .map(|(event, id)| StoredEvent {
-            id,
-            session_id: session.to_owned(),
-            run_id: event.run_id,
-            at: event.at,
-            kind: event.kind,
-            data: event.data,
-        })
-        .collect())
+    Ok(())
 }
 
 fn event_from_row(row: &SqliteRow) -> Result<StoredEvent, StoreError> {
@@ -108,25 +91,33 @@ impl Store {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
-        // One statement is atomic by itself: a batch of events alone (the usual one while a
-        // model call or a tool runs) needs no BEGIN and COMMIT round trips.
-        if batch.memory.is_empty() && batch.events.len() <= crate::messages::ROWS_PER_STATEMENT {
-            let mut conn = self.pool.acquire().await?;
-            return insert_events(&mut conn, session, batch.events).await;
+        // One call to SQLite for the whole batch (see `Script`).
+        let mut script = Script::default();
+        crate::messages::apply(&mut script, session, batch.memory)?;
+        insert_events(&mut script, session, &batch.events)?;
+        let mut ids = script.run(&self.pool).await?;
+        if ids.len() != batch.events.len() {
+            return Err(StoreError::corrupt(
+                "event insert",
+                format!("{} ids for {} events", ids.len(), batch.events.len()),
+            ));
         }
-        let mut tx = self.write().await?;
-        crate::messages::apply(&mut tx, session, batch.memory).await?;
-        let mut stored = Vec::with_capacity(batch.events.len());
-        let mut events = batch.events.into_iter().peekable();
-        while events.peek().is_some() {
-            let chunk: Vec<NewEvent> = events
-                .by_ref()
-                .take(crate::messages::ROWS_PER_STATEMENT)
-                .collect();
-            stored.extend(insert_events(&mut tx, session, chunk).await?);
-        }
-        tx.commit().await?;
-        Ok(stored)
+        // The rows of one `INSERT` take increasing ids in the order of its `VALUES`, and a
+        // later statement's rows higher ones; `RETURNING` may list them in any order.
+        ids.sort_unstable();
+        Ok(batch
+            .events
+            .into_iter()
+            .zip(ids)
+            .map(|(event, id)| StoredEvent {
+                id,
+                session_id: session.to_owned(),
+                run_id: event.run_id,
+                at: event.at,
+                kind: event.kind,
+                data: event.data,
+            })
+            .collect())
     }
 
     /// Stores one event; returns it with its id.

@@ -51,6 +51,7 @@ mod events;
 mod messages;
 mod owner;
 mod runs;
+mod script;
 mod sessions;
 mod store;
 mod types;

@@ -4,19 +4,21 @@
 use std::collections::HashSet;
 
 use agent_core::{Message, Role, ToolCall, cancelled_observation};
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::Row;
 
 use crate::error::StoreError;
+use crate::script::Script;
 use crate::store::Store;
 use crate::types::MemoryWrite;
 
 /// Rows of one multi-row `INSERT` (5 columns at most: far below SQLite's 32766 variables).
 pub(crate) const ROWS_PER_STATEMENT: usize = 256;
 
-/// Applies memory changes in `tx`, in order; consecutive puts go in multi-row statements (a
-/// later put of the same position replaces an earlier one, as one by one).
-pub(crate) async fn apply(
-    tx: &mut Transaction<'static, Sqlite>,
+/// Adds the statements applying memory changes, in order, to `script`; consecutive puts go in
+/// multi-row statements (a later put of the same position replaces an earlier one, as one by
+/// one).
+pub(crate) fn apply(
+    script: &mut Script,
     session: &str,
     writes: Vec<MemoryWrite>,
 ) -> Result<(), StoreError> {
@@ -26,43 +28,41 @@ pub(crate) async fn apply(
             MemoryWrite::Put { seq, message } => {
                 puts.push((seq, message));
                 if puts.len() == ROWS_PER_STATEMENT {
-                    put_all(tx, session, std::mem::take(&mut puts)).await?;
+                    put_all(script, session, std::mem::take(&mut puts))?;
                 }
             }
             MemoryWrite::Remove { seqs } => {
-                put_all(tx, session, std::mem::take(&mut puts)).await?;
+                put_all(script, session, std::mem::take(&mut puts))?;
                 for chunk in seqs.chunks(ROWS_PER_STATEMENT) {
                     let marks = vec!["?"; chunk.len()].join(", ");
-                    let sql =
-                        format!("DELETE FROM messages WHERE session_id = ? AND seq IN ({marks})");
-                    let mut query = sqlx::query(&sql).bind(session);
+                    script.statement(&format!(
+                        "DELETE FROM messages WHERE session_id = ? AND seq IN ({marks})"
+                    ));
+                    script.bind(session.to_owned())?;
                     for seq in chunk {
-                        query = query.bind(seq_of(*seq));
+                        script.bind(seq_of(*seq))?;
                     }
-                    query.execute(&mut **tx).await?;
                 }
             }
         }
     }
-    put_all(tx, session, puts).await
+    put_all(script, session, puts)
 }
 
-/// Stores `puts` in one statement.
-async fn put_all(
-    tx: &mut Transaction<'static, Sqlite>,
-    session: &str,
-    puts: Vec<(u64, String)>,
-) -> Result<(), StoreError> {
+/// Adds the statement storing `puts`.
+fn put_all(script: &mut Script, session: &str, puts: Vec<(u64, String)>) -> Result<(), StoreError> {
     if puts.is_empty() {
         return Ok(());
     }
     let rows = vec!["(?, ?, ?)"; puts.len()].join(", ");
-    let sql = format!("INSERT OR REPLACE INTO messages (session_id, seq, message) VALUES {rows}");
-    let mut query = sqlx::query(&sql);
+    script.statement(&format!(
+        "INSERT OR REPLACE INTO messages (session_id, seq, message) VALUES {rows}"
+    ));
     for (seq, message) in puts {
-        query = query.bind(session).bind(seq_of(seq)).bind(message);
+        script.bind(session.to_owned())?;
+        script.bind(seq_of(seq))?;
+        script.bind(message)?;
     }
-    query.execute(&mut **tx).await?;
     Ok(())
 }
 
@@ -159,13 +159,11 @@ impl Store {
                 serde_json::to_string(message).map_err(|e| StoreError::corrupt("message", e))?;
             writes.push(MemoryWrite::Put { seq, message });
         }
-        let mut tx = self.write().await?;
-        sqlx::query("DELETE FROM messages WHERE session_id = ?")
-            .bind(session)
-            .execute(&mut *tx)
-            .await?;
-        apply(&mut tx, session, writes).await?;
-        tx.commit().await?;
+        let mut script = Script::default();
+        script.statement("DELETE FROM messages WHERE session_id = ?");
+        script.bind(session.to_owned())?;
+        apply(&mut script, session, writes)?;
+        script.run(&self.pool).await?;
         Ok(())
     }
 }

@@ -206,6 +206,13 @@ async fn sessions_list_newest_first_resolve_by_prefix_and_delete_with_everything
 #[tokio::test]
 async fn a_batch_is_all_or_nothing() {
     let (_dir, store) = file_store().await;
+    all_or_nothing(&store).await;
+    // The in-memory store has one connection: a transaction left open on it would fail the
+    // next batch at once.
+    all_or_nothing(&Store::open_memory().await.unwrap()).await;
+}
+
+async fn all_or_nothing(store: &Store) {
     let session = store
         .create_session(NewSession::new("manus", "/w"))
         .await
@@ -236,6 +243,20 @@ async fn a_batch_is_all_or_nothing() {
             .len(),
         1
     );
+    // The failed batch's transaction was rolled back, not left holding the write lock: the
+    // next batch is written (a leaked transaction would make it wait out the busy timeout and
+    // fail).
+    store
+        .write_batch(
+            &session.id,
+            Batch {
+                memory: vec![put(1, &Message::assistant_message("whole"))],
+                events: vec![event(None, 5)],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.messages(&session.id).await.unwrap().len(), 2);
     // A batch for a session that does not exist writes nothing.
     assert!(
         store
