@@ -8,7 +8,11 @@
 //!   runs, median of several; and the voluntary context switches per step (a thread that
 //!   blocked: a trip to the blocking pool, a wake-up of a writer thread), which do not depend on
 //!   the machine's load the way CPU time does;
-//! * both with the session store (the default) and with `--no-store`.
+//! * both with the session store (the default) and with `--no-store`;
+//! * the floor (when `curl` is on the PATH): the CPU `curl` spends sending the same requests
+//!   (the bodies the binary sent in its last 20-step run) to the same mock over one kept-alive
+//!   connection and reading the same streamed replies, per request. It is what the loopback
+//!   HTTP exchange alone costs on this machine, whoever makes it.
 //!
 //! The steps use an in-process tool so that the figure is the client's own cost, not a shell's
 //! start-up. `cargo xtask bench` builds the release binary and passes its path in
@@ -108,6 +112,45 @@ impl Setup {
         })
     }
 
+    /// CPU seconds of `curl` sending the first `count` of `bodies` to the mock, one after the
+    /// other over one connection (`--next`), answered with the same scripted replies.
+    fn curl_run(&self, bodies: &[PathBuf], count: usize) -> Option<f64> {
+        let steps = bodies.len().min(count);
+        self.script(steps);
+        let requests = self.server.request_count();
+        let url = format!("{}/chat/completions", self.server.base_url());
+        let mut command = self.command(Path::new("curl"));
+        for (i, body) in bodies.iter().take(steps).enumerate() {
+            if i > 0 {
+                command.arg("--next");
+            }
+            command
+                .args(["-s", "-o", "/dev/null", "-H", "content-type: application/json"])
+                .arg("--data-binary")
+                .arg(format!("@{}", body.display()))
+                .arg(&url);
+        }
+        let before = usage_of_children()?;
+        let status = command.status().ok()?;
+        let after = usage_of_children()?;
+        (status.success() && self.server.request_count() == requests + steps)
+            .then_some(after.cpu - before.cpu)
+    }
+
+    /// Writes the bodies of the last `steps` requests the mock received to files.
+    fn last_bodies(&self, steps: usize) -> Option<Vec<PathBuf>> {
+        let requests = self.server.requests();
+        let last = requests.get(requests.len().checked_sub(steps)?..)?;
+        last.iter()
+            .enumerate()
+            .map(|(i, request)| {
+                let path = self.dir.path().join(format!("body-{i}.json"));
+                std::fs::write(&path, &request.raw_body).ok()?;
+                Some(path)
+            })
+            .collect()
+    }
+
     /// Instructions of one run of `steps` steps under callgrind.
     fn instructions(&self, steps: usize) -> Option<u64> {
         self.script(steps);
@@ -156,7 +199,11 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 fn has_valgrind() -> bool {
-    Command::new("valgrind")
+    has("valgrind")
+}
+
+fn has(program: &str) -> bool {
+    Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -225,6 +272,25 @@ fn main() {
         modes.push((store, cpu_one, cpu_step, switches_step));
     }
 
+    // The floor: curl sending the bodies of the last 20-step run (of --no-store, the last mode).
+    let floor = match setup.last_bodies(STEPS).filter(|_| has("curl")) {
+        Some(bodies) => {
+            let mut one = Vec::new();
+            let mut all = Vec::new();
+            for _ in 0..RUNS {
+                match (setup.curl_run(&bodies, 1), setup.curl_run(&bodies, STEPS)) {
+                    (Some(a), Some(b)) => {
+                        one.push(a);
+                        all.push(b);
+                    }
+                    _ => break,
+                }
+            }
+            (one.len() == RUNS).then(|| (median(all) - median(one)) / (STEPS - 1) as f64)
+        }
+        None => None,
+    };
+
     let counted = if has_valgrind() {
         setup.instructions(1).zip(setup.instructions(STEPS))
     } else {
@@ -263,5 +329,12 @@ fn main() {
             cpu_step * 1e3
         );
         println!("| voluntary context switches per step, {mode} | {switches_step:.1} | — |");
+    }
+    match floor {
+        Some(per) => println!(
+            "| floor: CPU of curl per request, the same requests and replies over one connection | {:.3} ms | — |",
+            per * 1e3
+        ),
+        None => println!("| floor | (curl not found or its run failed) | — |"),
     }
 }

@@ -13,8 +13,8 @@ use agent_core::{Agent, Role};
 use agent_testkit::{ScriptedModel, tool_call};
 use agent_toolcall::ToolCallAgent;
 use agent_tools::editor::{
-    DirEntry, EditorError, FileOperator, LocalFileOperator, PathKind, StrReplaceEditor,
-    TRUNCATED_MESSAGE,
+    DirEntry, EditorError, FileOperator, LocalFileOperator, Opened, PathKind, ReadIf,
+    StrReplaceEditor, TRUNCATED_MESSAGE,
 };
 use agent_tools::{Tool, ToolCollection, ToolContext, ToolError};
 use async_trait::async_trait;
@@ -418,6 +418,96 @@ impl FileOperator for Unlistable {
     async fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
         LocalFileOperator.resolve(path).await
     }
+}
+
+/// The local operator, recording what `open` was allowed to read and every separate read.
+#[derive(Debug, Default)]
+struct Recording {
+    /// `(resolved path, whether the editor let open read it)`, per `open`.
+    decisions: std::sync::Mutex<Vec<(PathBuf, bool)>>,
+    /// Paths read by `read_file` (a second trip).
+    reads: std::sync::Mutex<Vec<PathBuf>>,
+}
+
+#[async_trait]
+impl FileOperator for Recording {
+    async fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.reads.lock().unwrap().push(path.to_path_buf());
+        LocalFileOperator.read_file(path).await
+    }
+    async fn write_file(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
+        LocalFileOperator.write_file(path, contents).await
+    }
+    async fn kind(&self, path: &Path) -> io::Result<PathKind> {
+        LocalFileOperator.kind(path).await
+    }
+    async fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
+        LocalFileOperator.read_dir(path).await
+    }
+    async fn resolve(&self, path: &Path) -> io::Result<PathBuf> {
+        LocalFileOperator.resolve(path).await
+    }
+    async fn open(&self, path: &Path, read_if: ReadIf) -> io::Result<Opened> {
+        let (sender, decision) = std::sync::mpsc::channel();
+        let opened = LocalFileOperator
+            .open(
+                path,
+                Box::new(move |real| {
+                    let allowed = read_if(real);
+                    let _ = sender.send((real.to_path_buf(), allowed));
+                    allowed
+                }),
+            )
+            .await;
+        self.decisions.lock().unwrap().extend(decision.try_iter());
+        opened
+    }
+}
+
+#[tokio::test]
+async fn a_file_is_read_with_its_resolution_and_only_once_it_is_allowed() {
+    let (_dir, base) = temp();
+    write(&format!("{base}/ws/notes.txt"), "one\ntwo\n");
+    write(&format!("{base}/ws/.env"), "KEY=secret\n");
+    write(&format!("{base}/outside.txt"), "not yours\n");
+    let operator = Arc::new(Recording::default());
+    let editor = Harness::new(
+        StrReplaceEditor::new()
+            .with_file_operator(operator.clone())
+            .with_workspace_root(format!("{base}/ws"))
+            .with_denied_paths([PathBuf::from(format!("{base}/ws/.env"))]),
+    );
+    let notes = format!("{base}/ws/notes.txt");
+    let shown = editor.call(json!({"command": "view", "path": notes})).await;
+    assert!(shown.contains("     1\tone"), "{shown}");
+    let edited = editor
+        .call(json!({"command": "str_replace", "path": notes, "old_str": "two", "new_str": "2"}))
+        .await;
+    assert!(edited.contains("has been edited"), "{edited}");
+    // Both read the file in the trip that resolved it: no separate read.
+    assert!(operator.reads.lock().unwrap().is_empty());
+    // The secret and the file outside are refused, and were not read to be refused.
+    let secret = editor
+        .call(json!({"command": "view", "path": format!("{base}/ws/.env")}))
+        .await;
+    assert!(secret.starts_with("Error:"), "{secret}");
+    let outside = editor
+        .call(json!({"command": "view", "path": format!("{base}/outside.txt")}))
+        .await;
+    assert!(outside.contains("outside"), "{outside}");
+    // `create` reads nothing.
+    editor
+        .call(json!({"command": "create", "path": format!("{base}/ws/new.txt"), "file_text": "x"}))
+        .await;
+    assert_eq!(
+        *operator.decisions.lock().unwrap(),
+        vec![
+            (PathBuf::from(&notes), true),
+            (PathBuf::from(&notes), true),
+            (PathBuf::from(format!("{base}/ws/.env")), false),
+            (PathBuf::from(format!("{base}/outside.txt")), false),
+        ]
+    );
 }
 
 #[tokio::test]

@@ -59,7 +59,7 @@ use serde_json::Value;
 use tracing::debug;
 
 pub use error::EditorError;
-pub use operator::{DirEntry, FileOperator, LocalFileOperator, PathKind};
+pub use operator::{DirEntry, FileOperator, LocalFileOperator, Opened, PathKind, ReadIf};
 pub use text::{MAX_RESPONSE_LEN, SNIPPET_LINES, TRUNCATED_MESSAGE};
 
 use crate::{ToolContext, ToolError, ToolResult, TypedTool};
@@ -103,6 +103,11 @@ impl EditorCommand {
     /// Whether the command writes to the file system.
     fn writes(self) -> bool {
         !matches!(self, Self::View)
+    }
+
+    /// Whether it reads the file (which is then read with the path's resolution).
+    fn reads(self) -> bool {
+        matches!(self, Self::View | Self::StrReplace | Self::Insert)
     }
 }
 
@@ -213,7 +218,7 @@ pub struct StrReplaceEditor {
     /// The resolved root and denied paths, worked out on the first call that needs them: they
     /// do not move during a run, and resolving them every call cost a file-system round trip
     /// each. A failed resolution is not kept (the next call tries again).
-    fixed: tokio::sync::OnceCell<Fixed>,
+    fixed: tokio::sync::OnceCell<Arc<Fixed>>,
     description: String,
     history_limit: usize,
     history: Mutex<HashMap<PathBuf, VecDeque<String>>>,
@@ -244,6 +249,20 @@ struct Fixed {
     denied: Vec<PathBuf>,
 }
 
+impl Fixed {
+    /// Whether the resolved path `real` is outside the workspace.
+    fn outside(&self, real: &Path) -> bool {
+        self.root
+            .as_ref()
+            .is_some_and(|root| !real.starts_with(root))
+    }
+
+    /// Whether the resolved path `real` is one of the denied paths.
+    fn denies(&self, real: &Path) -> bool {
+        self.denied.iter().any(|denied| denied == real)
+    }
+}
+
 /// The path of one call in its three forms.
 struct Target {
     /// As given (control characters escaped, [`printable`]): used in every message after
@@ -253,6 +272,8 @@ struct Target {
     shown: String,
     /// Resolved: used for file-system access and as the history key.
     real: PathBuf,
+    /// The file's content, read with the resolution (taken by the first read).
+    content: std::sync::Mutex<Option<std::io::Result<Vec<u8>>>>,
 }
 
 impl Target {
@@ -326,7 +347,9 @@ impl StrReplaceEditor {
 
     /// Checks that `raw` is absolute and inside the workspace, resolves it, and says what it
     /// points to.
-    async fn target(&self, raw: &str) -> Result<(Target, PathKind), EditorError> {
+    /// With `read`, the file's content is read in the same trip when the path is an allowed
+    /// regular file (see [`FileOperator::open`]).
+    async fn target(&self, raw: &str, read: bool) -> Result<(Target, PathKind), EditorError> {
         let shown = pathlib_form(raw);
         if !Path::new(raw).is_absolute() {
             let hint = self
@@ -341,17 +364,27 @@ impl StrReplaceEditor {
                 });
             return Err(EditorError::NotAbsolute { path: shown, hint });
         }
-        let (real, kind) = self
+        let fixed = Arc::clone(self.fixed().await?);
+        let read_if: ReadIf = if read {
+            let fixed = Arc::clone(&fixed);
+            Box::new(move |real| !fixed.outside(real) && !fixed.denies(real))
+        } else {
+            Box::new(|_| false)
+        };
+        let Opened {
+            real,
+            kind,
+            content,
+        } = self
             .operator
-            .resolve_kind(Path::new(raw))
+            .open(Path::new(raw), read_if)
             .await
             .map_err(|e| EditorError::Unresolvable {
                 path: shown.clone(),
                 reason: e.to_string(),
             })?;
-        let fixed = self.fixed().await?;
-        if let (Some(root), Some(real_root)) = (&self.workspace_root, &fixed.root)
-            && !real.starts_with(real_root)
+        if let Some(root) = &self.workspace_root
+            && fixed.outside(&real)
         {
             let resolved = if Path::new(&shown) == real {
                 String::new()
@@ -364,13 +397,14 @@ impl StrReplaceEditor {
                 resolved,
             });
         }
-        if fixed.denied.contains(&real) {
+        if fixed.denies(&real) {
             return Err(EditorError::Secret { path: shown });
         }
         let target = Target {
             raw: printable(raw),
             shown,
             real,
+            content: std::sync::Mutex::new(content),
         };
         // Asked with the resolution (one trip), reported only now that the path is allowed.
         let kind = kind.map_err(|e| target.read_error(&e))?;
@@ -378,7 +412,7 @@ impl StrReplaceEditor {
     }
 
     /// The resolved root and denied paths (resolved on the first call).
-    async fn fixed(&self) -> Result<&Fixed, EditorError> {
+    async fn fixed(&self) -> Result<&Arc<Fixed>, EditorError> {
         self.fixed
             .get_or_try_init(|| async {
                 let root = match &self.workspace_root {
@@ -399,17 +433,22 @@ impl StrReplaceEditor {
                             .unwrap_or_else(|_| path.clone()),
                     );
                 }
-                Ok(Fixed { root, denied })
+                Ok(Arc::new(Fixed { root, denied }))
             })
             .await
     }
 
     async fn read_text(&self, target: &Target) -> Result<String, EditorError> {
-        let bytes = self
-            .operator
-            .read_file(&target.real)
-            .await
-            .map_err(|e| target.read_error(&e))?;
+        let read = target
+            .content
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let bytes = match read {
+            Some(read) => read,
+            None => self.operator.read_file(&target.real).await,
+        }
+        .map_err(|e| target.read_error(&e))?;
         String::from_utf8(bytes).map_err(|e| EditorError::Read {
             path: target.raw.clone(),
             reason: format!(
@@ -657,7 +696,7 @@ impl StrReplaceEditor {
         } else {
             None
         };
-        let (target, kind) = self.target(&args.path).await?;
+        let (target, kind) = self.target(&args.path, command.reads()).await?;
         match (command, kind) {
             (EditorCommand::Create, PathKind::Missing) => {}
             (EditorCommand::Create, _) => {

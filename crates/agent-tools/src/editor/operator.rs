@@ -90,6 +90,45 @@ pub trait FileOperator: fmt::Debug + Send + Sync {
         let kind = self.kind(&real).await;
         Ok((real, kind))
     }
+
+    /// [`FileOperator::resolve_kind`], and the file's content too when the resolved path is a
+    /// regular file that `read_if` (given the resolved path) allows: what the editor asks
+    /// before it views or edits a file. An operator that can do it all at once (one trip to
+    /// the blocking pool) overrides it.
+    ///
+    /// # Errors
+    ///
+    /// As [`FileOperator::resolve_kind`]; the errors of the kind and of the read are given in
+    /// [`Opened`], for the editor to word.
+    async fn open(&self, path: &Path, read_if: ReadIf) -> io::Result<Opened> {
+        let (real, kind) = self.resolve_kind(path).await?;
+        let content = if matches!(kind, Ok(PathKind::File)) && read_if(&real) {
+            Some(self.read_file(&real).await)
+        } else {
+            None
+        };
+        Ok(Opened {
+            real,
+            kind,
+            content,
+        })
+    }
+}
+
+/// Whether [`FileOperator::open`] may read the file at the resolved path it is given (the
+/// editor refuses paths outside the workspace and denied ones before reading them).
+pub type ReadIf = Box<dyn FnOnce(&Path) -> bool + Send>;
+
+/// What [`FileOperator::open`] found.
+#[derive(Debug)]
+pub struct Opened {
+    /// The resolved path.
+    pub real: PathBuf,
+    /// What it points to.
+    pub kind: io::Result<PathKind>,
+    /// Its content: `None` when it was not read (not a regular file, or refused by the
+    /// `read_if` given).
+    pub content: Option<io::Result<Vec<u8>>>,
 }
 
 /// The [`FileOperator`] of this machine. All IO runs on tokio's blocking pool, never on the
@@ -119,18 +158,7 @@ impl FileOperator for LocalFileOperator {
     async fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
         let path = path.to_path_buf();
         // One trip to the blocking pool for the check and the read.
-        blocking(move || {
-            // Checked before opening: opening a FIFO for reading would wait for a writer
-            // forever.
-            if !std::fs::metadata(&path)?.is_file() {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "not a regular file",
-                ));
-            }
-            std::fs::read(&path)
-        })
-        .await
+        blocking(move || read_regular(&path)).await
     }
 
     async fn write_file(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
@@ -176,6 +204,36 @@ impl FileOperator for LocalFileOperator {
         })
         .await
     }
+
+    async fn open(&self, path: &Path, read_if: ReadIf) -> io::Result<Opened> {
+        let path = path.to_path_buf();
+        // One trip to the blocking pool where the default takes two (three before
+        // `resolve_kind`): a view costs the agent's thread two wake-ups, not six.
+        blocking(move || {
+            let real = resolve_local(&path)?;
+            let kind = kind_local(&real);
+            let content =
+                (matches!(kind, Ok(PathKind::File)) && read_if(&real)).then(|| read_regular(&real));
+            Ok(Opened {
+                real,
+                kind,
+                content,
+            })
+        })
+        .await
+    }
+}
+
+/// The content of the regular file at `path`.
+fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    // Checked before opening: opening a FIFO for reading would wait for a writer forever.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    std::fs::read(path)
 }
 
 /// [`FileOperator::kind`] on the local file system.
