@@ -10,8 +10,11 @@
 //! awaits (a model call, a tool), so a subscriber sees each event as soon as possible. While
 //! nobody does (the command line), a batch is committed at the end of each step, at run
 //! boundaries, or [`IDLE_COMMIT`] after its first item, whichever comes first: one transaction
-//! per step instead of one per await. A process killed in the middle of a run loses at most the
-//! step in progress (and the stored memory then ends at a step boundary).
+//! per step instead of one per await. Steps that end less than [`COMMIT_INTERVAL`] after the
+//! previous commit (a fast local model, a replay) wait for it to pass and share a transaction:
+//! at most ten commits a second, each of which costs SQLite more than the step's rows. A process
+//! killed in the middle of a run loses at most the step in progress, or the steps of the last
+//! [`COMMIT_INTERVAL`] (and the stored memory then ends at a step boundary).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +28,9 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;
 use tracing::warn;
+
+/// The least time between two commits of ended steps while nobody subscribes.
+const COMMIT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How many queued items one transaction takes at most.
 const MAX_BATCH: usize = 512;
@@ -155,11 +161,19 @@ pub(crate) struct Recorder {
 impl Recorder {
     /// Starts the writer task for the stored session `id` and subscribes it to `bus`.
     pub(crate) fn start(store: Store, id: String, bus: &EventBus) -> Self {
-        Self::start_with(store, id, bus, IDLE_COMMIT)
+        Self::start_with(
+            store,
+            id,
+            bus,
+            Pace {
+                idle: IDLE_COMMIT,
+                interval: COMMIT_INTERVAL,
+            },
+        )
     }
 
-    /// [`Recorder::start`], holding a batch nobody watches for at most `idle`.
-    fn start_with(store: Store, id: String, bus: &EventBus, idle: Duration) -> Self {
+    /// [`Recorder::start`], committing what nobody watches at `pace`.
+    fn start_with(store: Store, id: String, bus: &EventBus, pace: Pace) -> Self {
         let (sender, receiver) = unbounded_channel();
         let queue = Queue(sender);
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
@@ -173,7 +187,7 @@ impl Recorder {
             id.clone(),
             receiver,
             events.clone(),
-            idle,
+            pace,
         ));
         Self {
             store,
@@ -254,6 +268,15 @@ fn closed() -> StoreError {
     StoreError::Closed
 }
 
+/// When the writer commits what nobody watches.
+#[derive(Clone, Copy)]
+struct Pace {
+    /// A batch waits for its step's end at most this long after its first item.
+    idle: Duration,
+    /// A step's end is committed at once only this long after the previous commit.
+    interval: Duration,
+}
+
 /// The writer task: takes what is queued (up to [`MAX_BATCH`] items at a time), writes it in
 /// one transaction, publishes the stored events; runs and ends runs in between, in order.
 async fn write(
@@ -261,9 +284,11 @@ async fn write(
     session: String,
     mut queue: UnboundedReceiver<Item>,
     events: broadcast::Sender<StoredEvent>,
-    idle: Duration,
+    pace: Pace,
 ) {
     let mut run: Option<RunId> = None;
+    // When the last batch was committed (`None` before the first).
+    let mut committed: Option<tokio::time::Instant> = None;
     let mut items = Vec::with_capacity(MAX_BATCH);
     let mut batch = Batch::default();
     // When the oldest item of a held-back batch must be committed at the latest.
@@ -275,6 +300,7 @@ async fn write(
                     Ok(received) => received,
                     Err(_) => {
                         commit(&store, &session, std::mem::take(&mut batch), &events).await;
+                        committed = Some(tokio::time::Instant::now());
                         deadline = None;
                         continue;
                     }
@@ -327,13 +353,19 @@ async fn write(
         }
         let watched = events.receiver_count() > 0;
         let large = batch.events.len() + batch.memory.len() >= MAX_BATCH;
-        if watched || step_ended || large {
+        let now = tokio::time::Instant::now();
+        // A step's end is due once the interval since the last commit has passed.
+        let due = committed.map_or(now, |at| at + pace.interval);
+        if watched || large || (step_ended && due <= now) {
             commit(&store, &session, std::mem::take(&mut batch), &events).await;
+            committed = Some(tokio::time::Instant::now());
             deadline = None;
         } else if batch.is_empty() {
             deadline = None;
+        } else if step_ended {
+            deadline = Some(deadline.map_or(due, |at| at.min(due)));
         } else if deadline.is_none() {
-            deadline = Some(tokio::time::Instant::now() + idle);
+            deadline = Some(now + pace.idle);
         }
     }
 }
@@ -390,8 +422,11 @@ mod tests {
             .id;
         let bus = EventBus::new();
         // No deadline within the test: only the step's end or a subscriber commits.
-        let recorder =
-            Recorder::start_with(store.clone(), id.clone(), &bus, Duration::from_secs(3600));
+        let pace = Pace {
+            idle: Duration::from_secs(3600),
+            interval: Duration::ZERO,
+        };
+        let recorder = Recorder::start_with(store.clone(), id.clone(), &bus, pace);
         bus.emit(AgentEvent::StepStarted {
             step: 1,
             max_steps: 5,
@@ -428,6 +463,44 @@ mod tests {
             step: 3,
             max_steps: 5,
         });
+        recorder.close().await;
+        assert_eq!(store.event_count(&id).await.unwrap(), 4);
+    }
+
+    #[tokio::test]
+    async fn steps_that_end_within_the_interval_share_a_commit() {
+        let store = Store::open_memory().await.unwrap();
+        let id = store
+            .create_session(NewSession::new("swe", std::env::temp_dir()))
+            .await
+            .unwrap()
+            .id;
+        let bus = EventBus::new();
+        let pace = Pace {
+            idle: Duration::from_secs(3600),
+            interval: Duration::from_secs(3600),
+        };
+        let recorder = Recorder::start_with(store.clone(), id.clone(), &bus, pace);
+        let step = |n: u32| {
+            bus.emit(AgentEvent::StepStarted {
+                step: n,
+                max_steps: 5,
+            });
+            bus.emit(AgentEvent::StepFinished {
+                step: n,
+                result: "done".into(),
+            });
+        };
+        // The first step's end is committed (no commit before it).
+        step(1);
+        assert_eq!(stored(&store, &id, 2).await, 2);
+        // The second ends within the interval: it waits (for the interval, or the close).
+        step(2);
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(store.event_count(&id).await.unwrap(), 2);
         recorder.close().await;
         assert_eq!(store.event_count(&id).await.unwrap(), 4);
     }
