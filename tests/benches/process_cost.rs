@@ -5,14 +5,19 @@
 //! * instructions (callgrind, when `valgrind` is on the PATH): the 1-step run is start-up, the
 //!   first request, one step and exit; per step is (20-step − 1-step) / 19;
 //! * CPU time (user + system, from `getrusage(RUSAGE_CHILDREN)` around each child): the same two
-//!   runs, median of several; and the voluntary context switches per step (a thread that
+//!   runs, the mean of the middle ones of several (the kernel counts CPU time in scheduler ticks,
+//!   4 ms on the development VM: a median would keep that step, a mean of many runs averages it
+//!   out); and the voluntary context switches per step (a thread that
 //!   blocked: a trip to the blocking pool, a wake-up of a writer thread), which do not depend on
 //!   the machine's load the way CPU time does;
 //! * both with the session store (the default) and with `--no-store`;
-//! * the floor (when `curl` is on the PATH): the CPU `curl` spends sending the same requests
-//!   (the bodies the binary sent in its last 20-step run) to the same mock over one kept-alive
-//!   connection and reading the same streamed replies, per request. It is what the loopback
-//!   HTTP exchange alone costs on this machine, whoever makes it.
+//! * the floor: the CPU a process that does nothing but the HTTP exchange spends per request,
+//!   sending the same requests (the bodies the binary sent in its last 20-step run) to the same
+//!   mock over one kept-alive connection and reading the same streamed replies: this benchmark
+//!   itself, run again as a bare client on the HTTP stack of `openmanus` (reqwest with rustls on a
+//!   current-thread tokio runtime, the body read and dropped), and `curl` when it is on the PATH.
+//!   The difference between a step and the floor is what `openmanus` costs beyond talking to
+//!   the model.
 //!
 //! The steps use an in-process tool so that the figure is the client's own cost, not a shell's
 //! start-up. `cargo xtask bench` builds the release binary and passes its path in
@@ -29,8 +34,10 @@ use nix::sys::resource::{UsageWho, getrusage};
 
 /// Steps of the long run (SWE's default step limit).
 const STEPS: usize = 20;
-/// Native runs per figure (the median is reported).
-const RUNS: usize = 7;
+/// Native runs per figure.
+const RUNS: usize = 15;
+/// The lowest and the highest runs left out of each mean (a run the machine disturbed).
+const TRIM: usize = 3;
 
 struct Setup {
     server: MockOpenAi,
@@ -112,24 +119,41 @@ impl Setup {
         })
     }
 
-    /// CPU seconds of `curl` sending the first `count` of `bodies` to the mock, one after the
-    /// other over one connection (`--next`), answered with the same scripted replies.
-    fn curl_run(&self, bodies: &[PathBuf], count: usize) -> Option<f64> {
+    /// CPU seconds of a bare client sending the first `count` of `bodies` to the mock, one
+    /// after the other over one connection, answered with the same scripted replies.
+    fn client_run(&self, client: Client, bodies: &[PathBuf], count: usize) -> Option<f64> {
         let steps = bodies.len().min(count);
         self.script(steps);
         let requests = self.server.request_count();
         let url = format!("{}/chat/completions", self.server.base_url());
-        let mut command = self.command(Path::new("curl"));
-        for (i, body) in bodies.iter().take(steps).enumerate() {
-            if i > 0 {
-                command.arg("--next");
+        let bodies = bodies.iter().take(steps);
+        let mut command = match client {
+            Client::Curl => {
+                let mut command = self.command(Path::new("curl"));
+                for (i, body) in bodies.enumerate() {
+                    if i > 0 {
+                        command.arg("--next");
+                    }
+                    command
+                        .args([
+                            "-s",
+                            "-o",
+                            "/dev/null",
+                            "-H",
+                            "content-type: application/json",
+                        ])
+                        .arg("--data-binary")
+                        .arg(format!("@{}", body.display()))
+                        .arg(&url);
+                }
+                command
             }
-            command
-                .args(["-s", "-o", "/dev/null", "-H", "content-type: application/json"])
-                .arg("--data-binary")
-                .arg(format!("@{}", body.display()))
-                .arg(&url);
-        }
+            Client::Bare => {
+                let mut command = self.command(&std::env::current_exe().ok()?);
+                command.arg(BARE_CLIENT).arg(&url).args(bodies);
+                command
+            }
+        };
         let before = usage_of_children()?;
         let status = command.status().ok()?;
         let after = usage_of_children()?;
@@ -177,6 +201,64 @@ impl Setup {
     }
 }
 
+/// The bare clients of the floor.
+#[derive(Clone, Copy)]
+enum Client {
+    /// This benchmark, run again with [`BARE_CLIENT`].
+    Bare,
+    /// `curl`.
+    Curl,
+}
+
+/// The argument that makes this benchmark the bare client: `BARE_CLIENT URL BODY_FILE...`.
+const BARE_CLIENT: &str = "--bare-client";
+
+/// The bare client: POSTs each body file to `url` in turn over one connection, on a
+/// current-thread runtime as `openmanus` does, and reads each streamed reply to its end.
+fn bare_client(args: &[String]) -> std::process::ExitCode {
+    let failed = std::process::ExitCode::FAILURE;
+    let Some((url, files)) = args.split_first() else {
+        return failed;
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return failed;
+    };
+    let client = reqwest::Client::new();
+    let all_read = runtime.block_on(async {
+        for file in files {
+            let Ok(body) = std::fs::read(file) else {
+                return false;
+            };
+            let sent = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await;
+            let Ok(mut response) = sent else { return false };
+            if !response.status().is_success() {
+                return false;
+            }
+            loop {
+                match response.chunk().await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(_) => return false,
+                }
+            }
+        }
+        true
+    });
+    if all_read {
+        std::process::ExitCode::SUCCESS
+    } else {
+        failed
+    }
+}
+
 /// CPU seconds and voluntary context switches.
 #[derive(Clone, Copy)]
 struct Usage {
@@ -193,9 +275,16 @@ fn usage_of_children() -> Option<Usage> {
     })
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+/// The mean of `values` without the [`TRIM`] lowest and highest.
+fn trimmed_mean(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+    let middle = values
+        .get(TRIM..values.len().saturating_sub(TRIM))
+        .unwrap_or_default();
+    if middle.is_empty() {
+        return f64::NAN;
+    }
+    middle.iter().sum::<f64>() / middle.len() as f64
 }
 
 fn has_valgrind() -> bool {
@@ -211,7 +300,16 @@ fn has(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn main() {
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(BARE_CLIENT) {
+        return bare_client(&args[2..]);
+    }
+    measure();
+    std::process::ExitCode::SUCCESS
+}
+
+fn measure() {
     let Some(bin) = std::env::var_os("OPENMANUS_BIN") else {
         println!(
             "process_cost: set OPENMANUS_BIN to the openmanus binary (cargo xtask bench does)"
@@ -262,33 +360,35 @@ fn main() {
             one.push(a);
             twenty.push(b);
         }
-        let median_of =
-            |runs: &[Usage], field: fn(&Usage) -> f64| median(runs.iter().map(field).collect());
+        let mean_of = |runs: &[Usage], field: fn(&Usage) -> f64| {
+            trimmed_mean(runs.iter().map(field).collect())
+        };
         let steps = (STEPS - 1) as f64;
-        let cpu_one = median_of(&one, |u| u.cpu);
-        let cpu_step = (median_of(&twenty, |u| u.cpu) - cpu_one) / steps;
+        let cpu_one = mean_of(&one, |u| u.cpu);
+        let cpu_step = (mean_of(&twenty, |u| u.cpu) - cpu_one) / steps;
         let switches_step =
-            (median_of(&twenty, |u| u.switches) - median_of(&one, |u| u.switches)) / steps;
+            (mean_of(&twenty, |u| u.switches) - mean_of(&one, |u| u.switches)) / steps;
         modes.push((store, cpu_one, cpu_step, switches_step));
     }
 
-    // The floor: curl sending the bodies of the last 20-step run (of --no-store, the last mode).
-    let floor = match setup.last_bodies(STEPS).filter(|_| has("curl")) {
-        Some(bodies) => {
-            let mut one = Vec::new();
-            let mut all = Vec::new();
-            for _ in 0..RUNS {
-                match (setup.curl_run(&bodies, 1), setup.curl_run(&bodies, STEPS)) {
-                    (Some(a), Some(b)) => {
-                        one.push(a);
-                        all.push(b);
-                    }
-                    _ => break,
-                }
-            }
-            (one.len() == RUNS).then(|| (median(all) - median(one)) / (STEPS - 1) as f64)
+    // The floor: bare clients sending the bodies of the last 20-step run (of --no-store, the
+    // last mode).
+    let bodies = setup.last_bodies(STEPS);
+    let floor = |client: Client| {
+        let bodies = bodies.as_ref()?;
+        let mut one = Vec::new();
+        let mut all = Vec::new();
+        for _ in 0..RUNS {
+            one.push(setup.client_run(client, bodies, 1)?);
+            all.push(setup.client_run(client, bodies, STEPS)?);
         }
-        None => None,
+        Some((trimmed_mean(all) - trimmed_mean(one)) / (STEPS - 1) as f64)
+    };
+    let bare = floor(Client::Bare);
+    let curl = if has("curl") {
+        floor(Client::Curl)
+    } else {
+        None
     };
 
     let counted = if has_valgrind() {
@@ -320,7 +420,8 @@ fn main() {
     for (store, cpu_one, cpu_step, switches_step) in modes {
         let mode = if store { "store" } else { "--no-store" };
         println!(
-            "| CPU: 1-step run, whole process, {mode} (median of {RUNS}) | {:.1} ms | — |",
+            "| CPU: 1-step run, whole process, {mode} (mean of the middle {} of {RUNS}) | {:.1} ms | — |",
+            RUNS - 2 * TRIM,
             cpu_one * 1e3
         );
         println!(
@@ -330,11 +431,13 @@ fn main() {
         );
         println!("| voluntary context switches per step, {mode} | {switches_step:.1} | — |");
     }
-    match floor {
-        Some(per) => println!(
-            "| floor: CPU of curl per request, the same requests and replies over one connection | {:.3} ms | — |",
-            per * 1e3
-        ),
-        None => println!("| floor | (curl not found or its run failed) | — |"),
+    for (name, floor) in [("a bare reqwest client", bare), ("curl", curl)] {
+        match floor {
+            Some(per) => println!(
+                "| floor: CPU per request of {name}, the same requests and replies over one connection | {:.3} ms | — |",
+                per * 1e3
+            ),
+            None => println!("| floor: {name} | (not found, or its run failed) | — |"),
+        }
     }
 }
