@@ -33,7 +33,24 @@ pub fn say(line: &str) {
 
 /// An error that ends the program.
 pub fn report_error(error: &anyhow::Error) {
-    note(&format!("error: {error:#}"));
+    note(&format!("error: {}", error_text(error)));
+}
+
+/// The error and its causes, `: `-separated (as `{:#}` shows them), without a cause whose text
+/// the message before it already ends with: many library errors put their source in their own
+/// text and also give it as their source, and the cause then printed twice.
+pub fn error_text(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if text.is_empty() {
+            text = cause;
+        } else if !text.ends_with(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// The exit code of a run that ended so.
@@ -144,4 +161,41 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
         }
     }
     say(shown);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that shows its source in its own text and gives it as its source too.
+    #[derive(Debug)]
+    struct Wrapping {
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Wrapping {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "the model settings are not usable: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for Wrapping {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let inner = std::io::Error::other("invalid base_url \"\"");
+        let error =
+            anyhow::Error::new(Wrapping { source: inner }).context("cannot start the agent");
+        assert_eq!(
+            error_text(&error),
+            "cannot start the agent: the model settings are not usable: invalid base_url \"\""
+        );
+        // A cause not in the message before it is shown, as `{:#}` does.
+        let plain = anyhow::anyhow!("disk full").context("cannot write the journal");
+        assert_eq!(error_text(&plain), format!("{plain:#}"));
+    }
 }
