@@ -15,7 +15,8 @@
 //!   sending the same requests (the bodies the binary sent in its last 20-step run) to the same
 //!   mock over one kept-alive connection and reading the same streamed replies: this benchmark
 //!   itself, run again as a bare client on the HTTP stack of `openmanus` (reqwest with rustls on a
-//!   current-thread tokio runtime, the body read and dropped), and `curl` when it is on the PATH.
+//!   current-thread tokio runtime, the body read and dropped; `reqwest::Client::new()`, without
+//!   the user agent and timeouts `openmanus` sets), and `curl` when it is on the PATH.
 //!   The difference between a step and the floor is what `openmanus` costs beyond talking to
 //!   the model.
 //!

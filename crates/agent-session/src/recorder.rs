@@ -12,7 +12,8 @@
 //! boundaries, or [`IDLE_COMMIT`] after its first item, whichever comes first: one transaction
 //! per step instead of one per await. Steps that end less than [`COMMIT_INTERVAL`] after the
 //! previous commit (a fast local model, a replay) wait for it to pass and share a transaction:
-//! at most ten commits a second, each of which costs SQLite more than the step's rows. A process
+//! step ends are committed at most ten times a second, since a commit costs SQLite more than
+//! the step's rows. A process
 //! killed in the middle of a run loses at most the step in progress, or the steps of the last
 //! [`COMMIT_INTERVAL`] (and the stored memory then ends at a step boundary).
 
@@ -328,6 +329,7 @@ async fn write(
                 Item::Memory(write) => batch.memory.push(write),
                 Item::BeginRun { task, reply } => {
                     commit(&store, &session, std::mem::take(&mut batch), &events).await;
+                    committed = Some(tokio::time::Instant::now());
                     let begun = store.begin_run(&session, &task).await.map(|(id, event)| {
                         let _ = events.send(event);
                         id
@@ -337,6 +339,7 @@ async fn write(
                 }
                 Item::FinishRun { summary, reply } => {
                     commit(&store, &session, std::mem::take(&mut batch), &events).await;
+                    committed = Some(tokio::time::Instant::now());
                     let finished = match run.take() {
                         Some(id) => store.finish_run(id, &summary).await.map(|event| {
                             let _ = events.send(event);
@@ -356,7 +359,9 @@ async fn write(
         let now = tokio::time::Instant::now();
         // A step's end is due once the interval since the last commit has passed.
         let due = committed.map_or(now, |at| at + pace.interval);
-        if watched || large || (step_ended && due <= now) {
+        // A deadline that passed while items kept coming (the queue is read before the timer).
+        let overdue = deadline.is_some_and(|at| at <= now);
+        if watched || large || overdue || (step_ended && due <= now) {
             commit(&store, &session, std::mem::take(&mut batch), &events).await;
             committed = Some(tokio::time::Instant::now());
             deadline = None;

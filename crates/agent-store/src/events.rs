@@ -82,7 +82,9 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// A database error (among them: no such session); nothing is written then.
+    /// A database error (among them: no such session); nothing is written then. (SQLite
+    /// returning fewer or more ids than the batch has events is reported as
+    /// [`StoreError::Corrupt`] after the batch was written.)
     pub async fn write_batch(
         &self,
         session: &str,

@@ -5,6 +5,7 @@
 //! `BEGIN`, a statement per table and `COMMIT` took five trips; as one script it takes two,
 //! whatever it holds (sqlx binds the `?` of successive statements to successive arguments).
 
+use sqlx::pool::PoolConnection;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Arguments, Encode, Sqlite, SqlitePool, Type};
 
@@ -45,7 +46,13 @@ impl Script {
     /// Runs the statements in one transaction (a single statement is one by itself) and
     /// returns the first column of every row they return (the ids of `RETURNING id`), in the
     /// order SQLite gives them. On an error nothing is written: the transaction is rolled back,
-    /// and a connection that cannot say it was is closed rather than reused.
+    /// and a connection that cannot say it was is closed rather than reused. So is one whose
+    /// call was dropped half-way (the caller cancelled): sqlx's thread may have begun the
+    /// transaction and not reached the `COMMIT`. (The in-memory store's one connection is its
+    /// database: closing it loses the data; that store is for tests.)
+    ///
+    /// Scripts are not kept as prepared statements: their text depends on the batch's shape
+    /// (how many rows of each kind), so few would be used twice.
     pub(crate) async fn run(self, pool: &SqlitePool) -> Result<Vec<EventId>, StoreError> {
         if self.is_empty() {
             return Ok(Vec::new());
@@ -53,26 +60,54 @@ impl Script {
         let mut conn = pool.acquire().await?;
         if self.statements == 1 {
             return Ok(sqlx::query_scalar_with(&self.sql, self.args)
+                .persistent(false)
                 .fetch_all(&mut *conn)
                 .await?);
         }
+        let mut guard = Unfinished(Some(conn));
+        let Some(conn) = guard.0.as_mut() else {
+            return Err(StoreError::Closed);
+        };
         // Taken at once (`IMMEDIATE`), so that it waits for another writer (the busy timeout)
         // instead of failing when it first writes.
         let sql = format!("BEGIN IMMEDIATE;\n{}COMMIT;", self.sql);
-        match sqlx::query_scalar_with(&sql, self.args)
-            .fetch_all(&mut *conn)
-            .await
-        {
-            Ok(ids) => Ok(ids),
+        let result = sqlx::query_scalar_with(&sql, self.args)
+            .persistent(false)
+            .fetch_all(&mut **conn)
+            .await;
+        match result {
+            Ok(ids) => {
+                guard.finished();
+                Ok(ids)
+            }
             Err(error) => {
                 // The statements after the failing one did not run, the COMMIT among them. A
                 // failed BEGIN leaves no transaction, and the ROLLBACK's own failure is then
                 // expected; the connection is closed all the same, to be sure.
-                if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
-                    conn.close_on_drop();
+                if sqlx::query("ROLLBACK").execute(&mut **conn).await.is_ok() {
+                    guard.finished();
                 }
                 Err(error.into())
             }
+        }
+    }
+}
+
+/// A connection in the middle of a script: closed when dropped (the caller cancelled, or its
+/// ROLLBACK failed), returned to the pool only once [`finished`](Self::finished).
+struct Unfinished(Option<PoolConnection<Sqlite>>);
+
+impl Unfinished {
+    /// The script committed or rolled back: the connection may go back to the pool.
+    fn finished(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.as_mut() {
+            conn.close_on_drop();
         }
     }
 }

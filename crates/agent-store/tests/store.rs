@@ -273,6 +273,37 @@ async fn all_or_nothing(store: &Store) {
 }
 
 #[tokio::test]
+async fn a_batch_dropped_half_way_leaves_no_transaction_open() {
+    let (_dir, store) = file_store().await;
+    let session = store
+        .create_session(NewSession::new("manus", "/w"))
+        .await
+        .unwrap();
+    for n in 0..5 {
+        // Polled once, then dropped: the call may have reached sqlx's thread, which then
+        // begins the transaction and stops before the COMMIT when nobody takes the result.
+        let batch = Batch {
+            memory: vec![put(n, &Message::user_message("dropped"))],
+            events: vec![event(None, n)],
+        };
+        let _ = tokio::time::timeout(
+            std::time::Duration::ZERO,
+            store.write_batch(&session.id, batch),
+        )
+        .await;
+        // The next batch is written: no connection was returned to the pool holding the write
+        // lock (it would wait out the busy timeout and fail).
+        let batch = Batch {
+            memory: vec![put(100 + n, &Message::user_message("kept"))],
+            events: vec![event(None, 100 + n)],
+        };
+        store.write_batch(&session.id, batch).await.unwrap();
+    }
+    let kept = store.messages(&session.id).await.unwrap();
+    assert_eq!(kept.iter().filter(|m| m.text() == "kept").count(), 5);
+}
+
+#[tokio::test]
 async fn memory_writes_put_replace_and_remove_in_order() {
     let (_dir, store) = file_store().await;
     let s = store
