@@ -417,14 +417,20 @@ mod tests {
         now
     }
 
-    #[tokio::test]
-    async fn a_step_nobody_watches_is_committed_when_it_ends_and_a_watched_one_at_once() {
+    /// An in-memory store with one session, and the session's id.
+    async fn session() -> (Store, String) {
         let store = Store::open_memory().await.unwrap();
         let id = store
             .create_session(NewSession::new("swe", std::env::temp_dir()))
             .await
             .unwrap()
             .id;
+        (store, id)
+    }
+
+    #[tokio::test]
+    async fn a_step_nobody_watches_is_committed_when_it_ends_and_a_watched_one_at_once() {
+        let (store, id) = session().await;
         let bus = EventBus::new();
         // No deadline within the test: only the step's end or a subscriber commits.
         let pace = Pace {
@@ -474,12 +480,7 @@ mod tests {
 
     #[tokio::test]
     async fn steps_that_end_within_the_interval_share_a_commit() {
-        let store = Store::open_memory().await.unwrap();
-        let id = store
-            .create_session(NewSession::new("swe", std::env::temp_dir()))
-            .await
-            .unwrap()
-            .id;
+        let (store, id) = session().await;
         let bus = EventBus::new();
         let pace = Pace {
             idle: Duration::from_secs(3600),

@@ -27,14 +27,19 @@ pub(crate) async fn insert_event(
     .bind(event.data.to_string())
     .fetch_one(&mut **tx)
     .await?;
-    Ok(StoredEvent {
+    Ok(stored(event, id, session))
+}
+
+/// `event` as stored with `id` for `session`.
+fn stored(event: NewEvent, id: EventId, session: &str) -> StoredEvent {
+    StoredEvent {
         id,
         session_id: session.to_owned(),
         run_id: event.run_id,
         at: event.at,
         kind: event.kind,
         data: event.data,
-    })
+    }
 }
 
 /// Adds to `script` the statements inserting `events` (one per [`ROWS_PER_STATEMENT`]), each
@@ -111,14 +116,7 @@ impl Store {
             .events
             .into_iter()
             .zip(ids)
-            .map(|(event, id)| StoredEvent {
-                id,
-                session_id: session.to_owned(),
-                run_id: event.run_id,
-                at: event.at,
-                kind: event.kind,
-                data: event.data,
-            })
+            .map(|(event, id)| stored(event, id, session))
             .collect())
     }
 
