@@ -36,6 +36,47 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     }
 }
 
+/// How many times a connection that found the database locked while it was being set up is
+/// tried again.
+const CONNECT_ATTEMPTS: u32 = 8;
+
+/// The pool of a file store. Its first connection switches a new database to WAL mode, and
+/// SQLite answers "database is locked" at once, without the busy timeout, to a connection that
+/// does so while another process is setting the same file up: two `openmanus` started together
+/// on a new store. Such a connection is tried again after a short wait.
+async fn connect(options: SqliteConnectOptions) -> Result<SqlitePool, sqlx::Error> {
+    let mut attempt = 1;
+    loop {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            // A local file: a connection cannot go stale the way a network one can, so no
+            // round trip to ping it on every acquire.
+            .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await;
+        match pool {
+            Err(error) if attempt < CONNECT_ATTEMPTS && is_busy(&error) => {
+                tracing::debug!(%error, attempt, "opening the session store again");
+                tokio::time::sleep(Duration::from_millis(25 * u64::from(attempt))).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether SQLite answered `SQLITE_BUSY` (or one of its extended codes).
+fn is_busy(error: &sqlx::Error) -> bool {
+    const SQLITE_BUSY: i32 = 5;
+    match error {
+        sqlx::Error::Database(error) => error
+            .code()
+            .and_then(|code| code.parse::<i32>().ok())
+            .is_some_and(|code| code & 0xff == SQLITE_BUSY),
+        _ => false,
+    }
+}
+
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -77,13 +118,7 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            // A local file: a connection cannot go stale the way a network one can, so no
-            // round trip to ping it on every acquire.
-            .test_before_acquire(false)
-            .connect_with(options)
-            .await?;
+        let pool = connect(options).await?;
         Self::ready(pool, Some(path)).await
     }
 
