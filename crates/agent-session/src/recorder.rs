@@ -287,9 +287,13 @@ async fn write(
     events: broadcast::Sender<StoredEvent>,
     pace: Pace,
 ) {
+    let mut sink = Sink {
+        store,
+        session,
+        events,
+        committed: None,
+    };
     let mut run: Option<RunId> = None;
-    // When the last batch was committed (`None` before the first).
-    let mut committed: Option<tokio::time::Instant> = None;
     let mut items = Vec::with_capacity(MAX_BATCH);
     let mut batch = Batch::default();
     // When the oldest item of a held-back batch must be committed at the latest.
@@ -300,8 +304,7 @@ async fn write(
                 match tokio::time::timeout_at(at, queue.recv_many(&mut items, MAX_BATCH)).await {
                     Ok(received) => received,
                     Err(_) => {
-                        commit(&store, &session, std::mem::take(&mut batch), &events).await;
-                        committed = Some(tokio::time::Instant::now());
+                        sink.commit(std::mem::take(&mut batch)).await;
                         deadline = None;
                         continue;
                     }
@@ -310,7 +313,7 @@ async fn write(
             None => queue.recv_many(&mut items, MAX_BATCH).await,
         };
         if received == 0 {
-            commit(&store, &session, batch, &events).await;
+            sink.commit(batch).await;
             return;
         }
         let mut step_ended = false;
@@ -328,42 +331,43 @@ async fn write(
                 Item::Flow(data) => batch.events.push(NewEvent::now(run, EventKind::Flow, data)),
                 Item::Memory(write) => batch.memory.push(write),
                 Item::BeginRun { task, reply } => {
-                    commit(&store, &session, std::mem::take(&mut batch), &events).await;
-                    committed = Some(tokio::time::Instant::now());
-                    let begun = store.begin_run(&session, &task).await.map(|(id, event)| {
-                        let _ = events.send(event);
-                        id
-                    });
+                    sink.commit(std::mem::take(&mut batch)).await;
+                    let begun =
+                        sink.store
+                            .begin_run(&sink.session, &task)
+                            .await
+                            .map(|(id, event)| {
+                                let _ = sink.events.send(event);
+                                id
+                            });
                     run = begun.as_ref().ok().copied();
                     let _ = reply.send(begun);
                 }
                 Item::FinishRun { summary, reply } => {
-                    commit(&store, &session, std::mem::take(&mut batch), &events).await;
-                    committed = Some(tokio::time::Instant::now());
+                    sink.commit(std::mem::take(&mut batch)).await;
                     let finished = match run.take() {
-                        Some(id) => store.finish_run(id, &summary).await.map(|event| {
-                            let _ = events.send(event);
+                        Some(id) => sink.store.finish_run(id, &summary).await.map(|event| {
+                            let _ = sink.events.send(event);
                         }),
                         None => Ok(()),
                     };
                     let _ = reply.send(finished);
                 }
                 Item::Close => {
-                    commit(&store, &session, batch, &events).await;
+                    sink.commit(batch).await;
                     return;
                 }
             }
         }
-        let watched = events.receiver_count() > 0;
+        let watched = sink.events.receiver_count() > 0;
         let large = batch.events.len() + batch.memory.len() >= MAX_BATCH;
         let now = tokio::time::Instant::now();
         // A step's end is due once the interval since the last commit has passed.
-        let due = committed.map_or(now, |at| at + pace.interval);
+        let due = sink.committed.map_or(now, |at| at + pace.interval);
         // A deadline that passed while items kept coming (the queue is read before the timer).
         let overdue = deadline.is_some_and(|at| at <= now);
         if watched || large || overdue || (step_ended && due <= now) {
-            commit(&store, &session, std::mem::take(&mut batch), &events).await;
-            committed = Some(tokio::time::Instant::now());
+            sink.commit(std::mem::take(&mut batch)).await;
             deadline = None;
         } else if batch.is_empty() {
             deadline = None;
@@ -375,24 +379,35 @@ async fn write(
     }
 }
 
-/// Writes `batch` and publishes its events; a failure is logged (the run goes on unrecorded
-/// rather than stopping).
-async fn commit(
-    store: &Store,
-    session: &str,
-    batch: Batch,
-    events: &broadcast::Sender<StoredEvent>,
-) {
-    if batch.is_empty() {
-        return;
-    }
-    match store.write_batch(session, batch).await {
-        Ok(stored) => {
-            for event in stored {
-                let _ = events.send(event);
+/// Where the writer commits, and when it last did.
+struct Sink {
+    store: Store,
+    session: String,
+    events: broadcast::Sender<StoredEvent>,
+    /// When the last commit ended (`None` before the first). A run's beginning and end count:
+    /// they write transactions of their own right after committing what came before.
+    committed: Option<tokio::time::Instant>,
+}
+
+impl Sink {
+    /// Writes `batch` and publishes its events; a failure is logged (the run goes on
+    /// unrecorded rather than stopping).
+    async fn commit(&mut self, batch: Batch) {
+        if !batch.is_empty() {
+            match self.store.write_batch(&self.session, batch).await {
+                Ok(stored) => {
+                    for event in stored {
+                        let _ = self.events.send(event);
+                    }
+                }
+                Err(error) => warn!(
+                    %error,
+                    session = self.session,
+                    "the session store lost a batch of events"
+                ),
             }
         }
-        Err(error) => warn!(%error, session, "the session store lost a batch of events"),
+        self.committed = Some(tokio::time::Instant::now());
     }
 }
 

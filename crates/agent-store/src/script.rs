@@ -64,50 +64,48 @@ impl Script {
                 .fetch_all(&mut *conn)
                 .await?);
         }
-        let mut guard = Unfinished(Some(conn));
-        let Some(conn) = guard.0.as_mut() else {
-            return Err(StoreError::Closed);
+        let mut guard = Unfinished {
+            conn,
+            finished: false,
         };
         // Taken at once (`IMMEDIATE`), so that it waits for another writer (the busy timeout)
         // instead of failing when it first writes.
         let sql = format!("BEGIN IMMEDIATE;\n{}COMMIT;", self.sql);
         let result = sqlx::query_scalar_with(&sql, self.args)
             .persistent(false)
-            .fetch_all(&mut **conn)
+            .fetch_all(&mut *guard.conn)
             .await;
         match result {
             Ok(ids) => {
-                guard.finished();
+                guard.finished = true;
                 Ok(ids)
             }
             Err(error) => {
                 // The statements after the failing one did not run, the COMMIT among them. A
                 // failed BEGIN leaves no transaction, and the ROLLBACK's own failure is then
                 // expected; the connection is closed all the same, to be sure.
-                if sqlx::query("ROLLBACK").execute(&mut **conn).await.is_ok() {
-                    guard.finished();
-                }
+                guard.finished = sqlx::query("ROLLBACK")
+                    .execute(&mut *guard.conn)
+                    .await
+                    .is_ok();
                 Err(error.into())
             }
         }
     }
 }
 
-/// A connection in the middle of a script: closed when dropped (the caller cancelled, or its
-/// ROLLBACK failed), returned to the pool only once [`finished`](Self::finished).
-struct Unfinished(Option<PoolConnection<Sqlite>>);
-
-impl Unfinished {
-    /// The script committed or rolled back: the connection may go back to the pool.
-    fn finished(&mut self) {
-        self.0 = None;
-    }
+/// A connection in the middle of a script: returned to the pool when dropped only once
+/// `finished` (the script committed or rolled back); closed otherwise (the caller cancelled,
+/// or the ROLLBACK failed).
+struct Unfinished {
+    conn: PoolConnection<Sqlite>,
+    finished: bool,
 }
 
 impl Drop for Unfinished {
     fn drop(&mut self) {
-        if let Some(conn) = self.0.as_mut() {
-            conn.close_on_drop();
+        if !self.finished {
+            self.conn.close_on_drop();
         }
     }
 }
