@@ -104,14 +104,18 @@ impl Setup {
     /// CPU seconds (user + system) and voluntary context switches of one native run of
     /// `steps` steps.
     fn cpu_run(&self, steps: usize, store: bool) -> Option<Usage> {
+        let mut command = self.command(&self.bin);
+        command.args(self.args(store));
+        self.measured(command, steps)
+    }
+
+    /// The usage of `command`, a child that makes `steps` requests to the mock (scripted here):
+    /// `None` when it fails or makes another number of requests.
+    fn measured(&self, mut command: Command, steps: usize) -> Option<Usage> {
         self.script(steps);
         let requests = self.server.request_count();
         let before = usage_of_children()?;
-        let status = self
-            .command(&self.bin)
-            .args(self.args(store))
-            .status()
-            .ok()?;
+        let status = command.status().ok()?;
         let after = usage_of_children()?;
         let all_steps = self.server.request_count() == requests + steps;
         (status.success() && all_steps).then_some(Usage {
@@ -124,11 +128,9 @@ impl Setup {
     /// after the other over one connection, answered with the same scripted replies.
     fn client_run(&self, client: Client, bodies: &[PathBuf], count: usize) -> Option<f64> {
         let steps = bodies.len().min(count);
-        self.script(steps);
-        let requests = self.server.request_count();
         let url = format!("{}/chat/completions", self.server.base_url());
         let bodies = bodies.iter().take(steps);
-        let mut command = match client {
+        let command = match client {
             Client::Curl => {
                 let mut command = self.command(Path::new("curl"));
                 for (i, body) in bodies.enumerate() {
@@ -155,11 +157,7 @@ impl Setup {
                 command
             }
         };
-        let before = usage_of_children()?;
-        let status = command.status().ok()?;
-        let after = usage_of_children()?;
-        (status.success() && self.server.request_count() == requests + steps)
-            .then_some(after.cpu - before.cpu)
+        self.measured(command, steps).map(|usage| usage.cpu)
     }
 
     /// Writes the bodies of the last `steps` requests the mock received to files.
@@ -288,10 +286,6 @@ fn trimmed_mean(mut values: Vec<f64>) -> f64 {
     middle.iter().sum::<f64>() / middle.len() as f64
 }
 
-fn has_valgrind() -> bool {
-    has("valgrind")
-}
-
 fn has(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
@@ -392,7 +386,7 @@ fn measure() {
         None
     };
 
-    let counted = if has_valgrind() {
+    let counted = if has("valgrind") {
         setup.instructions(1).zip(setup.instructions(STEPS))
     } else {
         None
