@@ -369,10 +369,14 @@ fn is_static(path: &str) -> bool {
 /// The Python the test peers' virtualenvs are made with (`$PYTHON`, else `python3`) can make
 /// them: its `ensurepip` works (Debian leaves it out of python3 unless python3-venv is there).
 fn python_venv() -> State {
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let chosen = std::env::var("PYTHON").ok();
+    let python = chosen.clone().unwrap_or_else(|| "python3".to_owned());
     let Some(path) = resolve(&python) else {
-        // python3-venv brings Debian's python3 with it.
-        return State::Missing("python3-venv");
+        return match chosen {
+            Some(chosen) => State::Manual(format!("PYTHON names {chosen}, which is not found")),
+            // python3-venv brings Debian's python3 with it.
+            None => State::Missing("python3-venv"),
+        };
     };
     if succeeds(&path.to_string_lossy(), &["-m", "ensurepip", "--version"]) {
         return State::Present(Some(path.display().to_string()));
