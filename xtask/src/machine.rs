@@ -164,7 +164,7 @@ pub(crate) fn ready(install: bool) -> Result<()> {
     ));
     let root = is_root();
     if !packages.is_empty() {
-        install_packages(&packages, install, root)?;
+        install_packages(&packages, install, root, &manual)?;
     }
     if !manual.is_empty() {
         bail!(
@@ -177,8 +177,14 @@ pub(crate) fn ready(install: bool) -> Result<()> {
     Ok(())
 }
 
-/// Installs `packages` with apt where it can, else stops with the command that would.
-fn install_packages(packages: &[&'static str], install: bool, root: bool) -> Result<()> {
+/// Installs `packages` with apt where it can, else stops with the command that would (and
+/// `manual`, what no package here fixes, so that one message says all that is missing).
+fn install_packages(
+    packages: &[&'static str],
+    install: bool,
+    root: bool,
+    manual: &[String],
+) -> Result<()> {
     let apt = which("apt-get").is_some();
     let sudo = !root && apt && install && sudo_works();
     if !install || !apt || !(root || sudo) {
@@ -192,9 +198,17 @@ fn install_packages(packages: &[&'static str], install: bool, root: bool) -> Res
         } else {
             "this is not root and sudo asks for a password".to_owned()
         };
+        let also = if manual.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\n\nThey also need what no Debian package here provides:\n  {}",
+                manual.join("\n  ")
+            )
+        };
         bail!(
             "the tests need {} missing system package(s), and {why}. Install them with:\n\n    \
-             {command}\n\nthen run this command again.",
+             {command}{also}\n\nthen run this command again.",
             packages.len()
         );
     }
