@@ -1,7 +1,7 @@
 //! Browser benchmark (`cargo xtask bench`): `go_to_url` + `get_current_state` (indexing,
 //! scroll info and a full-page JPEG screenshot) on a page served from 127.0.0.1, through the
 //! `browser_use` tool on the system Chromium, headless. The first call includes launching
-//! Chromium. Needs `chromium` on PATH (`.ci/run` installs it); without it the benchmark says so
+//! Chromium. Needs `chromium` on PATH (`cargo xtask setup` installs it); without it the benchmark says so
 //! and reports nothing.
 
 #![allow(clippy::print_stdout, missing_docs)]

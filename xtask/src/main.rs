@@ -1,15 +1,22 @@
 //! Project automation: `cargo xtask <command>`.
 //!
-//! * `ci` — format check, clippy with warnings denied (also of the lean build, without the
-//!   `browser`, `charts` and `docker` features), `cargo package` of every library crate, docs
-//!   with warnings denied, and every test of the workspace (and the lean build's). This is the README's test command and what `.ci/run` executes.
+//! * `ci` — makes the machine ready (system packages, the Docker engine; [`machine`]), then
+//!   format check, clippy with warnings denied (also of the lean build, without the `browser`,
+//!   `charts` and `docker` features), `cargo package` of every library crate, docs with
+//!   warnings denied, and every test of the workspace (and the lean build's, and the Docker
+//!   backend's when an engine answers). A failure never stops the later steps; the end lists
+//!   every failed check and test ([`outcome`]). This is the README's test command and what
+//!   `.ci/run` executes.
+//! * `setup` — only the machine step.
 //! * `integration` — only the end-to-end suites (real programs against each other).
 //! * `faults` — the fault cases, one by one, with a "cases held / tried" summary.
+//! * `install-check` — `cargo install` of the binary into a temporary root, and its `demo`.
 //! * `bench` — the benchmarks in release mode (figures, never pass/fail).
 //! * `fmt` — format the workspace.
 //! * `docker` — only the Docker sandbox backend's tests (`ci` runs them too, when an engine
 //!   answers), building their images from host files first.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -17,50 +24,84 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-mod faults;
+use outcome::{Failure, Outcome, What};
 
-const USAGE: &str = "usage: cargo xtask <command>
+mod faults;
+mod install_check;
+mod machine;
+mod outcome;
+
+const USAGE: &str = "usage: cargo xtask <command> [--no-install]
 
 commands:
-  ci      fmt check, clippy (-D warnings; also of the lean build, --no-default-features),
-          cargo package of every library crate, rustdoc (-D warnings), cargo test --workspace
-          and the lean build's tests (agents, agent-sandbox, the lean binary)
-          (installs the test peer fakellm from PyPI into target/xtask-tools/ on first use;
-          set FAKELLM_BIN to use another copy, and the MCP test peer
+  ci      first the machine step of `setup`, then fmt check, clippy (-D warnings; also of the
+          lean build, --no-default-features), cargo package of every library crate, rustdoc
+          (-D warnings), cargo test --workspace, the lean build's tests (agents,
+          agent-sandbox, the lean binary) and the Docker backend's tests when an engine
+          answers; every cargo test with --no-fail-fast, and a failed step never stops the
+          later ones. It ends with every failed check and test (package, target, name) and
+          the line `tests: N passed, N failed, N skipped`.
+          The test peers are installed on first use into target/xtask-tools/: fakellm from
+          PyPI (set FAKELLM_BIN to use another copy), the MCP test servers
           @modelcontextprotocol/server-everything and server-filesystem with npm into
-          target/xtask-tools/npm (set MCP_EVERYTHING_BIN / MCP_FILESYSTEM_BIN to use other
-          copies), and the Python mcp SDK from PyPI into a virtualenv under
-          target/xtask-tools/ (set MCP_PYTHON to another interpreter that has it), and
-          pandas from PyPI into another virtualenv there for the DataAnalysis tests (set
-          ANALYSIS_PYTHON to another interpreter that has it), and the A2A Python SDK from
-          PyPI, 0.2.5 and 1.3.0, each in its own virtualenv there for the A2A tests (set
-          A2A_PYTHON_0_2 / A2A_PYTHON_1 to other interpreters that have them))
+          target/xtask-tools/npm (MCP_EVERYTHING_BIN / MCP_FILESYSTEM_BIN), the Python mcp
+          SDK from PyPI into a virtualenv there (MCP_PYTHON: another interpreter that has
+          it), pandas into another one for the DataAnalysis tests (ANALYSIS_PYTHON), and the
+          A2A Python SDK, 0.2.5 and 1.3.0, each in its own (A2A_PYTHON_0_2 / A2A_PYTHON_1)
+  setup   makes the machine ready for the tests, before anything is compiled: checks the
+          system packages the tests need (bubblewrap, xvfb, python3-tk, pkg-config,
+          libfontconfig1-dev, libfreetype-dev, fonts-dejavu-core, fonts-wqy-microhei,
+          chromium, docker.io, busybox-static, tmux, bsdutils, nats-server; python3 with venv;
+          Node.js 20+ and npm) and installs the missing ones with apt-get when it can (as
+          root, or with passwordless sudo); otherwise it stops and prints the command that
+          installs them. Then it starts a Docker engine (dockerd, as root) when none answers,
+          or says the Docker tests will be skipped. ci, integration, faults and docker run it
+          first
   integration
           the end-to-end suites only: the openmanus binary, the LLM client over HTTP (mock
-          server and fakellm), MCP against real servers, the example agent crate
+          server and fakellm), MCP against real servers, the example agent crate; further
+          arguments go to cargo test (e.g. `cargo xtask integration -- ctrl_c`)
   faults  the fault cases of issue 21 (LLM failures, escaped processes, Ctrl-C, secrets, huge
           output, broken MCP servers, a killed Chromium, a full disk, a killed run resumed),
           each test alone; prints cases held / tried (docs/faults.md lists them)
+  install-check
+          cargo install --path crates/openmanus-cli --locked into a temporary root, as users
+          of Rust tools install it, then that binary's `openmanus demo` in a temporary
+          directory (no API key needed); fails unless both succeed
   bench   agent-loop, request-bytes, LLM-client, local-tool, browser, start-up, whole-process, server and worker benchmarks
           (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all
-  docker  only the Docker backend's tests (their images built offline first; needs an engine)";
+  docker  only the Docker backend's tests (their images built offline first; needs an engine)
+
+--no-install (or OPENMANUS_XTASK_NO_INSTALL=1): never install system packages; anything
+missing stops the command with the apt-get command that would install it.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let env = std::env::var(machine::NO_INSTALL_ENV).ok();
+    let (install, rest) = install_allowed(args.get(1..).unwrap_or_default(), env.as_deref());
+    let no_more = |rest: &[String]| match rest.first() {
+        Some(extra) => Err(anyhow::anyhow!("unexpected argument `{extra}`\n\n{USAGE}")),
+        None => Ok(()),
+    };
     let result = match args.first().map(String::as_str) {
-        Some("ci") => ci(),
+        Some("ci") => no_more(&rest).and_then(|()| ci(install)),
+        Some("setup") => no_more(&rest).and_then(|()| machine::ready(install)),
         Some("bench") => bench(&args[1..]),
-        Some("integration") => integration(&args[1..]),
-        Some("faults") => faults::faults(),
+        Some("integration") => integration(install, &rest),
+        Some("faults") => no_more(&rest)
+            .and_then(|()| machine::ready(install))
+            .and_then(|()| faults::faults()),
+        Some("install-check") => no_more(&rest).and_then(|()| install_check::install_check()),
         Some("fmt") => run("format", cargo(&["fmt", "--all"])),
-        Some("docker") => docker_tests().and_then(|ran| match ran {
-            Some((_, 0, _)) => Ok(()),
-            Some((_, failed, _)) => Err(anyhow::anyhow!("{failed} Docker sandbox tests failed")),
-            None => Err(anyhow::anyhow!(
-                "the Docker sandbox tests could not run here"
-            )),
-        }),
+        Some("docker") => no_more(&rest)
+            .and_then(|()| machine::ready(install))
+            .and_then(|()| match docker_tests()? {
+                Some(tests) => finish(&[], &tests),
+                None => Err(anyhow::anyhow!(
+                    "the Docker sandbox tests could not run here"
+                )),
+            }),
         Some("-h" | "--help" | "help") => {
             say(USAGE);
             Ok(())
@@ -70,6 +111,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Already said, with the closing line last.
+        Err(error) if error.is::<Reported>() => ExitCode::FAILURE,
         Err(error) => {
             eprintln_(&format!("xtask: {error:#}"));
             ExitCode::FAILURE
@@ -77,9 +120,52 @@ fn main() -> ExitCode {
     }
 }
 
-fn ci() -> Result<()> {
-    run("format check", cargo(&["fmt", "--all", "--", "--check"]))?;
-    run(
+/// Whether system packages may be installed — not with `--no-install` among the arguments
+/// (before any `--`, after which they are cargo test's), nor with `OPENMANUS_XTASK_NO_INSTALL`
+/// set to anything but empty or `0` — and the other arguments.
+fn install_allowed(args: &[String], env: Option<&str>) -> (bool, Vec<String>) {
+    let mut install = env.is_none_or(|value| value.is_empty() || value == "0");
+    let mut rest = Vec::new();
+    let mut passed_on = false;
+    for arg in args {
+        if arg == "--" {
+            passed_on = true;
+        }
+        if arg == "--no-install" && !passed_on {
+            install = false;
+        } else {
+            rest.push(arg.clone());
+        }
+    }
+    (install, rest)
+}
+
+/// A failure already printed in full (the run's listing and closing line), so `main` adds
+/// nothing after it.
+#[derive(Debug)]
+struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failures listed above")
+    }
+}
+
+impl std::error::Error for Reported {}
+
+fn ci(install: bool) -> Result<()> {
+    // Nothing of the workspace is compiled before the machine is ready and the test peers are
+    // installed: a missing package stops here, not after an hour of building.
+    machine::ready(install)?;
+    let peers = test_peers()?;
+    let mut checks_failed = Vec::new();
+    check(
+        &mut checks_failed,
+        "format check",
+        cargo(&["fmt", "--all", "--", "--check"]),
+    );
+    check(
+        &mut checks_failed,
         "clippy",
         cargo(&[
             "clippy",
@@ -90,10 +176,11 @@ fn ci() -> Result<()> {
             "-D",
             "warnings",
         ]),
-    )?;
+    );
     // The lean build (no browser, charts or Docker client): the crates that have the features,
     // checked and linted without them; their tests run further down.
-    run(
+    check(
+        &mut checks_failed,
         "clippy, lean build",
         cargo(&[
             "clippy",
@@ -110,9 +197,10 @@ fn ci() -> Result<()> {
             "-D",
             "warnings",
         ]),
-    )?;
+    );
     // Every library crate can be packaged for crates.io (together: they depend on each other).
-    run(
+    check(
+        &mut checks_failed,
         "cargo package (library crates)",
         cargo(&[
             "package",
@@ -130,13 +218,14 @@ fn ci() -> Result<()> {
             "--exclude",
             "word-stats-agent",
         ]),
-    )?;
+    );
     let mut doc = cargo(&["doc", "--workspace", "--no-deps", "--locked"]);
     doc.env("RUSTDOCFLAGS", "-D warnings");
-    run("rustdoc", doc)?;
-    let mut test = cargo(&["test", "--workspace", "--locked"]);
-    with_test_peers(&mut test)?;
-    let (mut passed, mut failed, mut ignored) = run_tests(test)?;
+    check(&mut checks_failed, "rustdoc", doc);
+    let mut tests = Outcome::default();
+    let mut test = cargo(&["test", "--workspace", "--locked", "--no-fail-fast"]);
+    with_test_peers(&mut test, &peers);
+    tests.add(run_tests("tests", test)?);
     // The lean build's own tests: what it leaves out is refused by the feature's name.
     let mut lean = cargo(&[
         "test",
@@ -146,12 +235,10 @@ fn ci() -> Result<()> {
         "openmanus-agent-sandbox",
         "--no-default-features",
         "--locked",
+        "--no-fail-fast",
     ]);
-    with_test_peers(&mut lean)?;
-    let (lean_passed, lean_failed, lean_ignored) = run_tests(lean)?;
-    passed += lean_passed;
-    failed += lean_failed;
-    ignored += lean_ignored;
+    with_test_peers(&mut lean, &peers);
+    tests.add(run_tests("tests, lean build", lean)?);
     // And the lean binary itself (tests/lean.rs; empty in the default build).
     let lean_cli = cargo(&[
         "test",
@@ -161,28 +248,56 @@ fn ci() -> Result<()> {
         "--test",
         "lean",
         "--locked",
+        "--no-fail-fast",
     ]);
-    let (lean_passed, lean_failed, lean_ignored) = run_tests(lean_cli)?;
-    passed += lean_passed;
-    failed += lean_failed;
-    ignored += lean_ignored;
-    if failed == 0
-        && let Some((docker_passed, docker_failed, _)) = docker_tests()?
-    {
-        passed += docker_passed;
-        ignored = ignored.saturating_sub(docker_passed + docker_failed);
-        if docker_failed > 0 {
-            bail!("{docker_failed} Docker sandbox tests failed");
+    tests.add(run_tests("tests, lean binary", lean_cli)?);
+    match docker_tests() {
+        // The plain run counted them as skipped (they are #[ignore]d there).
+        Ok(Some(docker)) => {
+            tests.ignored = tests.ignored.saturating_sub(docker.passed + docker.failed);
+            tests.add(docker);
+        }
+        Ok(None) => {}
+        Err(error) => tests.fail(Failure {
+            package: None,
+            target: "Docker tests".to_owned(),
+            what: What::Other(format!("could not run: {error:#}")),
+        }),
+    }
+    finish(&checks_failed, &tests)
+}
+
+/// Runs one check of `ci`; a failure is noted in `failed` and the run goes on.
+fn check(failed: &mut Vec<String>, what: &str, command: Command) {
+    if let Err(error) = run(what, command) {
+        say(&format!("==> {what}: FAILED ({error:#})"));
+        failed.push(what.to_owned());
+    }
+}
+
+/// The end of a run: the failed checks, every failed test, and the closing line
+/// `tests: N passed, N failed, N skipped`, which is the last line printed; an error (already
+/// reported) when anything failed or no test ran.
+fn finish(checks_failed: &[String], tests: &Outcome) -> Result<()> {
+    say("");
+    if !checks_failed.is_empty() {
+        say("failed checks:");
+        for what in checks_failed {
+            say(&format!("  {what}"));
         }
     }
-    // One plain closing line for whoever reads the end of the log.
-    say(&format!(
-        "tests: {passed} passed, {failed} failed, {ignored} skipped"
-    ));
-    if passed == 0 {
-        bail!("no test ran");
+    for line in tests.listing() {
+        say(&line);
     }
-    Ok(())
+    if tests.passed == 0 && tests.failed == 0 {
+        say("no test ran");
+    }
+    say(&format!("tests: {}", tests.counts()));
+    if checks_failed.is_empty() && tests.failed == 0 && tests.passed > 0 {
+        Ok(())
+    } else {
+        Err(Reported.into())
+    }
 }
 
 /// The image the Docker sandbox tests run: the host's static busybox and its bash (with the
@@ -195,20 +310,13 @@ const DOCKER_TEST_IMAGE: &str = "openmanus-sandbox-test:busybox-bash";
 const DOCKER_DESKTOP_IMAGE: &str = "openmanus-sandbox-test:desktop";
 
 /// Runs the Docker backend's tests (ignored in the plain run) when a Docker engine answers;
-/// otherwise says plainly that they were skipped. Returns their counts when they ran.
-fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
-    let engine = Command::new("docker")
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .stdin(Stdio::null())
-        .output();
-    let version = match engine {
-        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
-        _ => {
-            say(
-                "Docker sandbox tests: skipped (no Docker engine answers; .ci/run starts one where it can)",
-            );
-            return Ok(None);
-        }
+/// otherwise says plainly that they were skipped. Returns their outcome when they ran.
+fn docker_tests() -> Result<Option<Outcome>> {
+    let Some(version) = machine::engine_version() else {
+        say(
+            "Docker sandbox tests: skipped (no Docker engine answers; `cargo xtask setup` starts one where it can)",
+        );
+        return Ok(None);
     };
     if !Path::new("/bin/busybox").is_file() {
         say(
@@ -247,12 +355,13 @@ fn docker_tests() -> Result<Option<(u64, u64, u64)>> {
         "openmanus-cli",
         "--test",
         "docker",
+        "--no-fail-fast",
         "--",
         "--ignored",
     ]);
     test.env("OPENMANUS_DOCKER_IMAGE", DOCKER_TEST_IMAGE);
     test.env("OPENMANUS_DOCKER_DESKTOP_IMAGE", DOCKER_DESKTOP_IMAGE);
-    run_tests(test).map(Some)
+    run_tests("Docker sandbox tests", test).map(Some)
 }
 
 /// The file of the host `/usr/bin/python3`'s `_tkinter` module, when it has tkinter (the
@@ -367,51 +476,59 @@ fn add_desktop_files(root: &Path, tkinter: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs `cargo test`, echoing its output, and adds up the `test result:` lines.
-fn run_tests(mut command: Command) -> Result<(u64, u64, u64)> {
-    say(&format!("==> tests: {command:?}"));
+/// Runs one `cargo test` phase, echoing its output (standard output and standard error
+/// through one pipe, so cargo's `Running …` lines stay in order with the tests' lines), and
+/// reads what passed and failed from it. Only a `cargo` that cannot start is an error: failed
+/// tests and build errors are in the outcome.
+fn run_tests(phase: &str, mut command: Command) -> Result<Outcome> {
+    say(&format!("==> {phase}: {command:?}"));
     let started = Instant::now();
+    let (reader, writer) = std::io::pipe().context("create a pipe for cargo test")?;
     // No terminal on stdin: tools that would prompt a human (ask_human) must see there is none.
-    let mut child = command
+    command
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("could not start cargo test")?;
-    let mut totals = (0, 0, 0);
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines() {
-            let line = line.context("reading cargo test output")?;
-            say(&line);
-            if let Some(counts) = line.strip_prefix("test result: ") {
-                totals.0 += count(counts, "passed");
-                totals.1 += count(counts, "failed");
-                totals.2 += count(counts, "ignored");
-            }
+        .stdout(
+            writer
+                .try_clone()
+                .context("duplicate the pipe for cargo test")?,
+        )
+        .stderr(writer);
+    let mut child = command.spawn().context("could not start cargo test")?;
+    // The command holds the pipe's writing ends: drop it, or the reading never ends.
+    drop(command);
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(reader);
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        let read = reader
+            .read_until(b'\n', &mut buffer)
+            .context("reading cargo test output")?;
+        if read == 0 {
+            break;
         }
+        let line = String::from_utf8_lossy(&buffer);
+        let line = line.trim_end_matches(['\n', '\r']).to_owned();
+        say(&line);
+        lines.push(line);
     }
     let status = child.wait().context("waiting for cargo test")?;
+    let mut outcome = outcome::read(lines.iter().map(String::as_str));
+    if !status.success() && outcome.failures.is_empty() {
+        outcome.fail(Failure {
+            package: None,
+            target: phase.to_owned(),
+            what: What::Other(format!(
+                "cargo test failed ({status}) without naming a failed test or target"
+            )),
+        });
+    }
     say(&format!(
-        "==> tests: {:.1} s",
+        "==> {phase}: {}, in {:.1} s",
+        outcome.counts(),
         started.elapsed().as_secs_f64()
     ));
-    if !status.success() {
-        say(&format!(
-            "tests: {} passed, {} failed, {} skipped",
-            totals.0,
-            totals.1.max(1),
-            totals.2
-        ));
-        bail!("tests failed ({status})");
-    }
-    Ok(totals)
-}
-
-/// The number before `word` in a `test result:` line (`ok. 3 passed; 0 failed; ...`).
-fn count(line: &str, word: &str) -> u64 {
-    line.split([';', '.'])
-        .filter_map(|part| part.trim().strip_suffix(word))
-        .find_map(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+    Ok(outcome)
 }
 
 /// The version of `fakellm` (PyPI) the integration tests run against.
@@ -625,7 +742,7 @@ fn copy_with_libraries(binary: &Path, root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Where xtask installs the test peers: `target/xtask-tools/`.
+/// Where xtask installs the test peers (and logs the dockerd it starts): `target/xtask-tools/`.
 fn tools_dir() -> PathBuf {
     workspace_root().join("target").join("xtask-tools")
 }
@@ -638,17 +755,23 @@ fn workspace_root() -> PathBuf {
 }
 
 /// Installs (once) the independent peers the integration tests talk to — fakellm (PyPI), the
-/// MCP servers server-everything and server-filesystem (npm) and the Python `mcp` SDK (PyPI) —
-/// and points `command` at them; also keeps a machine proxy
-/// away from loopback traffic.
-fn with_test_peers(command: &mut Command) -> Result<()> {
-    command.env("FAKELLM_BIN", ensure_fakellm()?);
-    command.env("MCP_EVERYTHING_BIN", ensure_mcp_everything()?);
-    command.env("MCP_FILESYSTEM_BIN", ensure_mcp_filesystem()?);
-    command.env("MCP_PYTHON", ensure_mcp_python()?);
-    command.env("ANALYSIS_PYTHON", ensure_analysis_python()?);
-    command.env("A2A_PYTHON_0_2", ensure_a2a_python_legacy()?);
-    command.env("A2A_PYTHON_1", ensure_a2a_python()?);
+/// MCP servers server-everything and server-filesystem (npm), the Python `mcp` SDK, pandas and
+/// the A2A SDKs (PyPI) — and returns the environment that points the tests at them.
+fn test_peers() -> Result<Vec<(&'static str, OsString)>> {
+    Ok(vec![
+        ("FAKELLM_BIN", ensure_fakellm()?.into()),
+        ("MCP_EVERYTHING_BIN", ensure_mcp_everything()?.into()),
+        ("MCP_FILESYSTEM_BIN", ensure_mcp_filesystem()?.into()),
+        ("MCP_PYTHON", ensure_mcp_python()?.into()),
+        ("ANALYSIS_PYTHON", ensure_analysis_python()?.into()),
+        ("A2A_PYTHON_0_2", ensure_a2a_python_legacy()?.into()),
+        ("A2A_PYTHON_1", ensure_a2a_python()?.into()),
+    ])
+}
+
+/// Points `command` at the test peers, and keeps a machine proxy away from loopback traffic.
+fn with_test_peers(command: &mut Command, peers: &[(&'static str, OsString)]) {
+    command.envs(peers.iter().map(|(name, value)| (name, value)));
     let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
     for host in ["127.0.0.1", "localhost", "::1"] {
         if !no_proxy.split(',').any(|h| h.trim() == host) {
@@ -661,16 +784,18 @@ fn with_test_peers(command: &mut Command) -> Result<()> {
     command
         .env("NO_PROXY", &no_proxy)
         .env("no_proxy", &no_proxy);
-    Ok(())
 }
 
 /// `cargo xtask integration`: the suites that run real programs against each other — the
 /// `openmanus` binary as a subprocess, the HTTP client against the mock server and fakellm,
 /// MCP against real servers, the example agent crate.
-fn integration(extra: &[String]) -> Result<()> {
+fn integration(install: bool, extra: &[String]) -> Result<()> {
+    machine::ready(install)?;
+    let peers = test_peers()?;
     let mut test = cargo(&[
         "test",
         "--locked",
+        "--no-fail-fast",
         "-p",
         "openmanus-e2e",
         "-p",
@@ -687,12 +812,9 @@ fn integration(extra: &[String]) -> Result<()> {
         "openmanus-agent-server",
     ]);
     test.args(extra);
-    with_test_peers(&mut test)?;
-    let (passed, failed, ignored) = run_tests(test)?;
-    say(&format!(
-        "tests: {passed} passed, {failed} failed, {ignored} skipped"
-    ));
-    Ok(())
+    with_test_peers(&mut test, &peers);
+    let tests = run_tests("integration tests", test)?;
+    finish(&[], &tests)
 }
 
 fn bench(extra: &[String]) -> Result<()> {
@@ -762,4 +884,38 @@ fn say(line: &str) {
 #[allow(clippy::print_stderr)]
 fn eprintln_(line: &str) {
     eprintln!("{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn no_install_comes_from_the_flag_or_the_environment() {
+        assert_eq!(install_allowed(&[], None), (true, Vec::new()));
+        assert_eq!(
+            install_allowed(&strings(&["--no-install"]), None),
+            (false, Vec::new())
+        );
+        assert_eq!(install_allowed(&[], Some("1")), (false, Vec::new()));
+        assert_eq!(install_allowed(&[], Some("0")), (true, Vec::new()));
+        assert_eq!(install_allowed(&[], Some("")), (true, Vec::new()));
+    }
+
+    #[test]
+    fn no_install_after_a_double_dash_belongs_to_cargo_test() {
+        let (install, rest) = install_allowed(
+            &strings(&["--no-install", "--", "ctrl_c", "--no-install"]),
+            None,
+        );
+        assert!(!install);
+        assert_eq!(rest, strings(&["--", "ctrl_c", "--no-install"]));
+        let (install, rest) = install_allowed(&strings(&["--", "--no-install"]), None);
+        assert!(install);
+        assert_eq!(rest, strings(&["--", "--no-install"]));
+    }
 }

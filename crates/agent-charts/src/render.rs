@@ -623,7 +623,7 @@ mod cjk_tests {
 
     #[test]
     fn chinese_titles_get_a_font_with_real_glyphs() {
-        // `.ci/run` installs fonts-wqy-microhei.
+        // `cargo xtask setup` installs fonts-wqy-microhei.
         let family =
             cjk_font().expect("a CJK font is installed (apt-get install fonts-wqy-microhei)");
         let sales = glyphs(family, "销");

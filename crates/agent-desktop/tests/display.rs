@@ -123,7 +123,7 @@ async fn a_tk_app_in_the_sandbox_is_clicked_typed_into_and_seen_changing() {
     let sandbox: Arc<dyn Sandbox> = Arc::new(
         LocalSandbox::new(LocalSandboxOptions::new(&workspace).with_display())
             .await
-            .expect("bubblewrap and Xvfb run here (.ci/run installs them)"),
+            .expect("bubblewrap and Xvfb run here (cargo xtask setup installs them)"),
     );
     let display = sandbox.display().expect("the sandbox has a display");
     assert_eq!(display.name, ":0");

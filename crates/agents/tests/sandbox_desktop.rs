@@ -87,7 +87,7 @@ async fn sandbox_manus_opens_an_app_on_its_display_types_clicks_and_sees_the_cha
     let mut built = factory
         .build(AgentKind::Sandbox, &models)
         .await
-        .expect("bubblewrap and Xvfb run here (.ci/run installs them)");
+        .expect("bubblewrap and Xvfb run here (cargo xtask setup installs them)");
     let outcome = tokio::time::timeout(
         Duration::from_secs(300),
         built

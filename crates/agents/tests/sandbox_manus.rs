@@ -70,7 +70,7 @@ async fn sandbox_manus_uses_all_four_sandbox_tools_inside_bubblewrap() {
     let sandbox = Arc::new(
         LocalSandbox::new(LocalSandboxOptions::new(&workspace))
             .await
-            .expect("bubblewrap sandboxes run here (.ci/run installs bubblewrap)"),
+            .expect("bubblewrap sandboxes run here (cargo xtask setup installs bubblewrap)"),
     );
     let server = MockOpenAi::start().await.unwrap();
     server
