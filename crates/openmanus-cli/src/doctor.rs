@@ -205,6 +205,8 @@ impl Family {
 
 /// What can be installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// A build without `docker` or `charts` installs neither Docker nor pandas.
+#[cfg_attr(not(all(feature = "charts", feature = "docker")), allow(dead_code))]
 enum Package {
     Chromium,
     Bubblewrap,
@@ -781,6 +783,7 @@ async fn python(os: &Os, limit: Duration) -> Check {
 }
 
 /// What imports pandas and prints its version.
+#[cfg(feature = "charts")]
 const IMPORT_PANDAS: &str = "import pandas, sys; sys.stdout.write(pandas.__version__)";
 
 #[cfg(feature = "charts")]
