@@ -11,7 +11,7 @@ use thiserror::Error;
 pub enum BrowserError {
     /// No Chromium executable was found.
     #[error(
-        "no Chromium executable found (looked for {looked_for}); install it, e.g. `apt-get install chromium`, or set the executable path"
+        "no Chromium executable found (looked for {looked_for}); install it, e.g. `apt-get install chromium`, or set the executable path (`openmanus doctor` shows what this machine has)"
     )]
     ChromiumNotFound {
         /// The names and paths tried.

@@ -54,7 +54,7 @@ pub use context::{
     fill_prompt, recently_browsed,
 };
 pub use error::BrowserError;
-pub use session::{Browser, BrowserConfig, Download, QUIET_FLAGS, Tab};
+pub use session::{Browser, BrowserConfig, Download, QUIET_FLAGS, Tab, chromium_version};
 pub use state::{BrowserState, InteractiveElement, STATE_HELP, ScrollInfo, TabInfo, current_state};
 pub use tool::{BROWSER_USE, BrowserAction, BrowserUseArgs, BrowserUseTool};
 

@@ -145,17 +145,44 @@ impl BrowserConfig {
             });
         }
         let names = ["chromium", "chromium-browser", "google-chrome"];
-        let dirs: Vec<PathBuf> = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).collect())
-            .unwrap_or_default();
         names
             .iter()
-            .flat_map(|name| dirs.iter().map(move |dir| dir.join(name)))
-            .find(|candidate| candidate.is_file())
+            .find_map(|name| agent_process::find_on_path(name))
             .ok_or_else(|| BrowserError::ChromiumNotFound {
                 looked_for: format!("{} on PATH", names.join(", ")),
             })
     }
+}
+
+/// What `executable --version` prints, e.g. `Chromium 120.0.6099.224 built on Debian 12.4`:
+/// whether the Chromium [`BrowserConfig::resolve_executable`] found runs, and which. It may
+/// take at most `limit`; one that hangs is killed. (`openmanus doctor` reports it.)
+///
+/// # Errors
+///
+/// [`BrowserError::Launch`] when it cannot be started, [`BrowserError::Timeout`] when it did not
+/// answer within `limit`, [`BrowserError::Startup`] when it exited with an error.
+pub async fn chromium_version(executable: &Path, limit: Duration) -> Result<String, BrowserError> {
+    let mut command = Command::new(executable);
+    command.arg("--version");
+    let output = agent_process::output_within("chromium --version", &mut command, limit)
+        .await
+        .map_err(|source| BrowserError::Launch {
+            path: executable.to_path_buf(),
+            source,
+        })?
+        .ok_or(BrowserError::Timeout(limit))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        return Err(BrowserError::Startup(format!(
+            "`{} --version` failed ({}): {}",
+            executable.display(),
+            output.status,
+            if stderr.is_empty() { &stdout } else { &stderr }
+        )));
+    }
+    Ok(stdout)
 }
 
 /// A tab: its page and the id the model uses for it.
@@ -858,5 +885,75 @@ async fn devtools_url(
             }
             Err(e) => return Err(BrowserError::Startup(e.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// An executable shell script `name` in `dir`.
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[tokio::test]
+    async fn the_version_is_what_chromium_prints() {
+        let dir = tempfile::tempdir().unwrap();
+        let chromium = script(
+            dir.path(),
+            "chromium",
+            "echo 'Chromium 120.0.6099.224 built on Debian 12.4'",
+        );
+        let version = chromium_version(&chromium, Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(version, "Chromium 120.0.6099.224 built on Debian 12.4");
+        let failing = script(
+            dir.path(),
+            "broken",
+            "echo 'cannot open display' >&2; exit 1",
+        );
+        let error = chromium_version(&failing, Duration::from_secs(60))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, BrowserError::Startup(text) if text.contains("cannot open display")),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_chromium_that_hangs_times_out_and_a_missing_one_cannot_launch() {
+        let dir = tempfile::tempdir().unwrap();
+        let hangs = script(dir.path(), "chromium", "exec sleep 300");
+        let limit = Duration::from_secs(3);
+        let error = chromium_version(&hangs, limit).await.unwrap_err();
+        assert!(
+            matches!(error, BrowserError::Timeout(l) if l == limit),
+            "{error}"
+        );
+        let error = chromium_version(&dir.path().join("none"), limit)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, BrowserError::Launch { .. }), "{error}");
+    }
+
+    #[test]
+    fn a_missing_chromium_points_to_doctor() {
+        let config = BrowserConfig {
+            executable: Some(PathBuf::from("/nonexistent/chromium")),
+            ..BrowserConfig::default()
+        };
+        let text = config.resolve_executable().unwrap_err().to_string();
+        assert!(text.contains("/nonexistent/chromium"), "{text}");
+        assert!(text.contains("`openmanus doctor`"), "{text}");
     }
 }

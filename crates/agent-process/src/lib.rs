@@ -39,6 +39,10 @@
 //! Secrets stay with the client: the variables given to [`withhold_env`] (the host's provider
 //! keys) are removed from every child's environment, unless the spawning code sets one itself.
 //!
+//! [`output_within`] runs a short program (a `--version`, a capability probe) in such a group
+//! and collects its output, killing the group when it does not finish within a limit;
+//! [`find_on_path`] finds a program as `PATH` would.
+//!
 //! [`emergency_shutdown`] is the one exit path for a program that must stop at once (a second
 //! Ctrl-C, where `std::process::exit` runs no destructor): it kills every registered group and
 //! every descendant of this process (frozen first, so none escapes to init), then runs the hooks
@@ -72,6 +76,7 @@ mod escape;
 mod group;
 mod hooks;
 mod keeper;
+mod probe;
 mod reaper;
 mod registry;
 
@@ -81,6 +86,7 @@ pub use group::{ExitWatch, GroupSignaller, ProcessGroup, Spawned};
 pub use hooks::{HookId, register_emergency_hook, unregister_emergency_hook};
 pub use keeper::{CGROUP_SWITCH, Containment, containment};
 pub use nix::sys::signal::Signal;
+pub use probe::{find_on_path, output_within};
 pub use registry::live_process_groups;
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.

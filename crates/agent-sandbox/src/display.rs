@@ -141,15 +141,19 @@ pub(crate) fn x_server_missing(program: &str, place: &str, fix: &str) -> Sandbox
     ))
 }
 
-/// Whether `program` (a name looked up on [`crate::SANDBOX_PATH`], or a path) is a file on this
-/// machine.
-fn installed(program: &str) -> bool {
+/// Where the local sandbox finds its X server `program` (`[sandbox] xvfb`): a path (it holds a
+/// `/`) as it is, a name on [`crate::SANDBOX_PATH`], the `PATH` inside the sandbox (not this
+/// process's); `None` when it is not a file there. (`openmanus doctor` reports it.)
+#[must_use]
+pub fn x_server_path(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
-        return Path::new(program).is_file();
+        let path = Path::new(program);
+        return path.is_file().then(|| path.to_path_buf());
     }
     crate::SANDBOX_PATH
         .split(':')
-        .any(|dir| Path::new(dir).join(program).is_file())
+        .map(|dir| Path::new(dir).join(program))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Checks a display number line written to `-displayfd`: it must be [`DISPLAY_NUMBER`].
@@ -182,11 +186,11 @@ pub(crate) async fn start_xvfb(
     x11_dir: &Path,
     size: (u32, u32),
 ) -> Result<XServer, SandboxError> {
-    if !installed(program) {
+    if x_server_path(program).is_none() {
         return Err(x_server_missing(
             program,
             "on this machine",
-            "Debian/Ubuntu: `apt-get install xvfb`",
+            "Debian/Ubuntu: `apt-get install xvfb`; `openmanus doctor` shows what this machine has",
         ));
     }
     let Some((launcher_program, args)) = launcher.split_first() else {
@@ -210,7 +214,7 @@ pub(crate) async fn start_xvfb(
         ..
     } = ProcessGroup::spawn("Xvfb", &mut command).map_err(|e| {
         SandboxError::DisplayUnavailable(format!(
-            "the X server ({program}) cannot be started ({e}); install it (Debian/Ubuntu: `apt-get install xvfb`)"
+            "the X server ({program}) cannot be started ({e}); install it (Debian/Ubuntu: `apt-get install xvfb`; `openmanus doctor` shows what this machine has)"
         ))
     })?;
     let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
@@ -288,4 +292,28 @@ async fn read_all(mut pipe: impl AsyncRead + Unpin) -> String {
 pub(crate) fn last_lines(text: &str) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_x_server_is_found_by_path_or_on_the_sandbox_path_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("Xvfb");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        let given = program.to_str().unwrap();
+        assert_eq!(x_server_path(given), Some(program.clone()));
+        assert_eq!(x_server_path(&format!("{given}-missing")), None);
+        // A name is looked up where the sandbox looks: `sh` is in /bin or /usr/bin.
+        let sh = x_server_path("sh").unwrap();
+        assert!(
+            sh.starts_with("/usr/bin") || sh.starts_with("/bin"),
+            "{sh:?}"
+        );
+        assert_eq!(x_server_path("openmanus-no-such-xvfb"), None);
+    }
 }

@@ -145,10 +145,7 @@ fn engine(error: impl std::fmt::Display) -> SandboxError {
 ///
 /// [`SandboxError::Unavailable`] when no engine answers within five seconds.
 pub async fn connect_docker(docker_host: Option<&str>) -> Result<Docker, SandboxError> {
-    let address = docker_host
-        .map(str::to_owned)
-        .or_else(|| std::env::var("DOCKER_HOST").ok())
-        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned());
+    let address = docker_address(docker_host);
     let docker = if let Some(path) = address.strip_prefix("unix://") {
         Docker::connect_with_unix(path, 120, bollard::API_DEFAULT_VERSION)
     } else if address.starts_with("tcp://") || address.starts_with("http://") {
@@ -164,6 +161,58 @@ pub async fn connect_docker(docker_host: Option<&str>) -> Result<Docker, Sandbox
         Ok(Err(e)) => Err(unavailable(&address, e)),
         Err(_) => Err(unavailable(&address, "no answer within 5 s")),
     }
+}
+
+/// The Docker engine that answered [`docker_engine`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DockerEngine {
+    /// Where it was reached: `docker_host`, else `DOCKER_HOST`, else the local socket
+    /// (`unix:///var/run/docker.sock`).
+    pub address: String,
+    /// The engine's version (`27.3.1`), when it says.
+    pub version: Option<String>,
+    /// The Engine API version it speaks (`1.47`), when it says.
+    pub api_version: Option<String>,
+}
+
+/// Asks the engine [`connect_docker`] reaches (the Docker backend's) for its version: whether
+/// an engine answers here, and which. The version request may take at most `limit` (the
+/// connection's ping, [`connect_docker`]'s five seconds). (`openmanus doctor` reports it.)
+///
+/// # Errors
+///
+/// [`SandboxError::Unavailable`] when no engine answers (in time), or it answers the version
+/// request with an error; [`SandboxError::InvalidSetting`] for an address that is neither
+/// `unix://` nor `tcp://`.
+pub async fn docker_engine(
+    docker_host: Option<&str>,
+    limit: Duration,
+) -> Result<DockerEngine, SandboxError> {
+    let address = docker_address(docker_host);
+    let docker = connect_docker(Some(&address)).await?;
+    let version = match tokio::time::timeout(limit, docker.version()).await {
+        Ok(Ok(version)) => version,
+        Ok(Err(e)) => return Err(unavailable(&address, e)),
+        Err(_) => {
+            return Err(unavailable(
+                &address,
+                format!("no version within {} s", limit.as_secs()),
+            ));
+        }
+    };
+    Ok(DockerEngine {
+        address,
+        version: version.version,
+        api_version: version.api_version,
+    })
+}
+
+/// The engine's address: `docker_host`, else `DOCKER_HOST`, else the local socket.
+fn docker_address(docker_host: Option<&str>) -> String {
+    docker_host
+        .map(str::to_owned)
+        .or_else(|| std::env::var("DOCKER_HOST").ok())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned())
 }
 
 impl DockerSandbox {
@@ -707,5 +756,68 @@ impl Drop for DockerSandbox {
         } else {
             warn!(container = %self.container, "dropped outside a runtime; the container is left");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// An engine on loopback that answers every request (`/_ping`, `/version`) with the same
+    /// version object, one request a connection.
+    async fn fake_engine() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("tcp://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let body = r#"{"Version":"27.3.1","ApiVersion":"1.47"}"#;
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        address
+    }
+
+    #[tokio::test]
+    async fn an_engine_that_answers_gives_its_version() {
+        let address = fake_engine().await;
+        let engine = docker_engine(Some(&address), Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(engine.address, address);
+        assert_eq!(engine.version.as_deref(), Some("27.3.1"));
+        assert_eq!(engine.api_version.as_deref(), Some("1.47"));
+    }
+
+    #[tokio::test]
+    async fn no_engine_is_unavailable_naming_the_address() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = format!("tcp://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let error = docker_engine(Some(&address), Duration::from_secs(60))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, SandboxError::Unavailable(text) if text.contains(&address)),
+            "{error}"
+        );
     }
 }

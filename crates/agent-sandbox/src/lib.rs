@@ -10,8 +10,8 @@
 //!   host filesystem read-only, some host paths hidden, the workspace (a host directory) read-write,
 //!   a private `/tmp`, no network unless enabled, `prlimit` limits on memory, CPU time and
 //!   processes, and the whole process tree killed on timeout, drop and cleanup.
-//!   [`LocalSandbox::probe`] says plainly when the machine cannot run it; nothing ever runs
-//!   unsandboxed silently.
+//!   [`LocalSandbox::probe`] says plainly when the machine cannot run it ([`LocalSandbox::check`]
+//!   gives the same findings as data); nothing ever runs unsandboxed silently.
 //! - `DockerSandbox` runs the same interface in a container of a Docker engine (the `docker`
 //!   cargo feature, on by default; without it `backend = "docker"` is refused by name).
 //! - [`LocalSandboxOptions::with_display`] (and `DockerSandboxOptions::with_display`) gives a
@@ -63,12 +63,20 @@ mod sessions;
 mod settings;
 pub mod tools;
 
-pub use display::{DEFAULT_SCREEN, DEFAULT_X_SERVER, DISPLAY_NUMBER, DisplayEndpoint};
+pub use display::{
+    DEFAULT_SCREEN, DEFAULT_X_SERVER, DISPLAY_NUMBER, DisplayEndpoint, x_server_path,
+};
 #[cfg(feature = "docker")]
-pub use docker::{DockerSandbox, DockerSandboxOptions, connect_docker, remove_live_containers_now};
+pub use docker::{
+    DockerEngine, DockerSandbox, DockerSandboxOptions, connect_docker, docker_engine,
+    remove_live_containers_now,
+};
 pub use error::SandboxError;
 pub use limits::parse_memory_limit;
-pub use local::{LocalSandbox, LocalSandboxOptions, Probe, SANDBOX_PATH};
+pub use local::{
+    LocalSandbox, LocalSandboxOptions, NAMESPACES_FIX, PROBE_LIMIT, Probe, ProbeFailure,
+    SANDBOX_PATH,
+};
 pub use operator::SandboxFileOperator;
 pub use settings::{SandboxFeatures, from_settings};
 

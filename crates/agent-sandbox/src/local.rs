@@ -151,6 +151,61 @@ pub struct Probe {
     pub bwrap_version: String,
 }
 
+/// How long each program of the probe may take ([`LocalSandbox::probe`]): they answer in
+/// milliseconds; a program that hangs must not hang the agent's start.
+pub const PROBE_LIMIT: Duration = Duration::from_secs(60);
+
+/// What to do when `bwrap` cannot create its namespaces: allow unprivileged user namespaces, or
+/// run the container with a profile that permits them.
+pub const NAMESPACES_FIX: &str = "allow unprivileged user namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`, `sysctl -w user.max_user_namespaces=15000`, on Ubuntu 24.04+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or in a container run it with a seccomp/AppArmor profile that permits `unshare`/`mount` (e.g. `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, or `--privileged`)";
+
+/// Why [`LocalSandbox::check`] found that sandboxes cannot run on this machine. Its text says
+/// what is missing or forbidden and how to fix it (without [`LocalSandbox::probe`]'s hint on
+/// disabling the sandbox).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeFailure {
+    /// `bwrap` cannot be started: not installed (not on `PATH`), or not executable.
+    #[error(
+        "bubblewrap (`bwrap`) cannot be started ({error}); install it (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`; `openmanus doctor` shows what this machine has)"
+    )]
+    BwrapMissing {
+        /// Why it could not be started.
+        error: String,
+    },
+    /// `prlimit` (util-linux), which applies the limits, cannot be started.
+    #[error("`prlimit` (util-linux) cannot be started ({error}); install util-linux")]
+    PrlimitMissing {
+        /// Why it could not be started.
+        error: String,
+    },
+    /// `bwrap` runs, but the kernel or the container refuses it the user, mount or PID
+    /// namespaces it creates.
+    #[error(
+        "{bwrap_version} cannot create its namespaces here ({stderr}). The kernel or the container forbids user/mount/PID namespaces: {NAMESPACES_FIX}"
+    )]
+    NamespacesRefused {
+        /// `bwrap --version`.
+        bwrap_version: String,
+        /// What `bwrap` said.
+        stderr: String,
+    },
+    /// A program of the probe did not finish within its limit (it was killed).
+    #[error("`{program}` did not answer within {} s", limit.as_secs())]
+    NoAnswer {
+        /// The program: `bwrap` or `prlimit`.
+        program: String,
+        /// The limit it had.
+        limit: Duration,
+    },
+    /// Running the trial `bwrap` failed for another reason.
+    #[error("running bwrap failed: {error}")]
+    Trial {
+        /// What failed.
+        error: String,
+    },
+}
+
 /// A sandbox on this machine: every command runs under `bwrap` in fresh user, mount, PID, IPC,
 /// UTS, cgroup and (unless enabled) network namespaces, with all capabilities dropped, the host
 /// filesystem read-only, some host paths hidden, a private `/tmp` and `/dev`, the workspace
@@ -175,24 +230,44 @@ pub struct LocalSandbox {
 
 impl LocalSandbox {
     /// Checks that sandboxes can run here: `bwrap` and `prlimit` exist and `bwrap` can create
-    /// its namespaces. Call it at start-up.
+    /// its namespaces. Call it at start-up. It is [`LocalSandbox::check`] with
+    /// [`PROBE_LIMIT`], its failure said as an error that also tells how to disable the sandbox.
     ///
     /// # Errors
     /// [`SandboxError::Unavailable`] saying what is missing or forbidden, and how to fix it or
     /// disable the sandbox.
     pub async fn probe() -> Result<Probe, SandboxError> {
-        let version = Command::new("bwrap").arg("--version").output().await.map_err(|error| {
-            SandboxError::Unavailable(format!(
-                "bubblewrap (`bwrap`) cannot be started ({error}); install it (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install bubblewrap`); {DISABLE_HINT}"
-            ))
-        })?;
+        Self::check(PROBE_LIMIT)
+            .await
+            .map_err(|failure| SandboxError::Unavailable(format!("{failure}; {DISABLE_HINT}")))
+    }
+
+    /// The probe's findings, as data: `bwrap --version` and `prlimit --version` answer, and
+    /// `bwrap` runs `prlimit -- true` in fresh user, mount, PID, IPC, UTS, cgroup and network
+    /// namespaces with every capability dropped (what each sandbox does). Each program may take
+    /// at most `limit`; one that hangs is killed. `bwrap` and `prlimit` are looked up on `PATH`.
+    /// (`openmanus doctor` reports it.)
+    ///
+    /// # Errors
+    /// The [`ProbeFailure`]: what is missing or forbidden.
+    pub async fn check(limit: Duration) -> Result<Probe, ProbeFailure> {
+        let version = bounded(
+            "bwrap",
+            Command::new("bwrap").arg("--version"),
+            limit,
+            |error| ProbeFailure::BwrapMissing { error },
+        )
+        .await?;
         let bwrap_version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
-        Command::new("prlimit").arg("--version").output().await.map_err(|error| {
-            SandboxError::Unavailable(format!(
-                "`prlimit` (util-linux) cannot be started ({error}); install util-linux; {DISABLE_HINT}"
-            ))
-        })?;
-        let trial = Command::new("bwrap")
+        bounded(
+            "prlimit",
+            Command::new("prlimit").arg("--version"),
+            limit,
+            |error| ProbeFailure::PrlimitMissing { error },
+        )
+        .await?;
+        let mut trial = Command::new("bwrap");
+        trial
             .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
             .args([
                 "--unshare-all",
@@ -201,18 +276,16 @@ impl LocalSandbox {
                 "ALL",
                 "--die-with-parent",
             ])
-            .args(["--", "prlimit", "--as=268435456", "--", "true"])
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .map_err(|error| {
-                SandboxError::Unavailable(format!("running bwrap failed: {error}; {DISABLE_HINT}"))
-            })?;
+            .args(["--", "prlimit", "--as=268435456", "--", "true"]);
+        let trial = bounded("bwrap", &mut trial, limit, |error| ProbeFailure::Trial {
+            error,
+        })
+        .await?;
         if !trial.status.success() {
-            let stderr = String::from_utf8_lossy(&trial.stderr).trim().to_owned();
-            return Err(SandboxError::Unavailable(format!(
-                "{bwrap_version} cannot create its namespaces here ({stderr}). The kernel or the container forbids user/mount/PID namespaces: allow unprivileged user namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`, `sysctl -w user.max_user_namespaces=15000`, on Ubuntu 24.04+ `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`), or in a container run it with a seccomp/AppArmor profile that permits `unshare`/`mount` (e.g. `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, or `--privileged`); {DISABLE_HINT}"
-            )));
+            return Err(ProbeFailure::NamespacesRefused {
+                bwrap_version,
+                stderr: String::from_utf8_lossy(&trial.stderr).trim().to_owned(),
+            });
         }
         Ok(Probe { bwrap_version })
     }
@@ -411,6 +484,24 @@ impl LocalSandbox {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         command
+    }
+}
+
+/// Runs `command` (`program ...`) for the probe: its output; [`ProbeFailure::NoAnswer`] when
+/// it did not finish within `limit`, `cannot_start` with the error when it could not run.
+async fn bounded(
+    program: &str,
+    command: &mut Command,
+    limit: Duration,
+    cannot_start: impl FnOnce(String) -> ProbeFailure,
+) -> Result<std::process::Output, ProbeFailure> {
+    match agent_process::output_within(program, command, limit).await {
+        Ok(Some(output)) => Ok(output),
+        Ok(None) => Err(ProbeFailure::NoAnswer {
+            program: program.to_owned(),
+            limit,
+        }),
+        Err(error) => Err(cannot_start(error.to_string())),
     }
 }
 
@@ -770,5 +861,71 @@ impl Sandbox for LocalSandbox {
 
     fn display(&self) -> Option<DisplayEndpoint> {
         LocalSandbox::display(self).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_probe_program_that_hangs_is_no_answer_and_a_missing_one_cannot_start() {
+        let limit = Duration::from_secs(3);
+        let mut hangs = Command::new("sh");
+        hangs.args(["-c", "exec sleep 300"]);
+        let failure = bounded("bwrap", &mut hangs, limit, |error| {
+            ProbeFailure::BwrapMissing { error }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(
+            failure,
+            ProbeFailure::NoAnswer {
+                program: "bwrap".into(),
+                limit
+            }
+        );
+        assert_eq!(failure.to_string(), "`bwrap` did not answer within 3 s");
+        let mut missing = Command::new("openmanus-no-such-bwrap");
+        let failure = bounded("bwrap", &mut missing, limit, |error| {
+            ProbeFailure::BwrapMissing { error }
+        })
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(&failure, ProbeFailure::BwrapMissing { error } if error.contains("No such file")),
+            "{failure:?}"
+        );
+        let text = failure.to_string();
+        assert!(text.contains("apt-get install bubblewrap"), "{text}");
+        assert!(text.contains("`openmanus doctor`"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_probe_program_that_answers_gives_its_output() {
+        let mut answers = Command::new("sh");
+        answers.args(["-c", "echo bubblewrap 0.8.0"]);
+        let output = bounded("bwrap", &mut answers, Duration::from_secs(60), |error| {
+            ProbeFailure::BwrapMissing { error }
+        })
+        .await
+        .unwrap();
+        assert_eq!(output.stdout, b"bubblewrap 0.8.0\n");
+    }
+
+    #[test]
+    fn refused_namespaces_say_how_to_allow_them() {
+        let failure = ProbeFailure::NamespacesRefused {
+            bwrap_version: "bubblewrap 0.8.0".into(),
+            stderr: "bwrap: setting up uid map: Permission denied".into(),
+        };
+        let text = failure.to_string();
+        assert!(
+            text.starts_with("bubblewrap 0.8.0 cannot create its namespaces here (bwrap: setting up uid map: Permission denied)"),
+            "{text}"
+        );
+        assert!(text.ends_with(NAMESPACES_FIX), "{text}");
     }
 }

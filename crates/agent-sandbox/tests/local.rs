@@ -27,6 +27,11 @@ async fn probe_succeeds() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(probe.bwrap_version.contains("bubblewrap"), "{probe:?}");
+    // The same findings as data (what `openmanus doctor` reports).
+    let checked = LocalSandbox::check(agent_sandbox::PROBE_LIMIT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(checked, probe);
 }
 
 #[tokio::test]

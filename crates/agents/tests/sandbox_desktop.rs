@@ -209,7 +209,7 @@ async fn without_its_x_server_sandbox_manus_says_why_and_works_without_computer_
     assert_eq!(
         warnings,
         [
-            "computer_use is not offered because the sandbox has no display: the X server `/nonexistent/bin/Xvfb` is not installed on this machine (Debian/Ubuntu: `apt-get install xvfb`)"
+            "computer_use is not offered because the sandbox has no display: the X server `/nonexistent/bin/Xvfb` is not installed on this machine (Debian/Ubuntu: `apt-get install xvfb`; `openmanus doctor` shows what this machine has)"
         ]
     );
 }

@@ -25,7 +25,8 @@ use crate::init::InitArgs;
         openmanus --agent swe -i\n  openmanus -i --resume\n  openmanus sessions list\n  \
         openmanus config init --provider anthropic\n  \
         openmanus --model gpt-4o-mini -c llm.temperature=0.2 -p \"...\"\n  \
-        git diff | openmanus -p \"Review this diff:\"\n  openmanus config check"
+        git diff | openmanus -p \"Review this diff:\"\n  openmanus config check\n  \
+        openmanus doctor"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -108,6 +109,7 @@ impl Cli {
             Command::Flow { overrides, .. }
             | Command::Serve { overrides, .. }
             | Command::Replay { overrides, .. }
+            | Command::Doctor { overrides, .. }
             | Command::Config {
                 action: ConfigAction::Check { overrides },
             }
@@ -265,6 +267,33 @@ pub enum Command {
         wait: bool,
         /// The task.
         task: String,
+    },
+    /// What this machine can run: for the model, Chromium, the sandbox (bubblewrap), Xvfb,
+    /// Docker, python3 and pandas, and nats-server, whether it is here, and the command that
+    /// adds what is missing. Exit code 0 when the configured model is usable, 1 when not.
+    #[command(
+        long_about = "What this machine can run.\n\n\
+            Checks, at once and each within --timeout: the configured model (the [llm] settings \
+            loaded as the run commands load them: its endpoint answers, the variable holding its \
+            key is set), Chromium (the browser agent), bubblewrap and its namespaces (the \
+            sandbox), Xvfb (computer_use), the Docker engine ([sandbox] backend = \"docker\"), \
+            python3 and pandas (python_execute, DataAnalysis) and nats-server (workers). Each \
+            line says what it serves, what was found and, for what is missing, the command that \
+            installs it (apt-get on Debian and Ubuntu, dnf on Fedora).\n\n\
+            Exit codes: 0 the model is usable (its key set, its endpoint answering); 1 it is not. \
+            Optional capabilities that are missing do not change the exit code.",
+        after_help = "Examples:\n  openmanus doctor\n  openmanus doctor --json\n  \
+            openmanus doctor --config config/other.toml -c llm.model=gpt-4o-mini\n  \
+            openmanus doctor --timeout 60"
+    )]
+    Doctor {
+        /// How long each check may take, in seconds: a program or an endpoint that does not
+        /// answer in time is reported as a problem.
+        #[arg(long, value_name = "SECS", default_value_t = crate::doctor::DEFAULT_TIMEOUT_SECS,
+              value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        #[command(flatten)]
+        overrides: ShortOverrides,
     },
     /// Inspect the configuration.
     Config {

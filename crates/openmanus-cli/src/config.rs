@@ -73,6 +73,117 @@ pub fn load_for_store_or_defaults(global: &GlobalArgs) -> Result<Config> {
     }
 }
 
+/// Why the run commands cannot load the configuration, as `openmanus doctor` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadProblem {
+    /// There is no configuration file; the text lists the paths looked at.
+    NoFile(String),
+    /// The configuration reads these environment variables, which are not set.
+    Unset(Vec<String>),
+    /// The configuration does not load for another reason (the error, with file, line and key).
+    Invalid(String),
+}
+
+/// The configuration as `openmanus doctor` sees it.
+#[derive(Debug)]
+pub struct Inspected {
+    /// The configuration as the run commands load it (`--config`, the lookup order, the `-c`
+    /// overrides); when they cannot load it, the same with the unset variables empty, or the
+    /// default settings.
+    pub config: Config,
+    /// Why the run commands cannot load it; `None`: they can.
+    pub problem: Option<LoadProblem>,
+    /// The configuration file, loaded or not (`None`: there is none).
+    pub file: Option<PathBuf>,
+}
+
+/// Loads the configuration as [`load`] does, but finds out what stops it rather than failing:
+/// with variables unset it is loaded again with them empty (to see the rest), and they are
+/// listed; without any file (a note says so), or when it does not load at all, the default
+/// settings stand in for it.
+///
+/// # Errors
+///
+/// When the current directory cannot be read.
+pub fn inspect(global: &GlobalArgs) -> Result<Inspected> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let loader = agent_config::ConfigLoader::new(&cwd)
+        .explicit_path(global.config.clone())
+        .with_overrides(global.overrides());
+    let defaults = |loader: &agent_config::ConfigLoader| {
+        loader
+            .parse_str(NO_FILE_DEFAULTS)
+            .or_else(|_| agent_config::ConfigLoader::new(&cwd).parse_str(NO_FILE_DEFAULTS))
+    };
+    let invalid = |error: &agent_config::ConfigError| Some(LoadProblem::Invalid(error.to_string()));
+    // The file that failed: the error's, or for an override's error the file found.
+    let failed = |error: &agent_config::ConfigError| {
+        error
+            .path()
+            .map(Path::to_path_buf)
+            .or_else(|| loader.locate().ok().map(|source| source.path))
+    };
+    match loader.load() {
+        Ok(config) => Ok(Inspected {
+            file: Some(config.source().path.clone()),
+            config,
+            problem: None,
+        }),
+        Err(agent_config::ConfigError::NotFound { searched }) => {
+            note("note: no configuration file found: using the default settings");
+            let searched: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+            Ok(Inspected {
+                config: defaults(&loader)?,
+                problem: Some(LoadProblem::NoFile(searched.join(", "))),
+                file: None,
+            })
+        }
+        Err(agent_config::ConfigError::EnvVar { var, .. }) => {
+            let unset =
+                std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+            let record = std::sync::Arc::clone(&unset);
+            let lenient = loader.clone().with_env(move |name| {
+                std::env::var(name).ok().or_else(|| {
+                    if let Ok(mut unset) = record.lock() {
+                        unset.insert(name.to_owned());
+                    }
+                    Some(String::new())
+                })
+            });
+            match lenient.load() {
+                Ok(config) => {
+                    let recorded = unset.lock().map(|set| set.clone()).unwrap_or_default();
+                    // Only the variables the file reads (not the lookup's own, such as HOME),
+                    // and the one the strict load stopped at (mcp.json's count too).
+                    let mut vars: Vec<String> = config
+                        .env_references()
+                        .map(|(_, var)| var.to_owned())
+                        .filter(|var| recorded.contains(var))
+                        .chain(std::iter::once(var))
+                        .collect();
+                    vars.sort();
+                    vars.dedup();
+                    Ok(Inspected {
+                        file: Some(config.source().path.clone()),
+                        config,
+                        problem: Some(LoadProblem::Unset(vars)),
+                    })
+                }
+                Err(error) => Ok(Inspected {
+                    config: defaults(&loader)?,
+                    problem: invalid(&error),
+                    file: failed(&error),
+                }),
+            }
+        }
+        Err(error) => Ok(Inspected {
+            config: defaults(&loader)?,
+            problem: invalid(&error),
+            file: failed(&error),
+        }),
+    }
+}
+
 /// The demo's workspace: `--workspace`, else `./workspace`; made absolute.
 ///
 /// # Errors
@@ -216,7 +327,7 @@ fn target(transport: &McpTransport) -> String {
 }
 
 /// The API a setting talks to, for `config check`.
-fn api_name(api_type: ApiType) -> &'static str {
+pub fn api_name(api_type: ApiType) -> &'static str {
     match api_type {
         ApiType::Openai => "an OpenAI-compatible API",
         ApiType::Azure => "Azure OpenAI",

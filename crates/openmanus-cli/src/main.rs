@@ -3,7 +3,8 @@
 //! `openmanus --prompt "..."` runs Manus (OpenManus's `python main.py --prompt`), `openmanus
 //! demo` runs it against a scripted local model with no API key, `openmanus flow` runs the
 //! planning flow, `openmanus replay` runs a recorded run again against its recording, and
-//! `openmanus config check` shows the effective settings. Every run renders
+//! `openmanus config check` shows the effective settings, `openmanus doctor` what this machine
+//! can run. Every run renders
 //! its steps live, prints the final answer and the files it changed, writes a journal and is
 //! recorded in the session store, where `openmanus sessions` lists, shows, resumes and exports
 //! it.
@@ -16,6 +17,7 @@ mod color;
 mod completions;
 mod config;
 mod demo;
+mod doctor;
 mod init;
 mod line_editor;
 mod mcp;
@@ -97,6 +99,10 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     {
         // The server handles its own signals: the first stops it cleanly.
         return serve::serve(&cli.global, bind, max_concurrent_runs).await;
+    }
+    if let Some(Command::Doctor { timeout, .. }) = cli.command {
+        // Before Ctrl-C is given its meaning for runs: it stops doctor at once.
+        return doctor::doctor(&cli.global, std::time::Duration::from_secs(timeout)).await;
     }
     match &cli.command {
         // The worker handles its own signals: the first stops it cleanly.
@@ -216,9 +222,12 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             .await
         }
         // Served above, before Ctrl-C is given its meaning for runs.
-        Some(Command::Serve { .. } | Command::Worker { .. } | Command::Submit { .. }) => {
-            Ok(EXIT_FAILED)
-        }
+        Some(
+            Command::Serve { .. }
+            | Command::Worker { .. }
+            | Command::Submit { .. }
+            | Command::Doctor { .. },
+        ) => Ok(EXIT_FAILED),
         Some(Command::McpServer {
             transport,
             host,

@@ -49,6 +49,7 @@ json_tests! {
     json_submit: "submit",
     json_config_check: "config check",
     json_config_init: "config init",
+    json_doctor: "doctor",
     json_completions_is_refused: "completions",
     json_replay: "replay",
     json_sessions_list: "sessions list",
@@ -612,6 +613,21 @@ mod cases {
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert_eq!(lines[0]["ok"], true);
         assert_eq!(lines[0]["llm"]["default"]["model"], "gpt-4o");
+    }
+
+    pub async fn json_doctor() {
+        let server = MockOpenAi::start().await.unwrap();
+        let setup = Setup::new(&server);
+        // One object: the model (usable: a literal key, the mock answers) and every capability.
+        let lines = run_json(&setup, &["doctor", "--json"], 0).await;
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let report = &lines[0];
+        assert_eq!(report["type"], "doctor", "{report}");
+        assert_eq!(report["ok"], true, "{report}");
+        let checks = report["checks"].as_array().unwrap();
+        assert_eq!(checks[0]["id"], "model");
+        assert_eq!(checks[0]["status"], "ok", "{report}");
+        assert!(checks.iter().all(|c| c["status"].is_string()), "{report}");
     }
 
     pub async fn json_config_init() {

@@ -96,3 +96,36 @@ async fn lean_manus_runs_without_browser_use_and_says_why_when_browser_is_set() 
     assert!(!tools.contains(&"browser_use"), "{tools:?}");
     server.verify().unwrap();
 }
+
+#[tokio::test]
+async fn doctor_says_what_is_not_in_this_build() {
+    let server = MockOpenAi::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &llm(&server), &["doctor", "--json"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The model is usable: what the build lacks is optional.
+    assert!(output.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for (id, feature) in [
+        ("chromium", "browser"),
+        ("docker", "docker"),
+        ("pandas", "charts"),
+    ] {
+        let check = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap();
+        assert_eq!(check["status"], "not_in_build", "{check}");
+        assert!(
+            check["detail"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("`{feature}` cargo feature")),
+            "{check}"
+        );
+    }
+    let human = run(dir.path(), &llm(&server), &["doctor"]).await;
+    assert!(String::from_utf8_lossy(&human.stdout).contains("not in this build"));
+}

@@ -69,6 +69,7 @@ impl Setup {
 }
 
 /// A tool call the scripted model makes.
+#[allow(dead_code)] // not every test binary scripts a model
 pub fn call(id: &str, name: &str, args: Value) -> ToolCall {
     ToolCall::new(id, name, args.to_string())
 }
