@@ -49,6 +49,7 @@
 mod error;
 mod events;
 mod messages;
+mod migrations;
 mod owner;
 mod runs;
 mod script;

@@ -11,9 +11,6 @@ use sqlx::{Sqlite, Transaction};
 
 use crate::error::StoreError;
 
-/// The schema, from `migrations/` (embedded at build time).
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
-
 /// How many times a migration that lost a race with another process is tried again.
 const MIGRATION_ATTEMPTS: u32 = 5;
 
@@ -24,7 +21,7 @@ const MIGRATION_ATTEMPTS: u32 = 5;
 async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     let mut attempt = 1;
     loop {
-        match MIGRATOR.run(pool).await {
+        match crate::migrations::migrator().await?.run(pool).await {
             Ok(()) => return Ok(()),
             Err(error) if attempt < MIGRATION_ATTEMPTS => {
                 tracing::debug!(%error, attempt, "migrating the session store again");

@@ -1,0 +1,123 @@
+//! The schema's migrations (`migrations/*.sql`), embedded at build time with `include_str!`.
+//!
+//! sqlx's `migrate!` macro would embed them too, but its `macros` feature compiles a second
+//! SQLite (for the compiler's host) in every cold build. The migrations here are what
+//! `migrate!` made of the same files: the version and the description from the file's name,
+//! the file's text, and sqlx's checksum of it, so databases written by earlier builds open as
+//! before (`a_store_migrated_by_earlier_builds_opens` in the tests).
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::OnceLock;
+
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+
+/// Every migration: its version, description and SQL, in order. A new migration is a new file
+/// in `migrations/` and a line here; an applied one is never edited (sqlx refuses a database
+/// whose applied migration's checksum changed).
+const MIGRATIONS: [(i64, &str, &str); 2] = [
+    (
+        1,
+        "sessions",
+        include_str!("../migrations/0001_sessions.sql"),
+    ),
+    (
+        2,
+        "run cost",
+        include_str!("../migrations/0002_run_cost.sql"),
+    ),
+];
+
+/// The embedded migrations as a migration source for [`Migrator::new`].
+#[derive(Debug)]
+struct Embedded;
+
+impl MigrationSource<'static> for Embedded {
+    fn resolve(
+        self,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, BoxDynError>> + Send + 'static>> {
+        Box::pin(async { Ok(migrations()) })
+    }
+}
+
+/// The migrations in sqlx's form (the checksum is computed from the SQL, as sqlx does).
+fn migrations() -> Vec<Migration> {
+    MIGRATIONS
+        .iter()
+        .map(|&(version, description, sql)| {
+            Migration::new(
+                version,
+                Cow::Borrowed(description),
+                MigrationType::Simple,
+                Cow::Borrowed(sql),
+                sql.starts_with("-- no-transaction"),
+            )
+        })
+        .collect()
+}
+
+/// The migrator of the schema, built once per process.
+pub(crate) async fn migrator() -> Result<&'static Migrator, sqlx::migrate::MigrateError> {
+    static MIGRATOR: OnceLock<Migrator> = OnceLock::new();
+    if let Some(migrator) = MIGRATOR.get() {
+        return Ok(migrator);
+    }
+    let migrator = Migrator::new(Embedded).await?;
+    Ok(MIGRATOR.get_or_init(|| migrator))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checksums sqlx's `migrate!` recorded for these files in every database written so
+    /// far (SHA-384 of each file). A migration edited after release fails here first.
+    const RECORDED: [(i64, &str); 2] = [
+        (
+            1,
+            "9cc9a4eaac2ad64cb0b9884f67c44c513a13f28c41c2b55ab3d5798e4b0ac46834174f1990ec51240f45475d5de9cd41",
+        ),
+        (
+            2,
+            "eb7b575202d248adbd2504e215090180095e113021564bb40cf2a3b608ed2b3e5b1c8e6edbde4dcbd666c094e2462338",
+        ),
+    ];
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn the_embedded_migrations_have_the_checksums_databases_hold() {
+        let embedded: Vec<(i64, String)> = migrations()
+            .iter()
+            .map(|m| (m.version, hex(&m.checksum)))
+            .collect();
+        let recorded: Vec<(i64, String)> =
+            RECORDED.iter().map(|&(v, c)| (v, c.to_owned())).collect();
+        assert_eq!(embedded, recorded);
+    }
+
+    #[test]
+    fn every_file_in_the_migrations_directory_is_embedded_in_order() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let named: Vec<String> = MIGRATIONS
+            .iter()
+            .map(|&(version, description, _)| {
+                format!("{version:04}_{}.sql", description.replace(' ', "_"))
+            })
+            .collect();
+        assert_eq!(files, named);
+        for (name, &(_, _, sql)) in files.iter().zip(MIGRATIONS.iter()) {
+            assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), sql);
+        }
+    }
+}
