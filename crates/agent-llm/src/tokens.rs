@@ -25,13 +25,22 @@ pub const LOW_DETAIL_IMAGE_TOKENS: usize = 85;
 pub const DEFAULT_IMAGE_TOKENS: usize = 1024;
 
 impl TokenCounter {
-    /// The counter for `model`'s encoding; `cl100k_base` when the model is unknown.
+    /// The counter for `model`'s encoding: `o200k_base` for the models that use it (gpt-4o,
+    /// gpt-4.1, gpt-5, the o-series), `cl100k_base` for every other model, known or not.
+    ///
+    /// The encodings of the completion-era models (`p50k`, `r50k`, GPT-2), which no chat model
+    /// uses, are counted as `cl100k_base`: asking tiktoken-rs for them by name would link their
+    /// tables (1.7 MB of the binary) for a count that only sizes budgets and context checks.
     #[must_use]
     pub fn for_model(model: &str) -> Self {
+        use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
         let name = model.rsplit('/').next().unwrap_or(model);
-        let bpe = tiktoken_rs::tokenizer::get_tokenizer(name)
-            .and_then(|t| tiktoken_rs::bpe_for_tokenizer(t).ok())
-            .unwrap_or_else(tiktoken_rs::cl100k_base_singleton);
+        let bpe = match get_tokenizer(name) {
+            Some(Tokenizer::O200kBase | Tokenizer::O200kHarmony) => {
+                tiktoken_rs::o200k_base_singleton()
+            }
+            _ => tiktoken_rs::cl100k_base_singleton(),
+        };
         Self { bpe }
     }
 
@@ -162,6 +171,48 @@ mod tests {
             TokenCounter::for_model("my-local-model").count_text("hello world"),
             2
         );
+    }
+
+    #[test]
+    fn each_model_family_counts_with_its_encoding() {
+        // cl100k and o200k split this text differently: the counts tell the encodings apart.
+        let text = "antidisestablishmentarianism 日本語のテキスト";
+        let cl100k = tiktoken_rs::cl100k_base_singleton()
+            .encode_ordinary(text)
+            .len();
+        let o200k = tiktoken_rs::o200k_base_singleton()
+            .encode_ordinary(text)
+            .len();
+        assert_ne!(
+            cl100k, o200k,
+            "the sample must tell the two encodings apart"
+        );
+        for model in [
+            "gpt-4o",
+            "openai/gpt-4o-mini",
+            "o3-mini",
+            "gpt-4.1",
+            "gpt-5",
+        ] {
+            assert_eq!(
+                TokenCounter::for_model(model).count_text(text),
+                o200k,
+                "{model}"
+            );
+        }
+        for model in [
+            "gpt-4",
+            "gpt-3.5-turbo",
+            "text-davinci-003",
+            "davinci",
+            "claude-3-5-sonnet",
+        ] {
+            assert_eq!(
+                TokenCounter::for_model(model).count_text(text),
+                cl100k,
+                "{model}"
+            );
+        }
     }
 
     #[test]
