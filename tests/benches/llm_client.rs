@@ -75,6 +75,7 @@ fn main() {
             println!("could not build the clients");
             return;
         };
+        agent_llm::http::install_crypto_provider();
         let raw = reqwest::Client::new();
         let url = format!("{}/chat/completions", server.base_url());
         let body = {

@@ -15,7 +15,7 @@
 //!   sending the same requests (the bodies the binary sent in its last 20-step run) to the same
 //!   mock over one kept-alive connection and reading the same streamed replies: this benchmark
 //!   itself, run again as a bare client on the HTTP stack of `openmanus` (reqwest with rustls on a
-//!   current-thread tokio runtime, the body read and dropped; `reqwest::Client::new()`, without
+//!   current-thread tokio runtime, the body read and dropped; `reqwest::Client::new()` on ring, without
 //!   the user agent and timeouts `openmanus` sets), and `curl` when it is on the PATH.
 //!   The difference between a step and the floor is what `openmanus` costs beyond talking to
 //!   the model.
@@ -225,6 +225,8 @@ fn bare_client(args: &[String]) -> std::process::ExitCode {
     else {
         return failed;
     };
+    // The same crypto provider as openmanus (reqwest is built without one of its own).
+    agent_llm::http::install_crypto_provider();
     let client = reqwest::Client::new();
     let all_read = runtime.block_on(async {
         for file in files {

@@ -73,7 +73,7 @@ impl Server {
         Ok(Self {
             child,
             url,
-            http: reqwest::Client::new(),
+            http: agent_llm::http::shared_client()?,
         })
     }
 

@@ -117,12 +117,25 @@ fn verifier() -> &'static Arc<LazyPlatformVerifier> {
     })
 }
 
-/// The crypto provider: the process default if one was installed, else aws-lc-rs (reqwest's
-/// choice too).
+/// Makes ring the process's default rustls crypto provider, unless one is installed already.
+///
+/// The workspace builds rustls with one provider, ring (async-nats and the AWS SDK's client use
+/// it too), and reqwest without a provider of its own: a `reqwest::Client` built anywhere in the
+/// process (by another library, say) finds this one. Every client of this module calls it;
+/// front ends call it first thing, before any other library builds a client.
+pub fn install_crypto_provider() {
+    if CryptoProvider::get_default().is_none() {
+        // Err means another thread installed one in the meantime: that one is used.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// The crypto provider: the process default (ring unless the program installed another).
 fn provider() -> Arc<CryptoProvider> {
+    install_crypto_provider();
     CryptoProvider::get_default()
         .cloned()
-        .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()))
 }
 
 /// Whether this process has read the platform's root certificates (it does on the first https

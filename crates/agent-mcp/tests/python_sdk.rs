@@ -424,7 +424,7 @@ async fn a_cancelled_call_sends_notifications_cancelled_over_sse() {
 async fn web_pages_of_other_origins_are_refused_on_both_http_transports() {
     for transport in ["sse", "http"] {
         let (mut server, url) = listening_server(transport).await;
-        let client = reqwest::Client::new();
+        let client = agent_llm::http::shared_client().unwrap();
         let request = |origin: Option<&str>| {
             let mut request = if transport == "sse" {
                 client.get(&url)

@@ -15,7 +15,10 @@ use serde_json::{Value, json};
 const PATIENCE: Duration = Duration::from_secs(30);
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
+    agent_llm::http::client_builder()
+        .no_proxy()
+        .build()
+        .unwrap()
 }
 
 fn chat(user: &str) -> Value {

@@ -46,6 +46,8 @@ fn main() -> ExitCode {
     let mut cli = Cli::parse();
     cli.gather_overrides();
     init_logging(&cli.global);
+    // ring as rustls's process-wide provider before any library builds an HTTP client.
+    agent_llm::http::install_crypto_provider();
     // One thread: a run is one conversation at a time, and tools that block run on tokio's
     // blocking pool. It halves the CPU a step costs (`cargo xtask bench`, process_cost: 0.8 ms
     // against 1.4 ms per step with the multi-threaded runtime): fewer threads woken per step.

@@ -95,7 +95,7 @@ async fn one_openmanus_serve_delegates_a_sub_task_to_another_over_a2a() {
         ))
         .push(finish("The adder says 7."));
 
-    let http = reqwest::Client::new();
+    let http = agent_llm::http::shared_client().unwrap();
     let reply: Value = http
         .post(format!("{lead_url}/a2a"))
         .json(

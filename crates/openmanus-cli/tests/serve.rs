@@ -89,7 +89,7 @@ async fn a_server_killed_mid_run_resumes_the_session_after_a_restart() {
             json!({"command": bash_leaving_children(&pid_file)}),
         )],
     ));
-    let http = reqwest::Client::new();
+    let http = agent_llm::http::shared_client().unwrap();
     let (mut first, url) = serve(dir.path()).await;
     let created: Value = http
         .post(format!("{url}/api/sessions"))

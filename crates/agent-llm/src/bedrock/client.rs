@@ -54,6 +54,16 @@ impl std::fmt::Debug for BedrockClient {
     }
 }
 
+/// The SDK's HTTPS client (hyper 1 and rustls) on ring, the workspace's one crypto provider;
+/// the SDK's default client would bring aws-lc-rs (see the workspace manifest). Also used by
+/// the AWS credential providers (SSO, STS) that `aws_config` builds.
+fn https_client() -> aws_sdk_bedrockruntime::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
+}
+
 fn invalid(what: impl std::fmt::Display) -> LlmError {
     LlmError::InvalidRequest(what.to_string())
 }
@@ -136,7 +146,12 @@ impl BedrockClient {
             .get_or_try_init(|| async {
                 let shared = match &self.aws {
                     Some(config) => config.clone(),
-                    None => aws_config::defaults(BehaviorVersion::latest()).load().await,
+                    None => {
+                        aws_config::defaults(BehaviorVersion::latest())
+                            .http_client(https_client())
+                            .load()
+                            .await
+                    }
                 };
                 if shared.region().is_none() {
                     return Err(invalid(
@@ -153,6 +168,9 @@ impl BedrockClient {
                 let mut config = aws_sdk_bedrockruntime::config::Builder::from(&shared)
                     .retry_config(RetryConfig::disabled())
                     .timeout_config(timeouts.build());
+                if shared.http_client().is_none() {
+                    config = config.http_client(https_client());
+                }
                 let base = self.settings.base_url.trim().trim_end_matches('/');
                 if !base.is_empty() {
                     config = config.endpoint_url(base);

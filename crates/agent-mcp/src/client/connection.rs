@@ -235,7 +235,13 @@ pub(super) async fn connect(
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(custom.collect());
             config.retry_config = Arc::new(retry);
-            let transport = StreamableHttpClientTransport::<reqwest::Client>::from_config(config);
+            // The process's shared client (one TLS set-up, roots read only for https), not a
+            // client of rmcp's own.
+            let client = agent_llm::http::shared_client().map_err(|e| McpError::Initialize {
+                server: id.clone(),
+                message: e.to_string(),
+            })?;
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             let serving = handler.serve(watched(transport, closed.clone()));
             let service = match tokio::time::timeout(options.connect_timeout, serving).await {
                 Ok(Ok(service)) => service,

@@ -113,7 +113,7 @@ impl TestServer {
             addr,
             dir,
             mock,
-            http: reqwest::Client::new(),
+            http: agent_llm::http::shared_client().unwrap(),
             hub,
             stop: Some(stop),
             task: Some(task),
