@@ -34,9 +34,10 @@ mod outcome;
 const USAGE: &str = "usage: cargo xtask <command> [--no-install]
 
 commands:
-  ci      first the machine step of `setup`, then fmt check, clippy (-D warnings; also of the
-          lean build, --no-default-features), cargo package of every library crate, rustdoc
-          (-D warnings), cargo test --workspace, the lean build's tests (agents,
+  ci      first the machine step of `setup`, then fmt check, clippy (-D warnings; of every
+          feature, Bedrock's included, and of the lean build, --no-default-features), cargo
+          package of every library crate, rustdoc (-D warnings), cargo test --workspace
+          --all-features, the lean build's tests (agents,
           agent-sandbox, the lean binary) and the Docker backend's tests when an engine
           answers; every cargo test with --no-fail-fast, and a failed step never stops the
           later ones. It ends with every failed check and test (package, target, name) and
@@ -171,6 +172,7 @@ fn ci(install: bool) -> Result<()> {
             "clippy",
             "--workspace",
             "--all-targets",
+            "--all-features",
             "--locked",
             "--",
             "-D",
@@ -219,11 +221,24 @@ fn ci(install: bool) -> Result<()> {
             "word-stats-agent",
         ]),
     );
-    let mut doc = cargo(&["doc", "--workspace", "--no-deps", "--locked"]);
+    let mut doc = cargo(&[
+        "doc",
+        "--workspace",
+        "--all-features",
+        "--no-deps",
+        "--locked",
+    ]);
     doc.env("RUSTDOCFLAGS", "-D warnings");
     check(&mut checks_failed, "rustdoc", doc);
     let mut tests = Outcome::default();
-    let mut test = cargo(&["test", "--workspace", "--locked", "--no-fail-fast"]);
+    // Every feature: the default build's and Bedrock's (`bedrock`, not in the default binary).
+    let mut test = cargo(&[
+        "test",
+        "--workspace",
+        "--all-features",
+        "--locked",
+        "--no-fail-fast",
+    ]);
     with_test_peers(&mut test, &peers);
     tests.add(run_tests("tests", test)?);
     // The lean build's own tests: what it leaves out is refused by the feature's name.
@@ -347,6 +362,7 @@ fn docker_tests() -> Result<Option<Outcome>> {
     let mut test = cargo(&[
         "test",
         "--locked",
+        "--all-features",
         "-p",
         "openmanus-agent-sandbox",
         "-p",
@@ -795,6 +811,7 @@ fn integration(install: bool, extra: &[String]) -> Result<()> {
     let mut test = cargo(&[
         "test",
         "--locked",
+        "--all-features",
         "--no-fail-fast",
         "-p",
         "openmanus-e2e",

@@ -135,8 +135,10 @@ impl Model {
             #[cfg(not(feature = "bedrock"))]
             ApiType::Aws => {
                 return Err(LlmError::InvalidRequest(
-                    "api_type = \"aws\" (Amazon Bedrock) needs agent-llm's `bedrock` cargo \
-                     feature, which this build does not have"
+                    "api_type = \"aws\" (Amazon Bedrock) needs the `bedrock` cargo feature \
+                     (agent-llm's; for the openmanus binary: cargo install --path \
+                     crates/openmanus-cli --locked --features bedrock), which this build does \
+                     not have"
                         .into(),
                 ));
             }

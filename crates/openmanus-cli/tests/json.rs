@@ -469,7 +469,10 @@ mod cases {
             format!("http://{}/", listening["address"].as_str().unwrap())
         );
         // It is the server's address.
-        let sessions: Value = reqwest::get(format!("{url}api/sessions"))
+        let sessions: Value = agent_llm::http::shared_client()
+            .unwrap()
+            .get(format!("{url}api/sessions"))
+            .send()
             .await
             .unwrap()
             .error_for_status()

@@ -3,7 +3,12 @@
 //! `browser_use`. Run with `cargo test -p openmanus-cli --no-default-features --test lean`; in
 //! the default build this file is empty.
 
-#![cfg(not(any(feature = "browser", feature = "charts", feature = "docker")))]
+#![cfg(not(any(
+    feature = "browser",
+    feature = "charts",
+    feature = "docker",
+    feature = "bedrock"
+)))]
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -95,6 +100,20 @@ async fn lean_manus_runs_without_browser_use_and_says_why_when_browser_is_set() 
     assert!(tools.contains(&"python_execute"), "{tools:?}");
     assert!(!tools.contains(&"browser_use"), "{tools:?}");
     server.verify().unwrap();
+}
+
+/// Bedrock is not in the default binary either (nor in this one): `api_type = "aws"` is refused
+/// by the feature's name, with the command that builds it in.
+#[tokio::test]
+async fn bedrock_is_refused_by_the_features_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[llm]\nmodel = \"anthropic.claude-3-5-sonnet\"\napi_type = \"aws\"\n\
+                  base_url = \"http://127.0.0.1:9\"\napi_key = \"\"\n";
+    let output = run(dir.path(), config, &["-p", "Go."]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("`bedrock` cargo feature"), "{stderr}");
+    assert!(stderr.contains("--features bedrock"), "{stderr}");
 }
 
 #[tokio::test]

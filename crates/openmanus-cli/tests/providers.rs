@@ -11,7 +11,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use agent_core::ToolCall;
-use agent_testkit::{Completion, MockAnthropic, MockBedrock, MockOpenAi};
+use agent_testkit::{Completion, MockAnthropic, MockOpenAi};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -260,9 +260,11 @@ async fn native_anthropic_not_streamed() {
     anthropic_run(false).await;
 }
 
+// Bedrock is in the binary with the `bedrock` feature (`cargo xtask ci` tests every feature).
+#[cfg(feature = "bedrock")]
 #[tokio::test]
 async fn bedrock_through_the_aws_sdk_against_a_local_endpoint() {
-    let server = MockBedrock::start().await.unwrap();
+    let server = agent_testkit::MockBedrock::start().await.unwrap();
     let setup = Setup::new(&format!(
         "api_type = \"aws\"\nmodel = \"anthropic.claude-3-7-sonnet-20250219-v1:0\"\nbase_url = \"{}\"\n",
         server.endpoint()
@@ -304,11 +306,13 @@ async fn bedrock_through_the_aws_sdk_against_a_local_endpoint() {
 
 /// Bedrock's streamed text reaches `--json` as `text_delta` lines while the mock still holds the
 /// rest of the ConverseStream reply; once released, the run finishes.
+// Bedrock is in the binary with the `bedrock` feature (`cargo xtask ci` tests every feature).
+#[cfg(feature = "bedrock")]
 #[tokio::test]
 async fn bedrock_streams_text_to_the_json_output_before_the_reply_ends() {
     use tokio::io::{AsyncBufReadExt, BufReader};
 
-    let server = MockBedrock::start().await.unwrap();
+    let server = agent_testkit::MockBedrock::start().await.unwrap();
     let setup = Setup::new(&format!(
         "api_type = \"aws\"\nmodel = \"anthropic.claude-3-7-sonnet-20250219-v1:0\"\nbase_url = \"{}\"\n",
         server.endpoint()
