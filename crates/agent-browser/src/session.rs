@@ -294,6 +294,10 @@ impl Browser {
             request_timeout: config.action_timeout,
             ..HandlerConfig::default()
         };
+        // chromiumoxide asks an http(s) cdp_url for its WebSocket address with a reqwest client
+        // of its own, which needs the process's rustls provider (the workspace's reqwest has
+        // none of its own): install ring unless the program installed one.
+        agent_llm::http::install_crypto_provider();
         let connected = tokio::time::timeout(
             config.launch_timeout,
             CdpBrowser::connect_with_config(ws_url.clone(), handler_config),

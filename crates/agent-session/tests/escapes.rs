@@ -80,11 +80,19 @@ async fn a_setsid_process_started_by_bash_dies_when_the_session_closes() {
     assert_eq!(report.ending(), Ending::Finished);
     let escaped = pid_in(&workspace.join("escaped.pid"));
     // The session keeps its shell between tasks, and what the shell started with it; the
-    // escapee is in a session of its own, out of reach of the shell's process group.
+    // escapee is in a session of its own, out of reach of the shell's process group. `$!` is
+    // written as soon as the shell forks: setsid may not have run in the child yet, so wait
+    // for it to have its own session.
     assert_ne!(session_of(escaped), None, "the escapee did not start");
+    let ours = session_of(i32::try_from(std::process::id()).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while session_of(escaped) == ours && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_ne!(
         session_of(escaped),
-        session_of(i32::try_from(std::process::id()).unwrap())
+        ours,
+        "the escapee never left our session"
     );
     session.close().await.unwrap();
     assert!(

@@ -46,6 +46,15 @@
 //! # }).unwrap();
 //! ```
 
+/// SQL for a session's new `updated_at`: now (its one `?`), or just after the latest session's
+/// if that is not earlier, so that the session touched last is the latest even when two
+/// changes fall in the same millisecond (`latest_session`, `list_sessions`).
+macro_rules! touched {
+    () => {
+        "MAX(?, (SELECT COALESCE(MAX(updated_at), 0) + 1 FROM sessions))"
+    };
+}
+
 mod error;
 mod events;
 mod messages;

@@ -75,10 +75,11 @@ impl Store {
     ) -> Result<(RunId, StoredEvent), StoreError> {
         let now = now_ms();
         let mut tx = self.write().await?;
-        let updated = sqlx::query(
-            "UPDATE sessions SET state = 'running', updated_at = ?, \
-             title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
-        )
+        let updated = sqlx::query(concat!(
+            "UPDATE sessions SET state = 'running', updated_at = ",
+            touched!(),
+            ", title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+        ))
         .bind(now)
         .bind(title_of(task))
         .bind(session)
@@ -140,12 +141,16 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         let session = session.ok_or(StoreError::NoRun(run))?;
-        sqlx::query("UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?")
-            .bind(summary.state.session_state().as_str())
-            .bind(now)
-            .bind(&session)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(concat!(
+            "UPDATE sessions SET state = ?, updated_at = ",
+            touched!(),
+            " WHERE id = ?"
+        ))
+        .bind(summary.state.session_state().as_str())
+        .bind(now)
+        .bind(&session)
+        .execute(&mut *tx)
+        .await?;
         let event = NewEvent {
             run_id: Some(run),
             at: now,

@@ -62,10 +62,12 @@ impl Store {
             other => other.to_string(),
         };
         let now = now_ms();
-        sqlx::query(
+        sqlx::query(concat!(
             "INSERT INTO sessions (id, agent, settings, workspace, state, title, created_at, \
-             updated_at) VALUES (?, ?, ?, ?, 'idle', '', ?, ?)",
-        )
+             updated_at) VALUES (?, ?, ?, ?, 'idle', '', ?, ",
+            touched!(),
+            ")"
+        ))
         .bind(&id)
         .bind(&new.agent)
         .bind(settings)
@@ -183,12 +185,16 @@ impl Store {
     ///
     /// [`StoreError::NoSession`], or a database error.
     pub async fn set_state(&self, id: &str, state: SessionState) -> Result<(), StoreError> {
-        let done = sqlx::query("UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?")
-            .bind(state.as_str())
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query(concat!(
+            "UPDATE sessions SET state = ?, updated_at = ",
+            touched!(),
+            " WHERE id = ?"
+        ))
+        .bind(state.as_str())
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NoSession(id.to_owned()));
         }
@@ -201,12 +207,16 @@ impl Store {
     ///
     /// [`StoreError::NoSession`], or a database error.
     pub async fn set_settings(&self, id: &str, settings: &Value) -> Result<(), StoreError> {
-        let done = sqlx::query("UPDATE sessions SET settings = ?, updated_at = ? WHERE id = ?")
-            .bind(settings.to_string())
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query(concat!(
+            "UPDATE sessions SET settings = ?, updated_at = ",
+            touched!(),
+            " WHERE id = ?"
+        ))
+        .bind(settings.to_string())
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NoSession(id.to_owned()));
         }
