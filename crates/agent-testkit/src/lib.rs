@@ -19,6 +19,8 @@
 //!   the Converse shapes, for the AWS SDK with its endpoint overridden; streams can be held at a
 //!   [`StreamGate`], end in an exception frame, or be any bytes a test corrupts.
 //! * [`NatsServer`]: a real `nats-server -js` child process on 127.0.0.1 for the workers' tests.
+//! * [`snapshot`]: wire formats pinned byte for byte in committed files (`UPDATE_SNAPSHOTS=1`
+//!   rewrites them when a change is meant).
 //! * Small tools for driving agents: [`EchoTool`], [`ImageTool`], [`FailTool`], [`BlockingTool`].
 //!
 //! ```
@@ -49,6 +51,7 @@ pub mod mock_openai;
 mod model;
 mod nats;
 mod server;
+pub mod snapshot;
 mod tools;
 mod violation;
 pub mod web_fixtures;

@@ -10,7 +10,7 @@ use agent_a2a::{
     Artifact, ArtifactUpdate, Message, Part, Role, StatusUpdate, StreamEvent, Task, TaskState,
     TaskStatus,
 };
-use agent_store::{EventId, EventKind, RunId, StoredEvent};
+use agent_store::{EventId, EventKind, RunId, RunState, StoredEvent};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tracing::debug;
@@ -280,17 +280,32 @@ fn on_event(entry: &TaskEntry, event: &StoredEvent, seen: &mut Seen) {
             let data = &event.data;
             let answer = data["answer"].as_str().filter(|a| !a.trim().is_empty());
             let status = data["status"].as_str().unwrap_or_default().to_owned();
-            match data["state"].as_str().unwrap_or_default() {
-                "finished" | "max_steps" if answer.is_some() => {
-                    entry.add_answer(answer.unwrap_or_default().to_owned());
+            // The store wrote the state; one it does not know (a newer store's) is a failure.
+            let state = data["state"]
+                .as_str()
+                .and_then(|s| s.parse::<RunState>().ok());
+            match (state, answer) {
+                (Some(RunState::Finished | RunState::MaxSteps), Some(answer)) => {
+                    entry.add_answer(answer.to_owned());
                     entry.set_state(TaskState::Completed, None);
                 }
-                "finished" => {
+                (Some(RunState::Finished), None) => {
                     entry.add_answer(status);
                     entry.set_state(TaskState::Completed, None);
                 }
-                "cancelled" => entry.set_state(TaskState::Canceled, Some(status)),
-                _ => entry.set_state(TaskState::Failed, Some(status)),
+                (Some(RunState::Cancelled), _) => {
+                    entry.set_state(TaskState::Canceled, Some(status));
+                }
+                (
+                    Some(
+                        RunState::MaxSteps
+                        | RunState::Failed
+                        | RunState::Interrupted
+                        | RunState::Running,
+                    )
+                    | None,
+                    _,
+                ) => entry.set_state(TaskState::Failed, Some(status)),
             }
         }
     }
@@ -308,5 +323,83 @@ fn progress_text(data: &Value) -> Option<String> {
             .as_str()
             .map(|name| format!("calling the tool {name}")),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_a2a::{Part, Role};
+    use serde_json::json;
+
+    use super::*;
+
+    /// The task a `run_finished` event of this state, answer and status leaves behind: its
+    /// state, the text of its status message and the texts of its artifacts.
+    fn finish(state: &str, answer: Option<&str>) -> (TaskState, Option<String>, Vec<String>) {
+        let entry = TaskEntry::new("t".into(), "c".into(), Message::text(Role::User, "x"));
+        let event = StoredEvent {
+            id: 9,
+            session_id: "s".into(),
+            run_id: Some(1),
+            at: 0,
+            kind: EventKind::RunFinished,
+            data: json!({"state": state, "status": format!("{state} in words"), "answer": answer}),
+        };
+        let mut seen = Seen::default();
+        on_event(&entry, &event, &mut seen);
+        assert!(seen.finished);
+        let task = entry.snapshot();
+        let texts = |parts: &[Part]| -> Vec<String> {
+            parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text(t) => Some(t.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let message = task.status.message.map(|m| texts(&m.parts).join(""));
+        let artifacts = task
+            .artifacts
+            .iter()
+            .flat_map(|a| texts(&a.parts))
+            .collect();
+        (task.status.state, message, artifacts)
+    }
+
+    #[test]
+    fn every_run_state_ends_its_task_so() {
+        let completed = |answer: &str| (TaskState::Completed, None, vec![answer.to_owned()]);
+        assert_eq!(finish("finished", Some("42")), completed("42"));
+        // Without an answer, the status in words is the answer of a finished run.
+        assert_eq!(finish("finished", None), completed("finished in words"));
+        assert_eq!(
+            finish("finished", Some("  ")),
+            completed("finished in words")
+        );
+        // Out of steps with an answer on the way: the answer is what the caller gets.
+        assert_eq!(
+            finish("max_steps", Some("most of it")),
+            completed("most of it")
+        );
+        let failed = |state: &str| (TaskState::Failed, Some(format!("{state} in words")), vec![]);
+        for state in [
+            "max_steps",
+            "failed",
+            "interrupted",
+            "running",
+            "a-newer-state",
+            "",
+        ] {
+            assert_eq!(finish(state, None), failed(state), "{state}");
+        }
+        assert_eq!(
+            finish("cancelled", Some("partial")),
+            (
+                TaskState::Canceled,
+                Some("cancelled in words".to_owned()),
+                vec![]
+            )
+        );
     }
 }
