@@ -9,6 +9,9 @@
 //! each case whose bytes changed; `UPDATE_SNAPSHOTS=1` rewrites a file when a change is meant
 //! (see agent_testkit::snapshot).
 
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use agent_core::{AgentEvent, AgentState, RunUsage, ToolCall};
 use agent_session::{Ending, Usage as ReportUsage};
 use agent_store::{
