@@ -3,7 +3,7 @@
 use agent_core::{AgentEvent, FinishReason, RunOutcome, RunStatus, RunUsage};
 use agents::WorkspaceChanges;
 use agents::flow::FlowOutcome;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Tokens used by a run, as the model reported them, and what they cost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -63,21 +63,7 @@ pub enum RunResult {
     Flow(FlowOutcome),
 }
 
-/// How a run ended, in the few cases a front end tells apart (exit codes, HTTP states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Ending {
-    /// The agent finished (or every step of the flow's plan was completed).
-    Finished,
-    /// The step budget ran out first.
-    MaxSteps,
-    /// The run was cancelled.
-    Cancelled,
-    /// The run failed, or the flow ended with steps not done (blocked, timed out).
-    Failed,
-    /// A budget of `[agent]` (tokens, cost, time) was reached; the status says which.
-    Budget,
-}
+pub use agent_protocol::Ending;
 
 /// What one task of a session came to.
 #[derive(Debug, Clone)]
