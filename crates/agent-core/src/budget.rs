@@ -59,6 +59,13 @@ impl RunUsage {
     pub fn total_tokens(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
+
+    /// Whether any call had a priced model (so `cost_usd` means something): what decides
+    /// between a cost and `null` where usage is stored and sent.
+    #[must_use]
+    pub fn is_priced(&self) -> bool {
+        self.cost_usd > 0.0 || (self.total_tokens() > 0 && self.unpriced_calls == 0)
+    }
 }
 
 /// Which limit of a [`Budget`] a run reached.
@@ -253,6 +260,22 @@ impl BudgetMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_is_priced_when_a_call_had_a_price_or_every_call_did() {
+        let mut usage = RunUsage::default();
+        assert!(!usage.is_priced(), "nothing used, nothing priced");
+        usage.add(&usage_event(10, 2, None));
+        assert!(!usage.is_priced(), "the one call had no price");
+        usage.add(&usage_event(10, 2, Some(0.001)));
+        assert!(usage.is_priced(), "one call had a price");
+        let mut free = RunUsage::default();
+        free.add(&usage_event(10, 2, Some(0.0)));
+        assert!(
+            free.is_priced(),
+            "a priced model that cost nothing is priced"
+        );
+    }
 
     fn usage_event(prompt: u64, completion: u64, cost: Option<f64>) -> AgentEvent {
         AgentEvent::TokenUsage {

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_protocol::TaskQueue;
 use agent_session::{Session, SessionError, Target};
 use agent_store::{NewSession, SessionRecord, Store, StoreError};
 use agent_tools::ChannelInput;
-use agent_worker::Submitter;
 use agents::{AgentFactory, AgentKind};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -38,7 +38,7 @@ pub struct Hub {
     /// Becomes true when the server shuts down: event streams end.
     closing: tokio::sync::watch::Sender<bool>,
     /// Where tasks go when they run on workers (`None`: in this process).
-    workers: Option<Submitter>,
+    workers: Option<Arc<dyn TaskQueue>>,
     /// The tools of each agent kind, learnt once (the A2A card lists them).
     catalogue: Mutex<HashMap<AgentKind, Vec<agent_core::ToolDefinition>>>,
 }
@@ -67,12 +67,13 @@ impl Hub {
         }
     }
 
-    /// The same hub, running every task on the workers behind `submitter` (NATS JetStream)
-    /// instead of in this process: sessions are recorded here, their events relayed from the
-    /// workers and stored here, their conversations kept in NATS between tasks.
+    /// The same hub, running every task on the workers behind `queue` (`agent_worker::Submitter`:
+    /// NATS JetStream) instead of in this process: sessions are recorded here, their events
+    /// relayed from the workers and stored here, their conversations kept by the workers
+    /// between tasks.
     #[must_use]
-    pub fn with_workers(mut self, submitter: Submitter) -> Self {
-        self.workers = Some(submitter);
+    pub fn with_workers(mut self, queue: impl TaskQueue + 'static) -> Self {
+        self.workers = Some(Arc::new(queue));
         self
     }
 
@@ -138,7 +139,7 @@ impl Hub {
         if let Some(workers) = &self.workers {
             let new = NewSession::new(target.as_str(), &workspace).with_settings(settings);
             let record = self.store.create_session(new).await.map_err(store_error)?;
-            return Ok(self.make_remote(workers.clone(), record));
+            return Ok(self.make_remote(Arc::clone(workers), record));
         }
         let (input, questions) = ChannelInput::new();
         let factory = self
@@ -171,7 +172,7 @@ impl Hub {
         }
         if let Some(workers) = &self.workers {
             let record = self.store.find_session(id).await.map_err(store_error)?;
-            return Ok(self.make_remote(workers.clone(), record));
+            return Ok(self.make_remote(Arc::clone(workers), record));
         }
         let (input, questions) = ChannelInput::new();
         let factory = self.factory.clone().with_human_input(Arc::new(input));
@@ -312,7 +313,7 @@ impl Hub {
         live
     }
 
-    fn make_remote(&self, workers: Submitter, record: SessionRecord) -> Arc<Live> {
+    fn make_remote(&self, workers: Arc<dyn TaskQueue>, record: SessionRecord) -> Arc<Live> {
         let id = record.id.clone();
         let remote = Remote::new(workers, self.store.clone(), record.id, record.agent);
         let live = Live::start_remote(id.clone(), remote, self.queue.clone(), self.stream(&id));

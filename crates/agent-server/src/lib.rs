@@ -8,8 +8,9 @@
 //! session whose process ended is resumed from the store when it gets a new task.
 //!
 //! With [`Hub::with_workers`] (`[server] dispatch = "nats"`) the server runs nothing itself:
-//! each task goes to the workers of [`agent_worker`] through NATS JetStream and the events they
-//! publish are stored here and streamed as a local run's ([`remote`]).
+//! each task goes to the workers (`agent_worker`'s, on NATS JetStream, behind an
+//! [`agent_protocol::TaskQueue`]) and the events they publish are stored here and streamed as a
+//! local run's ([`remote`]).
 //!
 //! The page (embedded: `assets/`) lists the sessions and shows a run live: thoughts as
 //! markdown rendered on the server and sanitised, tool calls and their observations, the plan

@@ -1,5 +1,5 @@
 //! Runs on workers: with `[server] dispatch = "nats"` a session's tasks are published to the
-//! NATS work queue ([`agent_worker`]) instead of being run here. The worker's events come back
+//! NATS work queue (any [`TaskQueue`]: `agent_worker::Submitter` is the NATS one) instead of being run here. The worker's events come back
 //! on the task's subject; each is stored in this server's store (so it gets this store's id,
 //! replays with `Last-Event-ID` and shows in the page exactly as a local run's) and sent to
 //! the session's stream. The run's boundaries are this server's: `run_started` when the task is
@@ -7,11 +7,12 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_session::Ending;
+use agent_protocol::{TaskEvent, TaskMessage, TaskQueue, TaskResult};
+use agent_session::Target;
 use agent_store::{
     EventKind, NewEvent, RunId, RunState, RunSummary, Store, StoreError, TokenUsage,
 };
-use agent_worker::{Submitter, TaskEvent, TaskMessage, TaskResult};
+use futures::StreamExt;
 use tokio::sync::broadcast;
 use tracing::warn;
 
@@ -19,7 +20,7 @@ use crate::notice::Notice;
 
 /// A session whose tasks run on workers.
 pub struct Remote {
-    submitter: Submitter,
+    submitter: Arc<dyn TaskQueue>,
     store: Store,
     session_id: String,
     agent: String,
@@ -30,7 +31,7 @@ pub struct Remote {
 /// Cancels a remote session's task in progress.
 #[derive(Clone)]
 pub struct RemoteCanceller {
-    submitter: Submitter,
+    submitter: Arc<dyn TaskQueue>,
     current: Arc<Mutex<Option<String>>>,
 }
 
@@ -43,7 +44,7 @@ impl RemoteCanceller {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let Some(task) = task else { return false };
-        let submitter = self.submitter.clone();
+        let submitter = Arc::clone(&self.submitter);
         tokio::spawn(async move {
             if let Err(error) = submitter.cancel(&task).await {
                 warn!(%task, %error, "the cancel request could not be sent");
@@ -56,7 +57,12 @@ impl RemoteCanceller {
 impl Remote {
     /// Session `session_id` of `agent`, recorded in `store`, run through `submitter`.
     #[must_use]
-    pub fn new(submitter: Submitter, store: Store, session_id: String, agent: String) -> Self {
+    pub fn new(
+        submitter: Arc<dyn TaskQueue>,
+        store: Store,
+        session_id: String,
+        agent: String,
+    ) -> Self {
         Self {
             submitter,
             store,
@@ -70,7 +76,7 @@ impl Remote {
     #[must_use]
     pub fn canceller(&self) -> RemoteCanceller {
         RemoteCanceller {
-            submitter: self.submitter.clone(),
+            submitter: Arc::clone(&self.submitter),
             current: Arc::clone(&self.current),
         }
     }
@@ -87,7 +93,10 @@ impl Remote {
         stream: &broadcast::Sender<Notice>,
     ) -> Result<String, String> {
         let message = TaskMessage::new(self.agent.clone(), task).in_session(&self.session_id);
-        message.validate().map_err(|error| error.to_string())?;
+        message.check().map_err(|error| error.to_string())?;
+        self.agent
+            .parse::<Target>()
+            .map_err(|error| format!("invalid task: {error}"))?;
         let (run_id, started) = self
             .store
             .begin_run(&self.session_id, task)
@@ -192,21 +201,11 @@ impl Remote {
 
 fn summary_of(result: &TaskResult) -> RunSummary {
     RunSummary {
-        state: match result.ending {
-            Ending::Finished => RunState::Finished,
-            Ending::MaxSteps | Ending::Budget => RunState::MaxSteps,
-            Ending::Cancelled => RunState::Cancelled,
-            Ending::Failed => RunState::Failed,
-        },
+        state: result.ending.run_state(),
         status: result.status.clone(),
         answer: result.answer.clone(),
         text: result.text.clone(),
         changes: result.changes.clone(),
-        usage: TokenUsage {
-            prompt_tokens: result.usage.prompt_tokens,
-            cached_prompt_tokens: result.usage.cached_prompt_tokens,
-            completion_tokens: result.usage.completion_tokens,
-            cost_usd: result.usage.cost_usd,
-        },
+        usage: result.usage,
     }
 }

@@ -1,57 +1,12 @@
 //! [`RunReport`]: what one task of a session came to.
 
-use agent_core::{AgentEvent, FinishReason, RunOutcome, RunStatus, RunUsage};
+use agent_core::{FinishReason, RunOutcome, RunStatus, RunUsage};
 use agents::WorkspaceChanges;
 use agents::flow::FlowOutcome;
-use serde::{Deserialize, Serialize};
 
-/// Tokens used by a run, as the model reported them, and what they cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Usage {
-    /// Input tokens, over every request of the run.
-    pub prompt_tokens: u64,
-    /// Of the input tokens, those read from the provider's prompt cache.
-    pub cached_prompt_tokens: u64,
-    /// Output tokens, over every request of the run.
-    pub completion_tokens: u64,
-    /// The cost in US dollars of the requests whose model has a price.
-    pub cost_usd: f64,
-    /// Requests whose model has no price (not in `cost_usd`).
-    pub unpriced_calls: u32,
-}
-
-impl Usage {
-    /// Adds the usage an event reports (only [`AgentEvent::TokenUsage`] does).
-    pub fn add(&mut self, event: &AgentEvent) {
-        let mut run = RunUsage {
-            prompt_tokens: self.prompt_tokens,
-            cached_prompt_tokens: self.cached_prompt_tokens,
-            completion_tokens: self.completion_tokens,
-            cost_usd: self.cost_usd,
-            unpriced_calls: self.unpriced_calls,
-        };
-        run.add(event);
-        *self = Self {
-            prompt_tokens: run.prompt_tokens,
-            cached_prompt_tokens: run.cached_prompt_tokens,
-            completion_tokens: run.completion_tokens,
-            cost_usd: run.cost_usd,
-            unpriced_calls: run.unpriced_calls,
-        };
-    }
-
-    /// Whether any request had a priced model (so `cost_usd` means something).
-    #[must_use]
-    pub fn is_priced(&self) -> bool {
-        self.cost_usd > 0.0 || (self.total() > 0 && self.unpriced_calls == 0)
-    }
-
-    /// Every token, in and out.
-    #[must_use]
-    pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-}
+/// Tokens used by a run, as the model reported them, and what they cost: the run's
+/// [`RunUsage`] (one usage type for the run, the report and the CLI's result line).
+pub type Usage = RunUsage;
 
 /// What ran: an agent's outcome or a flow's.
 #[derive(Debug, Clone)]
@@ -63,21 +18,7 @@ pub enum RunResult {
     Flow(FlowOutcome),
 }
 
-/// How a run ended, in the few cases a front end tells apart (exit codes, HTTP states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Ending {
-    /// The agent finished (or every step of the flow's plan was completed).
-    Finished,
-    /// The step budget ran out first.
-    MaxSteps,
-    /// The run was cancelled.
-    Cancelled,
-    /// The run failed, or the flow ended with steps not done (blocked, timed out).
-    Failed,
-    /// A budget of `[agent]` (tokens, cost, time) was reached; the status says which.
-    Budget,
-}
+pub use agent_protocol::Ending;
 
 /// What one task of a session came to.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use tracing::warn;
 
 use crate::journal::{Journal, JournalHandle};
 use crate::recorder::{EventFeed, Recorder};
-use crate::report::{Ending, RunReport, RunResult, Usage};
+use crate::report::{RunReport, RunResult, Usage};
 
 /// What a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -773,12 +773,7 @@ fn token_usage(usage: Usage) -> TokenUsage {
 /// What the store keeps of a run's report.
 fn summary_of(report: &RunReport) -> RunSummary {
     RunSummary {
-        state: match report.ending() {
-            Ending::Finished => RunState::Finished,
-            Ending::MaxSteps | Ending::Budget => RunState::MaxSteps,
-            Ending::Cancelled => RunState::Cancelled,
-            Ending::Failed => RunState::Failed,
-        },
+        state: report.ending().run_state(),
         status: report.status_text(),
         answer: report.answer.clone(),
         text: report.text.clone(),

@@ -56,3 +56,9 @@ impl StoreError {
         }
     }
 }
+
+impl From<agent_protocol::UnknownValue> for StoreError {
+    fn from(error: agent_protocol::UnknownValue) -> Self {
+        Self::corrupt(error.what, format!("unknown value {:?}", error.value))
+    }
+}

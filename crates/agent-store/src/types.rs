@@ -1,18 +1,13 @@
 //! The records the store keeps and returns.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::StoreError;
-
-/// A run's id (its row id; increasing over the whole store).
-pub type RunId = i64;
-/// An event's id: increasing over the whole store, never reused (the SSE `Last-Event-ID`).
-pub type EventId = i64;
+// The vocabulary the store shares with every front end lives in agent-protocol; it is
+// re-exported here, where it always was.
+pub use agent_protocol::{EventId, EventKind, RunId, RunState, SessionState, TokenUsage};
 
 /// Milliseconds since the Unix epoch (0 when the clock is before it).
 #[must_use]
@@ -22,107 +17,6 @@ pub fn now_ms() -> i64 {
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or_default()
 }
-
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $name {
-            /// The text stored (and serialised): snake case.
-            #[must_use]
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $text),+
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = StoreError;
-
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s {
-                    $($text => Ok(Self::$variant),)+
-                    other => Err(StoreError::corrupt($what, format!("unknown value {other:?}"))),
-                }
-            }
-        }
-    };
-}
-
-text_enum!(
-    /// Where a session stands: the state of its latest run, or idle before the first.
-    SessionState, "session state" {
-        /// No run yet, or the last one ran out of steps (a new task continues it).
-        Idle = "idle",
-        /// A run is in progress.
-        Running = "running",
-        /// The last run finished.
-        Finished = "finished",
-        /// The last run failed.
-        Failed = "failed",
-        /// The last run was cancelled, or its process ended in the middle of it.
-        Interrupted = "interrupted",
-    }
-);
-
-text_enum!(
-    /// How a run ended (or that it has not).
-    RunState, "run state" {
-        /// In progress (or its process died and nobody has looked since:
-        /// [`Store::mark_interrupted_runs`](crate::Store::mark_interrupted_runs)).
-        Running = "running",
-        /// The agent finished (or the flow completed its plan).
-        Finished = "finished",
-        /// The step budget ran out first.
-        MaxSteps = "max_steps",
-        /// The run was cancelled.
-        Cancelled = "cancelled",
-        /// The run failed.
-        Failed = "failed",
-        /// The process running it ended in the middle of it (killed, crashed).
-        Interrupted = "interrupted",
-    }
-);
-
-impl RunState {
-    /// The state a session takes when its latest run ends so.
-    #[must_use]
-    pub fn session_state(self) -> SessionState {
-        match self {
-            Self::Running => SessionState::Running,
-            Self::Finished => SessionState::Finished,
-            Self::MaxSteps => SessionState::Idle,
-            Self::Failed => SessionState::Failed,
-            Self::Cancelled | Self::Interrupted => SessionState::Interrupted,
-        }
-    }
-}
-
-text_enum!(
-    /// What a stored event is.
-    EventKind, "event kind" {
-        /// An `agent_core::AgentEvent` (its JSON, tagged by `type`).
-        Agent = "agent",
-        /// A planning-flow event (`agents::flow::FlowEvent`'s JSON).
-        Flow = "flow",
-        /// A run began: `{"run_id", "task"}`.
-        RunStarted = "run_started",
-        /// A run ended: `{"run_id", "state", "status", "answer", "usage", "changes"}`.
-        RunFinished = "run_finished",
-    }
-);
 
 /// A session as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -184,21 +78,6 @@ impl NewSession {
         self.id = Some(id.into());
         self
     }
-}
-
-/// Tokens used by a run, and what they cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct TokenUsage {
-    /// Input tokens.
-    pub prompt_tokens: u64,
-    /// Of the input tokens, those read from the provider's prompt cache.
-    #[serde(default)]
-    pub cached_prompt_tokens: u64,
-    /// Output tokens.
-    pub completion_tokens: u64,
-    /// The cost in US dollars at the models' prices; `None` when no call had a priced model.
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
 }
 
 /// How a run ended, as [`Store::finish_run`](crate::Store::finish_run) records it.

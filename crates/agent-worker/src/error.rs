@@ -57,3 +57,13 @@ impl WorkerError {
         }
     }
 }
+
+impl From<agent_protocol::ProtocolError> for WorkerError {
+    fn from(error: agent_protocol::ProtocolError) -> Self {
+        match error {
+            agent_protocol::ProtocolError::InvalidTask(reason) => Self::InvalidTask(reason),
+            agent_protocol::ProtocolError::Json { what, source } => Self::Json { what, source },
+            other => Self::InvalidTask(other.to_string()),
+        }
+    }
+}

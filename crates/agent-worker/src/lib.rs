@@ -38,7 +38,10 @@ mod worker;
 pub use error::WorkerError;
 pub use nats::{Names, Nats, NatsOptions, QueueSettings};
 pub use submit::{EventStream, Submitted, Submitter};
-pub use task::{TaskEvent, TaskMessage, TaskOptions, TaskResult, TaskUsage};
+// The messages are agent-protocol's (the web server speaks them without the workers); they
+// are re-exported here, where they always were.
+pub use agent_protocol::{TaskEvent, TaskMessage, TaskOptions, TaskResult, TaskUsage};
+pub use task::target_of;
 pub use worker::{Worker, WorkerOptions, WorkerSummary};
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.

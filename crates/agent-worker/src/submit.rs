@@ -7,7 +7,7 @@ use futures::StreamExt;
 
 use crate::error::WorkerError;
 use crate::nats::Nats;
-use crate::task::{TaskEvent, TaskMessage, TaskResult};
+use agent_protocol::{TaskEvent, TaskMessage, TaskResult};
 
 /// What publishing a task came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl Submitter {
     ///
     /// The task is invalid, or JetStream did not store it.
     pub async fn submit(&self, task: &TaskMessage) -> Result<Submitted, WorkerError> {
-        task.validate()?;
+        crate::task::target_of(task)?;
         let message = PublishMessage::build()
             .message_id(&task.id)
             .payload(task.to_bytes()?);
@@ -98,6 +98,7 @@ impl Submitter {
         value
             .map(|bytes| TaskResult::from_bytes(&bytes))
             .transpose()
+            .map_err(WorkerError::from)
     }
 
     /// Waits until the task's result is stored and returns it (at once when it is already).
@@ -115,7 +116,7 @@ impl Submitter {
         while let Some(entry) = watch.next().await {
             let entry = entry.map_err(|error| WorkerError::nats("results watch", error))?;
             if entry.operation == Operation::Put {
-                return TaskResult::from_bytes(&entry.value);
+                return Ok(TaskResult::from_bytes(&entry.value)?);
             }
         }
         Err(WorkerError::nats("results watch", "the watch ended"))
@@ -176,5 +177,34 @@ impl EventStream {
                     })
                 }),
         )
+    }
+}
+
+/// The submitter is the web server's queue of tasks (`[server] dispatch = "nats"`).
+#[async_trait::async_trait]
+impl agent_protocol::TaskQueue for Submitter {
+    async fn submit(&self, task: &TaskMessage) -> Result<(), agent_protocol::QueueError> {
+        Submitter::submit(self, task).await?;
+        Ok(())
+    }
+
+    async fn cancel(&self, task_id: &str) -> Result<(), agent_protocol::QueueError> {
+        Ok(Submitter::cancel(self, task_id).await?)
+    }
+
+    async fn events(
+        &self,
+        task_id: &str,
+    ) -> Result<agent_protocol::TaskEvents, agent_protocol::QueueError> {
+        let stream = Submitter::events(self, task_id).await?;
+        let events = futures::stream::unfold(stream, |mut stream| async move {
+            let next = stream.next().await?;
+            Some((next.map_err(agent_protocol::QueueError::from), stream))
+        });
+        Ok(Box::pin(events))
+    }
+
+    async fn wait_result(&self, task_id: &str) -> Result<TaskResult, agent_protocol::QueueError> {
+        Ok(Submitter::wait_result(self, task_id).await?)
     }
 }

@@ -20,7 +20,7 @@ use tracing::{debug, info, warn};
 
 use crate::error::WorkerError;
 use crate::nats::Nats;
-use crate::task::{TaskEvent, TaskMessage, TaskResult};
+use agent_protocol::{TaskMessage, TaskResult};
 
 /// How many stored events a forwarder replays at once after it fell behind.
 const REPLAY_PAGE: usize = 1000;
@@ -231,7 +231,8 @@ impl TaskContext {
             .and_then(|info| u64::try_from(info.delivered).ok())
             .unwrap_or(1);
         let parsed = TaskMessage::from_bytes(&message.payload)
-            .and_then(|task| task.validate().map(|target| (task, target)));
+            .map_err(WorkerError::from)
+            .and_then(|task| crate::task::target_of(&task).map(|target| (task, target)));
         let (task, target) = match parsed {
             Ok(parsed) => parsed,
             Err(error) => {
@@ -281,7 +282,7 @@ impl TaskContext {
         let started_at = agent_store::now_ms();
         let session_id = task.session_id().to_owned();
         let failed = |status: String| {
-            let mut result = TaskResult::failed(task, status, &self.options.name, attempt);
+            let mut result = crate::task::failed_result(task, status, &self.options.name, attempt);
             result.started_at = started_at;
             Executed::Done(Box::new(result))
         };
@@ -374,10 +375,13 @@ impl TaskContext {
         }
         store.close().await;
         let mut result = match report {
-            Ok(report) => TaskResult::from_report(task, &report, &self.options.name, attempt),
-            Err(error) => {
-                TaskResult::failed(task, format!("error: {error}"), &self.options.name, attempt)
-            }
+            Ok(report) => crate::task::result_of(task, &report, &self.options.name, attempt),
+            Err(error) => crate::task::failed_result(
+                task,
+                format!("error: {error}"),
+                &self.options.name,
+                attempt,
+            ),
         };
         result.started_at = started_at;
         result.events = events;
@@ -525,7 +529,7 @@ async fn forward(
     let publish = |event: StoredEvent| {
         let subject = subject.clone();
         let client = nats.client().clone();
-        let event = TaskEvent::from_stored(&task, attempt, &worker, event);
+        let event = crate::task::event_of(&task, attempt, &worker, event);
         async move {
             match serde_json::to_vec(&event) {
                 Ok(bytes) => {

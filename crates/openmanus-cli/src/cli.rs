@@ -134,6 +134,10 @@ impl GlobalArgs {
     }
 }
 
+/// How long each check of `openmanus doctor` may take unless `--timeout` says otherwise, in
+/// seconds.
+pub const DOCTOR_TIMEOUT_SECS: u64 = 15;
+
 /// `-c KEY=VALUE`, accepted by the commands that load a configuration (not by `mcp`, whose
 /// `-c` is `--connection` as in OpenManus's run_mcp.py; `--set` works everywhere).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -289,7 +293,7 @@ pub enum Command {
     Doctor {
         /// How long each check may take, in seconds: a program or an endpoint that does not
         /// answer in time is reported as a problem.
-        #[arg(long, value_name = "SECS", default_value_t = crate::doctor::DEFAULT_TIMEOUT_SECS,
+        #[arg(long, value_name = "SECS", default_value_t = DOCTOR_TIMEOUT_SECS,
               value_parser = clap::value_parser!(u64).range(1..=3600))]
         timeout: u64,
         #[command(flatten)]

@@ -143,7 +143,7 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
                 agents::SNAPSHOT_LIMIT
             ));
         }
-        if report.usage.total() > 0 {
+        if report.usage.total_tokens() > 0 {
             let usage = &report.usage;
             note(&format!(
                 "tokens: {}",

@@ -23,9 +23,6 @@ use model::model;
 use os::Os;
 use probes::{bubblewrap, chromium, docker, nats, pandas, python, xvfb};
 
-/// How long each check may take unless `--timeout` says otherwise, in seconds.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 15;
-
 /// What a capability is and what it serves.
 #[derive(Debug)]
 struct Capability {
