@@ -232,7 +232,8 @@ fn follow_text(view: &mut Follow, attempt: &mut Option<(String, u64)>, event: &T
     }
 }
 
-/// `value` (an object) with `"type": kind` first among its fields.
+/// `value` (an object) with a `"type": kind` field (its keys come out sorted, as every line
+/// built through `serde_json::Value`; a field `type` of `value` itself is kept over `kind`).
 fn typed(kind: &str, value: Value) -> Value {
     let mut fields = serde_json::Map::new();
     fields.insert("type".to_owned(), Value::from(kind));
