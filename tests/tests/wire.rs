@@ -342,13 +342,7 @@ fn usage_records_and_endings() {
         let usage: agent_llm::Usage = serde_json::from_str(line).unwrap();
         snap.case(format!("llm_usage.{name}"), direct(&usage));
     }
-    for ending in [
-        Ending::Finished,
-        Ending::MaxSteps,
-        Ending::Cancelled,
-        Ending::Failed,
-        Ending::Budget,
-    ] {
+    for ending in ENDINGS {
         snap.case(format!("ending.{ending:?}"), direct(&ending));
     }
     for state in run_states() {
@@ -356,6 +350,14 @@ fn usage_records_and_endings() {
     }
     snap.check();
 }
+
+const ENDINGS: [Ending; 5] = [
+    Ending::Finished,
+    Ending::MaxSteps,
+    Ending::Cancelled,
+    Ending::Failed,
+    Ending::Budget,
+];
 
 fn run_states() -> [RunState; 6] {
     [
@@ -422,13 +424,7 @@ fn nats_messages() {
         };
         snap.case(format!("task_event.{name}"), direct(&task_event));
     }
-    for ending in [
-        Ending::Finished,
-        Ending::MaxSteps,
-        Ending::Cancelled,
-        Ending::Failed,
-        Ending::Budget,
-    ] {
+    for ending in ENDINGS {
         for (priced, cost) in [("priced", Some(0.000_175)), ("unpriced", None)] {
             let result = task_result(ending, cost);
             let bytes = result.to_bytes().unwrap();
