@@ -1,9 +1,10 @@
 //! Runs on workers: with `[server] dispatch = "nats"` a session's tasks are published to the
-//! NATS work queue (any [`TaskQueue`]: `agent_worker::Submitter` is the NATS one) instead of being run here. The worker's events come back
-//! on the task's subject; each is stored in this server's store (so it gets this store's id,
-//! replays with `Last-Event-ID` and shows in the page exactly as a local run's) and sent to
-//! the session's stream. The run's boundaries are this server's: `run_started` when the task is
-//! submitted, `run_finished` from the worker's stored result.
+//! NATS work queue (any [`TaskQueue`]: `agent_worker::Submitter` is the NATS one) instead of
+//! being run here. The worker's events come back on the task's subject; each is stored in this
+//! server's store (so it gets this store's id, replays with `Last-Event-ID` and shows in the
+//! page exactly as a local run's) and sent to the session's stream. The run's boundaries are
+//! this server's: `run_started` when the task is submitted, `run_finished` from the worker's
+//! stored result.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

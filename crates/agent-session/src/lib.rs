@@ -30,7 +30,7 @@ mod session;
 pub use journal::JournalReader;
 pub use journal::{JOURNAL_DIR, Journal, JournalHandle, JournaledModel};
 pub use recorder::EventFeed;
-pub use report::{Ending, RunReport, RunResult, Usage};
+pub use report::{Ending, RunReport, RunResult, Usage, stored_usage};
 pub use session::{Canceller, Session, SessionError, Target};
 
 /// The session store sessions are recorded in (re-exported: a front end needs no other

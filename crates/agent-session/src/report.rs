@@ -1,12 +1,25 @@
 //! [`RunReport`]: what one task of a session came to.
 
 use agent_core::{FinishReason, RunOutcome, RunStatus, RunUsage};
+use agent_store::TokenUsage;
 use agents::WorkspaceChanges;
 use agents::flow::FlowOutcome;
 
 /// Tokens used by a run, as the model reported them, and what they cost: the run's
 /// [`RunUsage`] (one usage type for the run, the report and the CLI's result line).
 pub type Usage = RunUsage;
+
+/// A run's usage as it is stored and sent (the store's run records, `run_finished`, the workers'
+/// results): the cost is `null` unless a call had a priced model.
+#[must_use]
+pub fn stored_usage(usage: &Usage) -> TokenUsage {
+    TokenUsage {
+        prompt_tokens: usage.prompt_tokens,
+        cached_prompt_tokens: usage.cached_prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        cost_usd: usage.is_priced().then_some(usage.cost_usd),
+    }
+}
 
 /// What ran: an agent's outcome or a flow's.
 #[derive(Debug, Clone)]

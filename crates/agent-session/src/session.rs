@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_core::{AgentError, AgentEvent, CancellationToken, EventBus};
 use agent_llm::{ChatModel, LlmError};
-use agent_store::{NewSession, RunState, RunSummary, Store, StoreError, StoredEvent, TokenUsage};
+use agent_store::{NewSession, RunState, RunSummary, Store, StoreError, StoredEvent};
 use agents::flow::{Flow, FlowError, FlowEvent};
 use agents::{AgentFactory, AgentKind, BuiltAgent, BuiltFlow, FactoryError, Snapshot};
 use serde_json::{Value, json};
@@ -17,7 +17,7 @@ use tracing::warn;
 
 use crate::journal::{Journal, JournalHandle};
 use crate::recorder::{EventFeed, Recorder};
-use crate::report::{RunReport, RunResult, Usage};
+use crate::report::{RunReport, RunResult, Usage, stored_usage};
 
 /// What a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -596,7 +596,7 @@ impl Session {
                         answer: None,
                         text: String::new(),
                         changes: Value::Null,
-                        usage: token_usage(usage),
+                        usage: stored_usage(&usage),
                     };
                     if let Err(error) = recorder.finish_run(summary).await {
                         warn!(%error, "the run's end could not be recorded");
@@ -760,16 +760,6 @@ fn flow_handler(
     })
 }
 
-/// The session's [`Usage`] as the store counts it.
-fn token_usage(usage: Usage) -> TokenUsage {
-    TokenUsage {
-        prompt_tokens: usage.prompt_tokens,
-        cached_prompt_tokens: usage.cached_prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-        cost_usd: usage.is_priced().then_some(usage.cost_usd),
-    }
-}
-
 /// What the store keeps of a run's report.
 fn summary_of(report: &RunReport) -> RunSummary {
     RunSummary {
@@ -778,7 +768,7 @@ fn summary_of(report: &RunReport) -> RunSummary {
         answer: report.answer.clone(),
         text: report.text.clone(),
         changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
-        usage: token_usage(report.usage),
+        usage: stored_usage(&report.usage),
     }
 }
 

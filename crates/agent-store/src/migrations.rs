@@ -4,7 +4,7 @@
 //! SQLite (for the compiler's host) in every cold build. The migrations here are what
 //! `migrate!` made of the same files: the version and the description from the file's name,
 //! the file's text, and sqlx's checksum of it, so databases written by earlier builds open as
-//! before (`a_store_migrated_by_earlier_builds_opens` in the tests).
+//! before (`the_embedded_migrations_have_the_checksums_databases_hold` pins them).
 
 use std::borrow::Cow;
 use std::future::Future;

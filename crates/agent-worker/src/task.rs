@@ -2,7 +2,7 @@
 //! session store's and its result from the session's report.
 
 use agent_protocol::{Ending, TaskEvent, TaskMessage, TaskResult, TaskUsage};
-use agent_session::{RunReport, Target};
+use agent_session::{RunReport, Target, stored_usage};
 use agent_store::StoredEvent;
 use serde_json::Value;
 
@@ -49,25 +49,11 @@ pub(crate) fn result_of(
     attempt: u64,
 ) -> TaskResult {
     TaskResult {
-        task_id: task.id.clone(),
-        session_id: task.session_id().to_owned(),
-        agent: task.agent.clone(),
-        ending: report.ending(),
-        status: report.status_text(),
         answer: report.answer.clone(),
         text: report.text.clone(),
         changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
-        usage: TaskUsage {
-            prompt_tokens: report.usage.prompt_tokens,
-            cached_prompt_tokens: report.usage.cached_prompt_tokens,
-            completion_tokens: report.usage.completion_tokens,
-            cost_usd: report.usage.is_priced().then_some(report.usage.cost_usd),
-        },
-        worker: worker.to_owned(),
-        attempt,
-        events: 0,
-        started_at: 0,
-        finished_at: agent_store::now_ms(),
+        usage: stored_usage(&report.usage),
+        ..result(task, report.ending(), report.status_text(), worker, attempt)
     }
 }
 
@@ -78,11 +64,22 @@ pub(crate) fn failed_result(
     worker: &str,
     attempt: u64,
 ) -> TaskResult {
+    result(task, Ending::Failed, status, worker, attempt)
+}
+
+/// A result of the task ending so, with no answer, text, changes or usage yet.
+fn result(
+    task: &TaskMessage,
+    ending: Ending,
+    status: String,
+    worker: &str,
+    attempt: u64,
+) -> TaskResult {
     TaskResult {
         task_id: task.id.clone(),
         session_id: task.session_id().to_owned(),
         agent: task.agent.clone(),
-        ending: Ending::Failed,
+        ending,
         status,
         answer: None,
         text: String::new(),
