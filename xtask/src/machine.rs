@@ -173,6 +173,10 @@ pub(crate) fn ready(install: bool) -> Result<()> {
         );
     }
     say(&format!("==> machine: {}", docker_engine(root)));
+    say(&format!(
+        "==> machine: {}",
+        disk_space(&crate::workspace_root())
+    ));
     say("==> machine: ready");
     Ok(())
 }
@@ -592,6 +596,54 @@ fn succeeds(program: &str, args: &[&str]) -> bool {
         .is_ok_and(|status| status.success())
 }
 
+/// What a cold `cargo xtask ci` leaves in `target/` (measured on a clean clone, 2026-12-04:
+/// the debug build of every test target with and without the optional features, the release
+/// binary of `install-check`, the docs and the test peers), rounded up.
+const CI_NEEDS_GIB: u64 = 16;
+
+/// The free space where the build goes, and a warning when it is less than a cold run writes:
+/// a full disk otherwise shows only as "No space left on device" from a compiler, minutes in.
+fn disk_space(workspace: &Path) -> String {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || workspace.join("target"),
+        |dir| workspace.join(PathBuf::from(dir)),
+    );
+    // `df` needs a path that exists: the target dir, else the workspace it will be made in.
+    let at = if target.exists() {
+        target
+    } else {
+        workspace.to_path_buf()
+    };
+    let Some(free) =
+        output("df", &["-Pk", &at.to_string_lossy()]).and_then(|out| df_free_kib(&out))
+    else {
+        return format!(
+            "free disk space under {} unknown (df did not answer)",
+            at.display()
+        );
+    };
+    let free_gib = free / (1024 * 1024);
+    if free_gib < CI_NEEDS_GIB {
+        format!(
+            "WARNING: {free_gib} GiB free under {}; a cold run writes about {CI_NEEDS_GIB} GiB \
+             there and may fail with \"No space left on device\" (free some, or set \
+             CARGO_TARGET_DIR to a larger disk)",
+            at.display()
+        )
+    } else {
+        format!(
+            "{free_gib} GiB free under {} (a cold run writes about {CI_NEEDS_GIB} GiB)",
+            at.display()
+        )
+    }
+}
+
+/// The available KiB in `df -Pk` output (POSIX format: a header, then one line whose fourth
+/// column is the available space).
+fn df_free_kib(out: &str) -> Option<u64> {
+    out.lines().nth(1)?.split_whitespace().nth(3)?.parse().ok()
+}
+
 /// The trimmed standard output of `program args` when it exits with success.
 fn output(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program)
@@ -633,6 +685,21 @@ mod tests {
                 "tmux"
             ]
         );
+    }
+
+    #[test]
+    fn df_output_gives_the_available_space() {
+        let out = "Filesystem     1024-blocks      Used Available Capacity Mounted on\n\
+                   /dev/vda        264091736  29360128  67108864      31% /\n";
+        assert_eq!(df_free_kib(out), Some(67_108_864));
+        assert_eq!(df_free_kib("Filesystem 1024-blocks Used Available\n"), None);
+        assert_eq!(df_free_kib("header\n/dev/x 1 2 lots 4% /\n"), None);
+    }
+
+    #[test]
+    fn disk_space_reads_this_machine() {
+        let here = disk_space(Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(here.contains("GiB"), "{here}");
     }
 
     #[test]
