@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, info_span, warn};
 
-use crate::budget::{Budget, BudgetExceeded, BudgetMeter, RunUsage};
+use crate::budget::{Budget, BudgetExceeded, BudgetMeter};
 use crate::error::AgentError;
+use crate::event::RunUsage;
 use crate::event::{AgentEvent, EventBus};
 use crate::memory::Memory;
 use crate::outcome::{AnswerTracker, FinishReason, RunOutcome, RunStatus, StepRecord};

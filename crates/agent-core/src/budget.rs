@@ -1,72 +1,14 @@
-//! What a run used ([`RunUsage`]: tokens and cost, added up from the
-//! [`AgentEvent::TokenUsage`] events) and the limits it may use ([`Budget`]: tokens, cost and
-//! wall time), measured by a [`BudgetMeter`] that one agent owns or that a flow shares between
-//! its executors.
+//! The limits a run may use ([`Budget`]: tokens, cost and wall time), measured by a
+//! [`BudgetMeter`] that one agent owns or that a flow shares between its executors. What is
+//! measured is a [`RunUsage`], added up from the run's events.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::event::AgentEvent;
-
-/// `usd` rounded to a billionth of a dollar, so that sums print as the decimals they are
-/// (`0.000175 + 0.00021` is `0.000385`, not `0.00038500000000000003`) and survive a round trip
-/// through JSON text and SQLite unchanged.
-#[must_use]
-pub fn round_usd(usd: f64) -> f64 {
-    (usd * 1e9).round() / 1e9
-}
-
-/// Tokens and cost, added up over model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunUsage {
-    /// Input tokens.
-    pub prompt_tokens: u64,
-    /// Of the input tokens, those read from the provider's prompt cache.
-    pub cached_prompt_tokens: u64,
-    /// Output tokens.
-    pub completion_tokens: u64,
-    /// The cost of the calls whose model has a price, in US dollars.
-    pub cost_usd: f64,
-    /// Calls whose model has no price (their cost is not in `cost_usd`).
-    pub unpriced_calls: u32,
-}
-
-impl RunUsage {
-    /// Adds what an event reports (only [`AgentEvent::TokenUsage`] reports anything).
-    pub fn add(&mut self, event: &AgentEvent) {
-        if let AgentEvent::TokenUsage {
-            prompt_tokens,
-            cached_prompt_tokens,
-            completion_tokens,
-            cost_usd,
-        } = event
-        {
-            self.prompt_tokens += prompt_tokens;
-            self.cached_prompt_tokens += cached_prompt_tokens;
-            self.completion_tokens += completion_tokens;
-            match cost_usd {
-                Some(cost) => self.cost_usd = round_usd(self.cost_usd + cost),
-                None => self.unpriced_calls += 1,
-            }
-        }
-    }
-
-    /// Every token, in and out.
-    #[must_use]
-    pub fn total_tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-
-    /// Whether any call had a priced model (so `cost_usd` means something): what decides
-    /// between a cost and `null` where usage is stored and sent.
-    #[must_use]
-    pub fn is_priced(&self) -> bool {
-        self.cost_usd > 0.0 || (self.total_tokens() > 0 && self.unpriced_calls == 0)
-    }
-}
+use crate::event::{AgentEvent, RunUsage};
 
 /// Which limit of a [`Budget`] a run reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -261,22 +203,6 @@ impl BudgetMeter {
 mod tests {
     use super::*;
 
-    #[test]
-    fn usage_is_priced_when_a_call_had_a_price_or_every_call_did() {
-        let mut usage = RunUsage::default();
-        assert!(!usage.is_priced(), "nothing used, nothing priced");
-        usage.add(&usage_event(10, 2, None));
-        assert!(!usage.is_priced(), "the one call had no price");
-        usage.add(&usage_event(10, 2, Some(0.001)));
-        assert!(usage.is_priced(), "one call had a price");
-        let mut free = RunUsage::default();
-        free.add(&usage_event(10, 2, Some(0.0)));
-        assert!(
-            free.is_priced(),
-            "a priced model that cost nothing is priced"
-        );
-    }
-
     fn usage_event(prompt: u64, completion: u64, cost: Option<f64>) -> AgentEvent {
         AgentEvent::TokenUsage {
             prompt_tokens: prompt,
@@ -284,25 +210,6 @@ mod tests {
             completion_tokens: completion,
             cost_usd: cost,
         }
-    }
-
-    #[test]
-    fn usage_adds_token_events_and_counts_unpriced_calls() {
-        let mut usage = RunUsage::default();
-        usage.add(&usage_event(100, 10, Some(0.5)));
-        usage.add(&usage_event(200, 20, None));
-        usage.add(&AgentEvent::Stuck { step: 1 });
-        assert_eq!(usage.total_tokens(), 330);
-        assert!((usage.cost_usd - 0.5).abs() < 1e-12);
-        assert_eq!(usage.unpriced_calls, 1);
-    }
-
-    #[test]
-    fn sums_of_costs_stay_short_decimals() {
-        let mut usage = RunUsage::default();
-        usage.add(&usage_event(1, 1, Some(0.000_175)));
-        usage.add(&usage_event(1, 1, Some(0.000_21)));
-        assert_eq!(usage.cost_usd.to_string(), "0.000385");
     }
 
     #[test]

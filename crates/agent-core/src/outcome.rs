@@ -3,8 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::budget::{BudgetExceeded, RunUsage};
+use crate::budget::BudgetExceeded;
 use crate::error::AgentError;
+use crate::event::RunUsage;
 use crate::schema::{AgentState, ToolCall};
 
 /// Why an agent reached `FINISHED`.
