@@ -108,21 +108,6 @@ pub(crate) fn stop_descendants_where(
     stopped
 }
 
-/// Sends SIGSTOP to every descendant of this process, walking the tree again until no new one
-/// appears; returns the stopped ones. The keeper ([`crate::keeper`]) is left alone: it must
-/// outlive this process.
-pub(crate) fn stop_descendants() -> BTreeSet<i32> {
-    let keeper = crate::keeper::keeper_pid();
-    stop_descendants_where(|_, mut all| {
-        if let Some(keeper) = keeper {
-            all.remove(&keeper);
-        }
-        all
-    })
-    .into_keys()
-    .collect()
-}
-
 /// Sends SIGKILL to `pids`; returns how many received it.
 pub(crate) fn kill_all<'a>(pids: impl IntoIterator<Item = &'a i32>) -> usize {
     pids.into_iter()

@@ -3,7 +3,9 @@
 use nix::sys::signal::Signal;
 use tracing::{debug, warn};
 
-use crate::descendants::{kill_all, stop_descendants};
+use std::collections::BTreeSet;
+
+use crate::descendants::{kill_all, stop_descendants_where};
 use crate::hooks::hooks;
 use crate::registry::entries;
 
@@ -56,4 +58,19 @@ pub fn emergency_shutdown() -> EmergencyReport {
         report.hooks_run += 1;
     }
     report
+}
+
+/// Sends SIGSTOP to every descendant of this process, walking the tree again until no new one
+/// appears; returns the stopped ones. The keeper ([`crate::keeper`]) is left alone: it must
+/// outlive this process.
+fn stop_descendants() -> BTreeSet<i32> {
+    let keeper = crate::keeper::keeper_pid();
+    stop_descendants_where(|_, mut all| {
+        if let Some(keeper) = keeper {
+            all.remove(&keeper);
+        }
+        all
+    })
+    .into_keys()
+    .collect()
 }

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use tracing::debug;
 
 use crate::descendants::{Stat, descendants, kill_all, stop_descendants_where};
-use crate::reaper::{Marker, adopt, marker_of};
+use crate::marker::{Marker, marker_of};
+use crate::reaper::adopt;
 
 /// The processes of group `id` led by `leader` that are still descendants of this process,
 /// frozen (SIGSTOP), with their stat.

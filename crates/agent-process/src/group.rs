@@ -12,8 +12,8 @@ use tokio::sync::watch;
 use tokio::time::error::Elapsed;
 use tracing::{debug, warn};
 
-use crate::reaper;
 use crate::registry::Entry;
+use crate::{escape, marker, reaper};
 
 /// Where the leader stands, as the reaper task publishes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,13 +124,14 @@ impl ProcessGroup {
     pub fn spawn(name: &str, command: &mut Command) -> io::Result<Spawned> {
         // The reaper is a task: without a runtime, refuse before anything is started.
         let runtime = tokio::runtime::Handle::try_current().map_err(io::Error::other)?;
+        crate::keeper::ensure_started();
         reaper::ensure_started();
         crate::env::scrub(command);
         let id = Entry::next_id();
         command
             .process_group(0)
             .kill_on_drop(true)
-            .env(reaper::MARKER, reaper::marker_value(id));
+            .env(marker::MARKER, marker::marker_value(id));
         reaper::leader_spawning(id);
         let spawned = command.spawn().and_then(|child| {
             let pid = child
@@ -225,7 +226,7 @@ impl ProcessGroup {
     /// SIGKILL to the whole group at once, and never a signal again (synchronous; the leader is
     /// still reaped by its task).
     pub fn kill(&self) {
-        self.entry.kill_for_good();
+        kill_for_good(&self.entry);
     }
 
     /// Stops the whole group: SIGTERM, up to `grace` for the leader to exit, then SIGKILL to
@@ -259,8 +260,15 @@ impl ProcessGroup {
 
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
-        self.entry.kill_for_good();
+        kill_for_good(&self.entry);
     }
+}
+
+/// SIGKILL to the group and, once, to the processes that left it (the escape sweep).
+fn kill_for_good(entry: &Entry) {
+    entry.kill_for_good(escape::freeze, |frozen| {
+        escape::kill(frozen);
+    });
 }
 
 /// Waits for the leader, publishes its status, and unregisters the group if it is empty.

@@ -42,7 +42,7 @@ use std::sync::OnceLock;
 use tracing::{debug, warn};
 
 use crate::descendants::me;
-use crate::reaper::MARKER;
+use crate::marker::MARKER;
 
 /// Set to `off` to keep this process out of a cgroup of its own (the keeper then guards with
 /// the group marker only).

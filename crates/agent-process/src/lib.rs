@@ -76,6 +76,7 @@ mod escape;
 mod group;
 mod hooks;
 mod keeper;
+mod marker;
 mod probe;
 mod reaper;
 mod registry;

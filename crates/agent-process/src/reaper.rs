@@ -13,7 +13,7 @@
 //! adopted:
 //!
 //! * a process that was seen alive as a child of ours, carrying a group marker (the
-//!   [`MARKER`] variable every group leader gets in its environment, inherited by its
+//!   [`MARKER`](crate::marker::MARKER) variable every group leader gets in its environment, inherited by its
 //!   descendants) while not being a leader itself — a leader is tokio's; recorded by pid and
 //!   start time, so a reused pid is never mistaken for it;
 //! * a zombie in a registered group that is not its leader (only a group's own members carry
@@ -37,65 +37,8 @@ use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use crate::descendants::{Stat, me, table};
+use crate::marker::{Environ, Marker, environ_of};
 use crate::registry::entries;
-
-/// The environment variable every group leader gets: `<host pid>:<group number>`.
-pub(crate) const MARKER: &str = "OPENMANUS_PROCESS_GROUP";
-
-/// The marker value of group `id` of this process.
-pub(crate) fn marker_value(id: u64) -> String {
-    format!("{}:{id}", me())
-}
-
-/// A marker found in a process's environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Marker {
-    /// The pid of the process that spawned the group.
-    pub host: i32,
-    /// The group's number in that process.
-    pub id: u64,
-}
-
-/// What the environment of a process says of its group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Environ {
-    /// It carries this marker.
-    Marked(Marker),
-    /// It carries none.
-    Unmarked,
-    /// It cannot be read now (gone, not ours, or empty: in the middle of an `execve`).
-    Unknown,
-}
-
-/// The group marker in `pid`'s environment.
-pub(crate) fn environ_of(pid: i32) -> Environ {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return Environ::Unknown;
-    };
-    if environ.is_empty() {
-        return Environ::Unknown;
-    }
-    let prefix = format!("{MARKER}=");
-    let marker = environ
-        .split(|b| *b == 0)
-        .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))
-        .and_then(|value| {
-            let (host, id) = std::str::from_utf8(value).ok()?.split_once(':')?;
-            Some(Marker {
-                host: host.parse().ok()?,
-                id: id.parse().ok()?,
-            })
-        });
-    marker.map_or(Environ::Unmarked, Environ::Marked)
-}
-
-/// The group marker in `pid`'s environment, if it has one (and may be read).
-pub(crate) fn marker_of(pid: i32) -> Option<Marker> {
-    match environ_of(pid) {
-        Environ::Marked(marker) => Some(marker),
-        Environ::Unmarked | Environ::Unknown => None,
-    }
-}
 
 /// The leaders tokio reaps: group number → leader pid (`None` while it is being spawned), from
 /// just before the spawn until tokio reaped the leader.
@@ -240,11 +183,11 @@ pub(crate) fn reap_adopted() -> Pass {
     pass
 }
 
-/// Makes this process a child subreaper and starts the reaper thread, once.
+/// Makes this process a child subreaper and starts the reaper thread, once (after the keeper,
+/// [`crate::keeper::ensure_started`], which the spawn starts first).
 pub(crate) fn ensure_started() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
-        crate::keeper::ensure_started();
         if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
             warn!(%error, "cannot become a child subreaper: processes that leave their group may outlive the run");
             return;

@@ -13,8 +13,6 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tracing::debug;
 
-use crate::escape;
-
 /// The registered groups, by registration number.
 static LIVE: Mutex<BTreeMap<u64, Arc<Entry>>> = Mutex::new(BTreeMap::new());
 /// The next registration number.
@@ -76,14 +74,20 @@ impl Entry {
         self.id
     }
 
-    /// Sends SIGKILL to the group (if armed) and to the processes that left it (the escape
-    /// sweep, once), then disarms and unregisters it.
-    pub(crate) fn kill_for_good(&self) {
+    /// Sends SIGKILL to the group (if armed) and to the processes that left it, then disarms
+    /// and unregisters it. The escape sweep ([`crate::escape`]) runs once: `freeze(id, leader)`
+    /// under the lock, before the group's SIGKILL; `kill` with what it froze after it, before the
+    /// group is unregistered.
+    pub(crate) fn kill_for_good<T>(
+        &self,
+        freeze: impl FnOnce(u64, i32) -> T,
+        kill: impl FnOnce(T),
+    ) {
         let mut armed = self.armed.lock().unwrap_or_else(PoisonError::into_inner);
         let escaped = if self.swept.swap(true, Ordering::AcqRel) {
             None
         } else {
-            Some(escape::freeze(self.id, self.pgid))
+            Some(freeze(self.id, self.pgid))
         };
         if *armed {
             self.send(Signal::SIGKILL);
@@ -91,7 +95,7 @@ impl Entry {
         }
         drop(armed);
         if let Some(escaped) = escaped {
-            escape::kill(escaped);
+            kill(escaped);
         }
         self.unregister();
     }
