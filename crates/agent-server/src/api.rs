@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::a2a::A2a;
 use crate::error::ApiError;
 use crate::files::{self, PathError};
 use crate::guard::{Access, TOKEN_COOKIE};
@@ -31,7 +32,7 @@ pub struct AppState {
     /// The access rules (for the login route).
     pub access: Arc<Access>,
     /// The A2A side.
-    pub a2a: Arc<crate::a2a::A2a>,
+    pub a2a: Arc<A2a>,
 }
 
 /// `GET /api/health`.

@@ -23,6 +23,7 @@
 //! workspace ([`files`]).
 
 pub mod a2a;
+pub mod a2a_routes;
 pub mod api;
 mod assets;
 pub mod error;

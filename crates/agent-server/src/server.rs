@@ -9,7 +9,8 @@ use axum::middleware;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-use crate::a2a::{self, A2a};
+use crate::a2a::A2a;
+use crate::a2a_routes;
 use crate::api::{self, AppState};
 use crate::assets;
 use crate::guard::{self, Access};
@@ -138,10 +139,10 @@ pub fn router(hub: Arc<Hub>, access: Arc<Access>) -> Router {
             guard::token,
         ));
     Router::new()
-        .route("/", get(assets::index).post(a2a::rpc))
-        .route("/a2a", post(a2a::rpc))
-        .route("/.well-known/agent-card.json", get(a2a::card))
-        .route("/.well-known/agent.json", get(a2a::card))
+        .route("/", get(assets::index).post(a2a_routes::rpc))
+        .route("/a2a", post(a2a_routes::rpc))
+        .route("/.well-known/agent-card.json", get(a2a_routes::card))
+        .route("/.well-known/agent.json", get(a2a_routes::card))
         .route("/app.js", get(assets::script))
         .route("/app.css", get(assets::style))
         .route("/api/health", get(api::health))

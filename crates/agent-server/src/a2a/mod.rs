@@ -24,16 +24,12 @@ use agent_a2a::{CardInfo, Dialect, Message, Skill, StreamEvent, Task, TaskState,
 use agent_session::Target;
 use agents::AgentKind;
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::api::AppState;
 use crate::error::ApiError;
 use crate::hub::Hub;
 use crate::live::{Live, TaskError};
@@ -492,30 +488,4 @@ fn sse(
         receiver.recv().await.map(|event| (Ok(event), receiver))
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-}
-
-/// `GET /.well-known/agent-card.json` (and `agent.json`): public, like any agent card; it
-/// says when requests need the token.
-pub async fn card(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1");
-    state.a2a.card(host).await.map(Json)
-}
-
-/// `POST /a2a` (and `POST /`): one JSON-RPC request, behind the token like the API.
-pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(error) = state.access.check_token(&headers) {
-        let mut response = error.into_response();
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            header::HeaderValue::from_static("Bearer"),
-        );
-        return response;
-    }
-    state.a2a.handle(&body).await
 }
