@@ -13,12 +13,13 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
-use crate::compaction::{Compaction, compact_if_needed};
+use crate::compaction::{Compaction, compact_if_needed, estimate_tokens};
 use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
     AutoTextReply, NextStepPromptMode, Policies, cap_observation_bytes, truncate_observation,
 };
 use crate::trimming::TOOL_IMAGE_PREFIX;
+use crate::usage::usage_event;
 
 /// Default name of a plain ToolCallAgent.
 pub const DEFAULT_NAME: &str = "toolcall";
@@ -396,16 +397,6 @@ fn build_request(core: &ToolCallCore, ephemeral: Option<&Message>) -> ChatReques
         .with_tools(core.tools.to_params().to_vec(), core.tool_choice)
 }
 
-/// The [`AgentEvent::TokenUsage`] of one call of a model with `price`.
-pub(crate) fn usage_event(usage: &agent_llm::Usage, price: Option<agent_llm::Price>) -> AgentEvent {
-    AgentEvent::TokenUsage {
-        prompt_tokens: usage.prompt_tokens,
-        cached_prompt_tokens: usage.cached_prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-        cost_usd: price.map(|price| price.cost(usage)),
-    }
-}
-
 /// A hook's prompt with the stuck hint in front exactly when the agent is stuck: a hint the hook
 /// put there itself is taken off first, so the model never reads it twice.
 fn hinted(base: &BaseAgent, prompt: &str) -> String {
@@ -435,12 +426,11 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             }
         }
         let mut request = build_request(core, ephemeral.as_ref());
-        if compact_if_needed(core, &request, |core| {
-            build_request(core, ephemeral.as_ref())
-        })
-        .await
+        if let Some(compacted) =
+            compact_if_needed(&core.compaction, &core.llm, &mut core.base, &request).await
         {
             request = build_request(core, ephemeral.as_ref());
+            compacted.report(&core.base, estimate_tokens(&request));
         }
 
         let response = match core.llm.complete(request).await {

@@ -11,11 +11,11 @@ use agent_config::AgentSettings;
 pub use agent_config::{
     CompactionStrategy, DEFAULT_COMPACTION_KEEP_TURNS, DEFAULT_COMPACTION_THRESHOLD,
 };
-use agent_core::{AgentEvent, Message, Role, turns};
+use agent_core::{AgentEvent, BaseAgent, Message, Role, turns};
 use agent_llm::{ChatModel, ChatRequest};
 use tracing::{info, warn};
 
-use crate::agent::{ToolCallCore, usage_event};
+use crate::usage::usage_event;
 
 /// The first line of the summary message that replaces the older turns.
 pub const SUMMARY_PREFIX: &str = "[Summary of the earlier part of this conversation, written to \
@@ -243,29 +243,58 @@ pub fn summary_request(task: Option<&Message>, messages: &[Message]) -> ChatRequ
         .with_system(vec![Message::system_message(SUMMARY_SYSTEM_PROMPT)])
 }
 
-/// Compacts `core`'s memory when `request` would pass the threshold. Returns whether memory
-/// changed (then the caller builds the request again). `rebuild` makes the request from memory.
-pub(crate) async fn compact_if_needed(
-    core: &mut ToolCallCore,
-    request: &ChatRequest,
-    rebuild: impl Fn(&ToolCallCore) -> ChatRequest,
-) -> bool {
-    let settings = &core.compaction;
-    if settings.strategy == CompactionStrategy::Off {
-        return false;
+/// A compaction done: memory changed, and the caller, having built the request again, reports
+/// it with [`Compacted::report`].
+#[derive(Debug)]
+#[must_use]
+pub(crate) struct Compacted {
+    strategy: &'static str,
+    removed: usize,
+    before: u64,
+}
+
+impl Compacted {
+    /// Logs the compaction and emits [`AgentEvent::Compacted`], `after` being the estimate of
+    /// the request built again.
+    pub(crate) fn report(self, base: &BaseAgent, after: u64) {
+        let Self {
+            strategy,
+            removed,
+            before,
+        } = self;
+        info!(
+            strategy,
+            removed, before, after, "compacted the conversation"
+        );
+        base.emit(AgentEvent::Compacted {
+            step: base.current_step(),
+            strategy: strategy.to_owned(),
+            removed_messages: removed,
+            tokens_before: before,
+            tokens_after: after,
+        });
     }
-    let Some(window) = settings
-        .context_window
-        .or_else(|| core.llm.context_window())
-    else {
-        return false;
-    };
+}
+
+/// Compacts `base`'s memory when `request` would pass the threshold of `settings` (the window
+/// is `llm`'s unless the settings give one; `llm` also writes the summary unless the settings
+/// name a model). `Some` when memory changed: build the request again, then report it.
+pub(crate) async fn compact_if_needed(
+    settings: &Compaction,
+    llm: &Arc<dyn ChatModel>,
+    base: &mut BaseAgent,
+    request: &ChatRequest,
+) -> Option<Compacted> {
+    if settings.strategy == CompactionStrategy::Off {
+        return None;
+    }
+    let window = settings.context_window.or_else(|| llm.context_window())?;
     let limit = (window as f64 * settings.threshold) as u64;
     let before = estimate_tokens(request);
     if before <= limit {
-        return false;
+        return None;
     }
-    let memory = &core.base.memory;
+    let memory = &base.memory;
     let Some((start, end)) =
         compactable(memory.messages(), memory.task_index(), settings.keep_turns)
     else {
@@ -273,14 +302,14 @@ pub(crate) async fn compact_if_needed(
             before,
             limit, "the request passes the compaction threshold, but there is nothing to compact"
         );
-        return false;
+        return None;
     };
     let mut strategy = settings.strategy;
     let replacement = if strategy == CompactionStrategy::Summary {
         let model = settings
             .summary_model
             .clone()
-            .unwrap_or_else(|| Arc::clone(&core.llm));
+            .unwrap_or_else(|| Arc::clone(llm));
         let task = memory
             .current_task()
             .or_else(|| memory.first_user_message())
@@ -289,7 +318,7 @@ pub(crate) async fn compact_if_needed(
         match model.complete(request).await {
             Ok(response) => {
                 if let Some(usage) = &response.usage {
-                    core.base.emit(usage_event(usage, model.price()));
+                    base.emit(usage_event(usage, model.price()));
                 }
                 match response.content.filter(|text| !text.trim().is_empty()) {
                     Some(summary) => Some(format!("{SUMMARY_PREFIX}\n{}", summary.trim())),
@@ -311,32 +340,21 @@ pub(crate) async fn compact_if_needed(
         strategy = CompactionStrategy::Cut;
         format!("{CUT_NOTE} ({} messages)", end - start)
     });
-    if !core
-        .base
+    if !base
         .memory
         .replace_turns(start..end, Message::user_message(text))
     {
         warn!(start, end, "compaction could not replace the older turns");
-        return false;
+        return None;
     }
-    let after = estimate_tokens(&rebuild(core));
-    let removed = end - start;
-    let strategy = match strategy {
-        CompactionStrategy::Summary => "summary",
-        _ => "cut",
-    };
-    info!(
-        strategy,
-        removed, before, after, "compacted the conversation"
-    );
-    core.base.emit(AgentEvent::Compacted {
-        step: core.base.current_step(),
-        strategy: strategy.to_owned(),
-        removed_messages: removed,
-        tokens_before: before,
-        tokens_after: after,
-    });
-    true
+    Some(Compacted {
+        strategy: match strategy {
+            CompactionStrategy::Summary => "summary",
+            _ => "cut",
+        },
+        removed: end - start,
+        before,
+    })
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ pub mod compaction;
 mod hooks;
 mod policy;
 pub mod trimming;
+mod usage;
 
 pub use agent::{
     DEFAULT_DESCRIPTION, DEFAULT_MAX_STEPS, DEFAULT_NAME, DEFAULT_NEXT_STEP_PROMPT,

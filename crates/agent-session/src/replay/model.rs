@@ -123,6 +123,20 @@ fn json_text(text: &str) -> String {
         .to_owned()
 }
 
+impl Recording {
+    /// A model that answers every request with the recording's next reply, the recorded
+    /// workspace in them moved to `workspace` (when both are known). Give it to an agent of
+    /// your own, then [`check_agent`](super::check_agent).
+    #[must_use]
+    pub fn model(&self, workspace: Option<&Path>) -> Arc<ReplayModel> {
+        let queue = ReplayQueue::new(self);
+        if let Some(workspace) = workspace {
+            queue.move_to(workspace);
+        }
+        Arc::new(ReplayModel::new(queue, None))
+    }
+}
+
 /// A model that answers each request with the next reply of a [`Recording`] (in the order
 /// the recording's requests were made), the recorded workspace in the replies moved to the
 /// replay's. A reply the recording holds as a failed request is that failure again (as

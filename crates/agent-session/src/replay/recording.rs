@@ -3,7 +3,6 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use agent_llm::{ChatResponse, Usage};
 use agent_store::{Store, StoreError};
@@ -12,7 +11,6 @@ use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
-use super::model::ReplayModel;
 use crate::Target;
 use crate::journal::{JournalLine, JournalReader, ReadError};
 
@@ -429,18 +427,6 @@ impl Recording {
     #[must_use]
     pub fn replies_from_thoughts(&self) -> bool {
         self.from_thoughts
-    }
-
-    /// A model that answers every request with the recording's next reply, the recorded
-    /// workspace in them moved to `workspace` (when both are known). Give it to an agent of
-    /// your own, then [`check_agent`](super::check_agent).
-    #[must_use]
-    pub fn model(&self, workspace: Option<&Path>) -> Arc<ReplayModel> {
-        let queue = super::model::ReplayQueue::new(self);
-        if let Some(workspace) = workspace {
-            queue.move_to(workspace);
-        }
-        Arc::new(ReplayModel::new(queue, None))
     }
 
     pub(crate) fn reply_list(&self) -> &[Reply] {
