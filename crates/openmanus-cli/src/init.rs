@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
-use crate::cli::GlobalArgs;
 use crate::output::{EXIT_OK, say};
 
 /// The providers `config init` knows how to set up.
@@ -148,7 +147,9 @@ struct Choices {
 ///
 /// No per-user directory is known (no `HOME`), the file exists (without `--force`), or it
 /// cannot be written.
-pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
+///
+/// `model` is the global `--model` (the default model offered), `json` the global `--json`.
+pub fn init(args: &InitArgs, model: Option<&str>, json: bool) -> Result<u8> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let path = match &args.path {
         Some(path) => cwd.join(path),
@@ -167,16 +168,13 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
     }
     let ask = !args.yes && args.provider.is_none() && std::io::stdin().is_terminal();
     let choices = if ask {
-        ask_choices(global, args)?
+        ask_choices(args, model)?
     } else {
         let provider = args.provider.unwrap_or(Provider::Openai);
         let defaults = provider.defaults();
         Choices {
             provider,
-            model: global
-                .model
-                .clone()
-                .unwrap_or_else(|| defaults.model.to_owned()),
+            model: model.unwrap_or(defaults.model).to_owned(),
             base_url: args
                 .base_url
                 .clone()
@@ -203,7 +201,7 @@ pub fn init(global: &GlobalArgs, args: &InitArgs) -> Result<u8> {
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    if global.json {
+    if json {
         say(&serde_json::json!({"type": "config_written", "path": path,
                                 "provider": choices.provider.name(), "model": choices.model,
                                 "base_url": choices.base_url, "api_key_env": choices.key_env})
@@ -234,7 +232,7 @@ fn next_steps(choices: &Choices, path: &Path) -> String {
 }
 
 /// Asks on the terminal; Enter keeps the default shown in brackets.
-fn ask_choices(global: &GlobalArgs, args: &InitArgs) -> Result<Choices> {
+fn ask_choices(args: &InitArgs, model: Option<&str>) -> Result<Choices> {
     let names: Vec<String> = Provider::value_variants()
         .iter()
         .map(|p| p.name())
@@ -247,7 +245,7 @@ fn ask_choices(global: &GlobalArgs, args: &InitArgs) -> Result<Choices> {
         }
     };
     let defaults = provider.defaults();
-    let model = ask("Model", global.model.as_deref().unwrap_or(defaults.model))?;
+    let model = ask("Model", model.unwrap_or(defaults.model))?;
     let base_url = match &args.base_url {
         Some(url) => url.clone(),
         None => ask("Base URL", defaults.base_url)?,

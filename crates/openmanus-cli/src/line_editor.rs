@@ -62,7 +62,7 @@ impl Prompter {
     /// Standard input cannot be read.
     pub async fn read(&self, question: &str) -> Result<Input> {
         let Some(editor) = &self.editor else {
-            return Ok(match crate::run::read_task(question).await? {
+            return Ok(match read_task(question).await? {
                 Some(line) => Input::Line(line),
                 None => Input::End,
             });
@@ -157,4 +157,21 @@ fn save(history: &mut FileHistory, path: &Path) {
     if let Err(error) = history.append(path) {
         tracing::warn!(path = %path.display(), %error, "cannot write the prompt history");
     }
+}
+
+/// Reads one task from standard input (the terminal, or a pipe).
+pub async fn read_task(question: &str) -> Result<Option<String>> {
+    let question = question.to_owned();
+    tokio::task::spawn_blocking(move || {
+        use std::io::{BufRead, Write};
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, "{question}");
+        let _ = stderr.flush();
+        let mut line = String::new();
+        let read = std::io::stdin().lock().read_line(&mut line)?;
+        Ok::<_, std::io::Error>((read > 0).then(|| line.trim().to_owned()))
+    })
+    .await
+    .context("reading the task")?
+    .context("reading the task")
 }

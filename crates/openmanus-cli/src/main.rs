@@ -21,12 +21,14 @@ mod doctor;
 mod init;
 mod line_editor;
 mod mcp;
+mod nats;
 mod output;
 mod render;
 mod replay;
 mod run;
 mod serve;
 mod sessions;
+mod signal;
 mod worker;
 
 use std::process::ExitCode;
@@ -157,7 +159,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         }) => config::check(global),
         Some(Command::Config {
             action: ConfigAction::Init(args),
-        }) => init::init(global, &args),
+        }) => init::init(&args, global.model.as_deref(), global.json),
         Some(Command::Replay {
             file,
             session,

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::cli::GlobalArgs;
-use crate::line_editor::{Input, Prompter};
+use crate::line_editor::{Input, Prompter, read_task};
 use crate::output::{self, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, Style, note};
 use crate::render::{Live, Mode};
 use crate::sessions;
@@ -51,23 +51,6 @@ impl Interrupts {
     fn watch(&self, canceller: Option<Canceller>) {
         *self.session.lock().unwrap_or_else(PoisonError::into_inner) = canceller;
     }
-}
-
-/// Reads one task from standard input (the terminal, or a pipe).
-pub async fn read_task(question: &str) -> Result<Option<String>> {
-    let question = question.to_owned();
-    tokio::task::spawn_blocking(move || {
-        use std::io::{BufRead, Write};
-        let mut stderr = std::io::stderr();
-        let _ = write!(stderr, "{question}");
-        let _ = stderr.flush();
-        let mut line = String::new();
-        let read = std::io::stdin().lock().read_line(&mut line)?;
-        Ok::<_, std::io::Error>((read > 0).then(|| line.trim().to_owned()))
-    })
-    .await
-    .context("reading the task")?
-    .context("reading the task")
 }
 
 /// Reads the whole of standard input as one task (a pipe or a file: `git diff | openmanus`).

@@ -60,7 +60,7 @@ pub async fn serve(
         options.max_concurrent_runs,
     );
     if settings.dispatch == agent_config::Dispatch::Nats {
-        let nats = crate::worker::connect(&nats_settings, "openmanus serve").await?;
+        let nats = crate::nats::connect(&nats_settings, "openmanus serve").await?;
         note(&format!(
             "runs go to the workers at {} ([server] dispatch = \"nats\")",
             nats_settings.url
@@ -81,7 +81,7 @@ pub async fn serve(
             options.sessions_root.display()
         ));
     }
-    server.serve(stop_signal()).await?;
+    server.serve(crate::signal::stop_signal()).await?;
     store.close().await;
     if global.json {
         say(&serde_json::json!({"type": "stopped"}).to_string());
@@ -110,30 +110,4 @@ fn token(settings: &agent_config::ServerSettings) -> Result<Option<String>> {
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(str::to_owned))
-}
-
-/// Completes at the first Ctrl-C or SIGTERM; a second one kills every process at once.
-pub(crate) async fn stop_signal() {
-    wait_for_signal().await;
-    note("\nstopping: closing the sessions (press Ctrl-C again to exit at once)");
-    tokio::spawn(async {
-        wait_for_signal().await;
-        agent_process::emergency_shutdown();
-        std::process::exit(130);
-    });
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -7,18 +7,16 @@ use std::time::Duration;
 use agent_config::{Config, NatsSettings};
 use agent_core::AgentEvent;
 use agent_session::store::EventKind;
-use agent_worker::{
-    Names, Nats, NatsOptions, QueueSettings, Submitter, TaskEvent, TaskMessage, Worker,
-    WorkerOptions,
-};
-use anyhow::{Context, Result};
+use agent_worker::{Submitter, TaskEvent, TaskMessage, Worker, WorkerOptions};
+use anyhow::Result;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{GlobalArgs, NatsArgs};
+use crate::config;
+use crate::nats::connect;
 use crate::output::{EXIT_OK, ending_code, note, say};
 use crate::render::{Follow, Mode};
-use crate::{config, serve};
 
 /// `[nats]` with the command line's flags over it.
 pub fn settings(config: &Config, args: &NatsArgs) -> NatsSettings {
@@ -30,28 +28,6 @@ pub fn settings(config: &Config, args: &NatsArgs) -> NatsSettings {
         settings.creds_file = Some(creds.clone());
     }
     settings
-}
-
-/// Connects as `[nats]` says (creating the streams and buckets that are missing).
-///
-/// # Errors
-///
-/// The server cannot be reached or JetStream is not enabled on it.
-pub async fn connect(settings: &NatsSettings, name: &str) -> Result<Nats> {
-    let mut options = NatsOptions::new(settings.url.clone());
-    options.creds_file.clone_from(&settings.creds_file);
-    options.token = std::env::var(&settings.token_env)
-        .ok()
-        .filter(|t| !t.trim().is_empty());
-    options.name = name.to_owned();
-    let queue = QueueSettings {
-        ack_wait: Duration::from_secs(settings.ack_wait_secs.max(1)),
-        max_deliver: settings.max_deliver,
-        ..QueueSettings::default()
-    };
-    Nats::connect(&options, Names::new(&settings.prefix), &queue)
-        .await
-        .with_context(|| format!("cannot use NATS at {}", settings.url))
 }
 
 /// `openmanus worker`: runs tasks until the first SIGTERM or Ctrl-C, then hands back the ones
@@ -94,7 +70,7 @@ pub async fn worker(
     let worker = Worker::new(nats, factory, options);
     let trigger = stop.clone();
     tokio::spawn(async move {
-        serve::stop_signal().await;
+        crate::signal::stop_signal().await;
         trigger.cancel();
     });
     let summary = worker.run(stop).await?;
