@@ -7,7 +7,8 @@ use std::process::Stdio;
 
 use anyhow::{Result, bail};
 
-use crate::{cargo, ensure_mcp_everything, say};
+use crate::peers::ensure_mcp_everything;
+use crate::{cargo, say};
 
 /// One case: what it tries, and the test that tries it (package, test target, exact name).
 struct Case {

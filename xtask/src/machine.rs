@@ -7,6 +7,11 @@
 //! that installs them. Node.js and a Python that can make virtualenvs are checked too (the test
 //! peers in `target/xtask-tools/` are installed with them). Then it starts a Docker engine where
 //! one can start.
+//!
+//! Why one file past 700 lines (a tenth of it its tests): the table of what the tests need and the
+//! checks, the install and the engine start that read it are one step of `ci`, read top to bottom;
+//! each probe is a few lines, and splitting them from the table would separate a need from its
+//! check.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -16,7 +16,6 @@
 //! * `docker` — only the Docker sandbox backend's tests (`ci` runs them too, when an engine
 //!   answers), building their images from host files first.
 
-use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -24,12 +23,16 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use docker::docker_tests;
 use outcome::{Failure, Outcome, What};
+use peers::{test_peers, with_test_peers};
 
+mod docker;
 mod faults;
 mod install_check;
 mod machine;
 mod outcome;
+mod peers;
 
 const USAGE: &str = "usage: cargo xtask <command> [--no-install]
 
@@ -315,188 +318,11 @@ fn finish(checks_failed: &[String], tests: &Outcome) -> Result<()> {
     }
 }
 
-/// The image the Docker sandbox tests run: the host's static busybox and its bash (with the
-/// libraries `ldd` names), imported with `docker import` (no registry is needed).
-const DOCKER_TEST_IMAGE: &str = "openmanus-sandbox-test:busybox-bash";
-
-/// The image the Docker backend's display tests run: the busybox image's files plus the host's
-/// Xvfb, xkbcomp and keymaps, and python3 with tkinter, Tcl/Tk and a font (the test application
-/// is Tk), all with their libraries; imported the same way, nothing downloaded.
-const DOCKER_DESKTOP_IMAGE: &str = "openmanus-sandbox-test:desktop";
-
-/// Runs the Docker backend's tests (ignored in the plain run) when a Docker engine answers;
-/// otherwise says plainly that they were skipped. Returns their outcome when they ran.
-fn docker_tests() -> Result<Option<Outcome>> {
-    let Some(version) = machine::engine_version() else {
-        say(
-            "Docker sandbox tests: skipped (no Docker engine answers; `cargo xtask setup` starts one where it can)",
-        );
-        return Ok(None);
-    };
-    if !Path::new("/bin/busybox").is_file() {
-        say(
-            "Docker sandbox tests: skipped (no /bin/busybox to build the test image; apt-get install busybox-static)",
-        );
-        return Ok(None);
-    }
-    ensure_image(DOCKER_TEST_IMAGE, |_| Ok(()))?;
-    let desktop = if let (true, Some(tkinter)) = (Path::new("/usr/bin/Xvfb").is_file(), tkinter()) {
-        ensure_image(DOCKER_DESKTOP_IMAGE, |root| {
-            add_desktop_files(root, &tkinter)
-        })?;
-        true
-    } else {
-        say(
-            "Docker display tests: their image cannot be built here (no /usr/bin/Xvfb or no python3 tkinter; apt-get install xvfb python3-tk fonts-dejavu-core); they will fail",
-        );
-        false
-    };
-    say(&format!(
-        "Docker sandbox tests: engine {version}, images {DOCKER_TEST_IMAGE}{}",
-        if desktop {
-            format!(" and {DOCKER_DESKTOP_IMAGE}")
-        } else {
-            String::new()
-        }
-    ));
-    let mut test = cargo(&[
-        "test",
-        "--locked",
-        "--all-features",
-        "-p",
-        "openmanus-agent-sandbox",
-        "-p",
-        "openmanus-agents",
-        "-p",
-        "openmanus-cli",
-        "--test",
-        "docker",
-        "--no-fail-fast",
-        "--",
-        "--ignored",
-    ]);
-    test.env("OPENMANUS_DOCKER_IMAGE", DOCKER_TEST_IMAGE);
-    test.env("OPENMANUS_DOCKER_DESKTOP_IMAGE", DOCKER_DESKTOP_IMAGE);
-    run_tests("Docker sandbox tests", test).map(Some)
-}
-
-/// The file of the host `/usr/bin/python3`'s `_tkinter` module, when it has tkinter (the
-/// display tests' application is Tk).
-fn tkinter() -> Option<PathBuf> {
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", "import tkinter, _tkinter; print(_tkinter.__file__)"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    (out.status.success() && path.is_file()).then_some(path)
-}
-
-/// Imports `tag` unless the engine has it: a root of the host's static busybox (every applet
-/// linked), bash with its libraries, `/tmp` (mode 1777) and `/workspace`, plus what `extra`
-/// adds, as one `docker import` layer.
-fn ensure_image(tag: &str, extra: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let present = Command::new("docker")
-        .args(["image", "inspect", tag])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if present {
-        return Ok(());
-    }
-    let busybox = Path::new("/bin/busybox");
-    let root = tools_dir().join(format!("docker-rootfs-{}", tag.replace([':', '/'], "-")));
-    let _ = std::fs::remove_dir_all(&root);
-    for dir in ["bin", "tmp", "workspace"] {
-        std::fs::create_dir_all(root.join(dir))
-            .with_context(|| format!("create {}", root.join(dir).display()))?;
-    }
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
-            .context("chmod /tmp of the image")?;
-    }
-    std::fs::copy(busybox, root.join("bin/busybox")).context("copy busybox")?;
-    copy_with_libraries(Path::new("/bin/bash"), &root)?;
-    let list = Command::new(busybox)
-        .arg("--list")
-        .output()
-        .context("busybox --list")?;
-    for applet in String::from_utf8_lossy(&list.stdout).lines() {
-        let link = root.join("bin").join(applet);
-        if applet != "busybox" && !link.exists() {
-            std::os::unix::fs::symlink("busybox", &link)
-                .with_context(|| format!("link {applet}"))?;
-        }
-    }
-    extra(&root)?;
-    let mut tar = Command::new("tar");
-    tar.arg("-C")
-        .arg(&root)
-        .args(["-c", "."])
-        .stdout(Stdio::piped());
-    let mut tar = tar.spawn().context("start tar")?;
-    let Some(archive) = tar.stdout.take() else {
-        bail!("tar has no output");
-    };
-    let mut import = Command::new("docker");
-    import.args(["import", "-", tag]).stdin(archive);
-    run(&format!("import the test image {tag} into Docker"), import)?;
-    let archived = tar.wait().context("wait for tar")?;
-    if !archived.success() {
-        // A partial image would be reused by every later run: remove it.
-        let _ = Command::new("docker").args(["rmi", tag]).status();
-        bail!("tar failed ({archived}) while building the Docker test image {tag}");
-    }
-    Ok(())
-}
-
-/// The display image's additions: Xvfb and xkbcomp (which Xvfb runs for the keymap) with the
-/// keymaps, python3 with its standard library (no tests, caches or packages) and tkinter, Tcl/Tk's
-/// script libraries, fontconfig's configuration and the DejaVu fonts.
-fn add_desktop_files(root: &Path, tkinter: &Path) -> Result<()> {
-    for binary in [
-        Path::new("/usr/bin/Xvfb"),
-        Path::new("/usr/bin/xkbcomp"),
-        Path::new("/usr/bin/python3"),
-        tkinter,
-    ] {
-        copy_with_libraries(binary, root)?;
-    }
-    let python = std::fs::canonicalize("/usr/bin/python3").context("resolve python3")?;
-    let stdlib = Path::new("/usr/lib").join(python.file_name().context("python3's file name")?);
-    for dir in [
-        stdlib.as_path(),
-        Path::new("/usr/share/X11/xkb"),
-        Path::new("/usr/share/tcltk"),
-        Path::new("/etc/fonts"),
-        Path::new("/usr/share/fonts/truetype/dejavu"),
-    ] {
-        let target = root.join(dir.strip_prefix("/").unwrap_or(dir));
-        std::fs::create_dir_all(&target).with_context(|| format!("create {}", target.display()))?;
-        let mut tar = Command::new("sh");
-        tar.arg("-c")
-            .arg(
-                "tar -C \"$0\" -c --exclude=./test --exclude=__pycache__ --exclude=./site-packages \
-                 --exclude=./dist-packages --exclude=./idlelib --exclude=./ensurepip . \
-                 | tar -C \"$1\" -x",
-            )
-            .arg(dir)
-            .arg(&target);
-        run(
-            &format!("copy {} into the display image", dir.display()),
-            tar,
-        )?;
-    }
-    Ok(())
-}
-
 /// Runs one `cargo test` phase, echoing its output (standard output and standard error
 /// through one pipe, so cargo's `Running …` lines stay in order with the tests' lines), and
 /// reads what passed and failed from it. Only a `cargo` that cannot start is an error: failed
 /// tests and build errors are in the outcome.
-fn run_tests(phase: &str, mut command: Command) -> Result<Outcome> {
+pub(crate) fn run_tests(phase: &str, mut command: Command) -> Result<Outcome> {
     say(&format!("==> {phase}: {command:?}"));
     let started = Instant::now();
     let (reader, writer) = std::io::pipe().context("create a pipe for cargo test")?;
@@ -547,219 +373,8 @@ fn run_tests(phase: &str, mut command: Command) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// The version of `fakellm` (PyPI) the integration tests run against.
-const FAKELLM_VERSION: &str = "0.3.5";
-
-/// Returns the `fakellm` executable the tests use: `$FAKELLM_BIN` if set, else one installed
-/// (once) into a virtualenv under `target/xtask-tools/`.
-fn ensure_fakellm() -> Result<PathBuf> {
-    ensure_venv(
-        "FAKELLM_BIN",
-        &format!("fakellm-{FAKELLM_VERSION}"),
-        &format!("fakellm=={FAKELLM_VERSION}"),
-        "fakellm",
-    )
-}
-
-/// A program from PyPI in a virtualenv created (once) under `target/xtask-tools/<dir>`: `$env`
-/// if set, else the virtualenv's `bin/<program>` after `pip install <requirement>`. A marker
-/// file records a finished install, so an interrupted one is done again.
-fn ensure_venv(env: &str, dir: &str, requirement: &str, program: &str) -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os(env) {
-        return Ok(PathBuf::from(path));
-    }
-    let venv = tools_dir().join(dir);
-    let bin = venv.join("bin").join(program);
-    let marker = venv.join(".installed");
-    if bin.exists() && marker.exists() {
-        return Ok(bin);
-    }
-    let base = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let mut create = Command::new(&base);
-    create.args(["-m", "venv"]).arg(&venv);
-    run(&format!("create a virtualenv for {requirement}"), create)?;
-    let mut install = Command::new(venv.join("bin").join("pip"));
-    install.args([
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        requirement,
-    ]);
-    run(&format!("install {requirement} (PyPI)"), install)?;
-    if !bin.exists() {
-        bail!(
-            "{requirement} was installed but {} is missing",
-            bin.display()
-        );
-    }
-    std::fs::write(&marker, requirement).with_context(|| format!("write {}", marker.display()))?;
-    Ok(bin)
-}
-
-/// The version of `@modelcontextprotocol/server-everything` (npm) the MCP tests run against.
-const MCP_EVERYTHING_VERSION: &str = "2026.8.31";
-/// The version of `@modelcontextprotocol/server-filesystem` (npm) the MCP tests run against.
-const MCP_FILESYSTEM_VERSION: &str = "2026.8.31";
-/// The Python `mcp` SDK (PyPI) the MCP tests run against: 1.x has the FastMCP API OpenManus
-/// uses (2.x renamed it).
-const MCP_PYTHON_VERSION: &str = "1.30.0";
-
-/// Returns the `mcp-server-everything` executable the MCP tests use: `$MCP_EVERYTHING_BIN` if
-/// set, else one installed (once) with npm under `target/xtask-tools/npm/`.
-fn ensure_mcp_everything() -> Result<PathBuf> {
-    ensure_npm_peer(
-        "MCP_EVERYTHING_BIN",
-        "server-everything",
-        MCP_EVERYTHING_VERSION,
-        "mcp-server-everything",
-    )
-}
-
-/// Returns the `mcp-server-filesystem` executable the MCP tests use: `$MCP_FILESYSTEM_BIN` if
-/// set, else one installed (once) with npm under `target/xtask-tools/npm/`.
-fn ensure_mcp_filesystem() -> Result<PathBuf> {
-    ensure_npm_peer(
-        "MCP_FILESYSTEM_BIN",
-        "server-filesystem",
-        MCP_FILESYSTEM_VERSION,
-        "mcp-server-filesystem",
-    )
-}
-
-/// `$env_var` if set, else `@modelcontextprotocol/{package}@{version}` installed (once) with npm
-/// under `target/xtask-tools/npm/`, as the path of its executable `bin`.
-fn ensure_npm_peer(env_var: &str, package: &str, version: &str, bin: &str) -> Result<PathBuf> {
-    if let Some(bin) = std::env::var_os(env_var) {
-        return Ok(PathBuf::from(bin));
-    }
-    let dir = tools_dir().join("npm");
-    let bin = dir.join("node_modules").join(".bin").join(bin);
-    let manifest = dir
-        .join("node_modules")
-        .join("@modelcontextprotocol")
-        .join(package)
-        .join("package.json");
-    let installed = std::fs::read_to_string(&manifest)
-        .is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")));
-    if bin.exists() && installed {
-        return Ok(bin);
-    }
-    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    let root_manifest = dir.join("package.json");
-    if !root_manifest.exists() {
-        std::fs::write(&root_manifest, "{\"private\": true}\n")
-            .with_context(|| format!("write {}", root_manifest.display()))?;
-    }
-    let mut install = Command::new(std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned()));
-    install.current_dir(&dir).args([
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--loglevel=error",
-        &format!("@modelcontextprotocol/{package}@{version}"),
-    ]);
-    run(
-        &format!("install the MCP test server {package} (npm)"),
-        install,
-    )?;
-    if !bin.exists() {
-        bail!("{package} was installed but {} is missing", bin.display());
-    }
-    Ok(bin)
-}
-
-/// Returns the Python interpreter of a virtualenv holding the `mcp` SDK (FastMCP server and the
-/// SDK client) the MCP tests use: `$MCP_PYTHON` if set, else a virtualenv created (once) under
-/// `target/xtask-tools/`.
-fn ensure_mcp_python() -> Result<PathBuf> {
-    ensure_venv(
-        "MCP_PYTHON",
-        &format!("mcp-python-{MCP_PYTHON_VERSION}"),
-        &format!("mcp=={MCP_PYTHON_VERSION}"),
-        "python",
-    )
-}
-
-/// The pandas version the DataAnalysis tests' Python snippets import.
-const PANDAS_VERSION: &str = "2.2.3";
-
-/// Returns a Python interpreter with pandas for the DataAnalysis tests: `$ANALYSIS_PYTHON` if
-/// set, else a virtualenv created (once) under `target/xtask-tools/`.
-fn ensure_analysis_python() -> Result<PathBuf> {
-    ensure_venv(
-        "ANALYSIS_PYTHON",
-        &format!("analysis-python-pandas-{PANDAS_VERSION}"),
-        &format!("pandas=={PANDAS_VERSION}"),
-        "python",
-    )
-}
-
-/// The A2A Python SDK (PyPI) the A2A tests' clients and peer servers use: OpenManus's pin (protocol
-/// 0.2) and the current release (protocol 1.0), each in its own virtualenv.
-const A2A_SDK_LEGACY_VERSION: &str = "0.2.5";
-const A2A_SDK_VERSION: &str = "1.3.0";
-
-/// Returns a Python interpreter with a2a-sdk 0.2.5: `$A2A_PYTHON_0_2` if set, else a virtualenv
-/// created (once) under `target/xtask-tools/`.
-fn ensure_a2a_python_legacy() -> Result<PathBuf> {
-    ensure_venv(
-        "A2A_PYTHON_0_2",
-        &format!("a2a-python-{A2A_SDK_LEGACY_VERSION}"),
-        &format!("a2a-sdk=={A2A_SDK_LEGACY_VERSION}"),
-        "python",
-    )
-}
-
-/// Returns a Python interpreter with the current a2a-sdk (and its HTTP server extra, for the
-/// peer agent the `a2a_call` tests delegate to): `$A2A_PYTHON_1` if set, else a virtualenv
-/// created (once) under `target/xtask-tools/`.
-fn ensure_a2a_python() -> Result<PathBuf> {
-    ensure_venv(
-        "A2A_PYTHON_1",
-        &format!("a2a-python-{A2A_SDK_VERSION}"),
-        &format!("a2a-sdk[http-server]=={A2A_SDK_VERSION}"),
-        "python",
-    )
-}
-
-/// Copies `binary` and the shared libraries `ldd` lists for it into `root`, at their paths.
-fn copy_with_libraries(binary: &Path, root: &Path) -> Result<()> {
-    let ldd = Command::new("ldd")
-        .arg(binary)
-        .output()
-        .with_context(|| format!("ldd {}", binary.display()))?;
-    let mut files = vec![binary.to_path_buf()];
-    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
-        let path = line
-            .split("=>")
-            .last()
-            .and_then(|rest| rest.split_whitespace().next())
-            .filter(|p| p.starts_with('/'));
-        if let Some(path) = path {
-            files.push(PathBuf::from(path));
-        }
-    }
-    for file in files {
-        let resolved =
-            std::fs::canonicalize(&file).with_context(|| format!("resolve {}", file.display()))?;
-        let relative = file.strip_prefix("/").unwrap_or(&file);
-        let target = root.join(relative);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("create {}", parent.display()))?;
-        }
-        if target.exists() || target.is_symlink() {
-            std::fs::remove_file(&target)
-                .with_context(|| format!("replace {}", target.display()))?;
-        }
-        std::fs::copy(&resolved, &target)
-            .with_context(|| format!("copy {} to {}", resolved.display(), target.display()))?;
-    }
-    Ok(())
-}
-
 /// Where xtask installs the test peers (and logs the dockerd it starts): `target/xtask-tools/`.
-fn tools_dir() -> PathBuf {
+pub(crate) fn tools_dir() -> PathBuf {
     workspace_root().join("target").join("xtask-tools")
 }
 
@@ -768,38 +383,6 @@ pub(crate) fn workspace_root() -> PathBuf {
     manifest
         .parent()
         .map_or(manifest.clone(), Path::to_path_buf)
-}
-
-/// Installs (once) the independent peers the integration tests talk to — fakellm (PyPI), the
-/// MCP servers server-everything and server-filesystem (npm), the Python `mcp` SDK, pandas and
-/// the A2A SDKs (PyPI) — and returns the environment that points the tests at them.
-fn test_peers() -> Result<Vec<(&'static str, OsString)>> {
-    Ok(vec![
-        ("FAKELLM_BIN", ensure_fakellm()?.into()),
-        ("MCP_EVERYTHING_BIN", ensure_mcp_everything()?.into()),
-        ("MCP_FILESYSTEM_BIN", ensure_mcp_filesystem()?.into()),
-        ("MCP_PYTHON", ensure_mcp_python()?.into()),
-        ("ANALYSIS_PYTHON", ensure_analysis_python()?.into()),
-        ("A2A_PYTHON_0_2", ensure_a2a_python_legacy()?.into()),
-        ("A2A_PYTHON_1", ensure_a2a_python()?.into()),
-    ])
-}
-
-/// Points `command` at the test peers, and keeps a machine proxy away from loopback traffic.
-fn with_test_peers(command: &mut Command, peers: &[(&'static str, OsString)]) {
-    command.envs(peers.iter().map(|(name, value)| (name, value)));
-    let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
-    for host in ["127.0.0.1", "localhost", "::1"] {
-        if !no_proxy.split(',').any(|h| h.trim() == host) {
-            if !no_proxy.is_empty() {
-                no_proxy.push(',');
-            }
-            no_proxy.push_str(host);
-        }
-    }
-    command
-        .env("NO_PROXY", &no_proxy)
-        .env("no_proxy", &no_proxy);
 }
 
 /// `cargo xtask integration`: the suites that run real programs against each other — the
@@ -873,7 +456,7 @@ fn bench(extra: &[String]) -> Result<()> {
 
 /// `cargo args`, without incremental compilation unless the caller asked for it: each target is
 /// built once here, and the incremental caches were 8.3 GB of a cold run's 22 GB `target/`.
-fn cargo(args: &[&str]) -> Command {
+pub(crate) fn cargo(args: &[&str]) -> Command {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
     command.args(args);
     if std::env::var_os("CARGO_INCREMENTAL").is_none() {
@@ -882,7 +465,7 @@ fn cargo(args: &[&str]) -> Command {
     command
 }
 
-fn run(what: &str, mut command: Command) -> Result<()> {
+pub(crate) fn run(what: &str, mut command: Command) -> Result<()> {
     say(&format!("==> {what}: {command:?}"));
     let started = Instant::now();
     let status = command
@@ -899,7 +482,7 @@ fn run(what: &str, mut command: Command) -> Result<()> {
 }
 
 #[allow(clippy::print_stdout)]
-fn say(line: &str) {
+pub(crate) fn say(line: &str) {
     println!("{line}");
 }
 

@@ -1,6 +1,6 @@
 //! One Chromium process and the tabs this crate opened in it.
 //!
-//! Why one file of ~850 lines: launching or attaching, adopting new tabs, downloads, proxy
+//! Why one file past 700 lines (its tests included): launching or attaching, adopting new tabs, downloads, proxy
 //! credentials and the stuck-tab reset all act on the one CDP connection and its tab table,
 //! whose invariants (our tabs only, one current tab) hold only if one type owns them.
 

@@ -1,6 +1,6 @@
 //! The `browser_use` tool.
 //!
-//! Why one file of ~860 lines: the 16 actions of `browser_use` are one dispatch over one
+//! Why one file past 700 lines: the 16 actions of `browser_use` are one dispatch over one
 //! browser, each with OpenManus's exact observation text (a compatibility fact); keeping them
 //! together keeps the action table and its strings in one view. The state, extraction and the
 //! Chromium session are in their own files.

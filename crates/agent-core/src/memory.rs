@@ -6,6 +6,10 @@
 //! message together with the `tool` results answering it) from the oldest end, and never removes
 //! the first user message (the original task) or the request of the current run (see
 //! [`Memory::add_task`]).
+//!
+//! Why one file past 700 lines (a quarter of it its tests): the turn-pairing rules, the bounded
+//! store and the task index are one invariant (no request ever holds a call without its result),
+//! which only holds if one type checks every change.
 
 use std::collections::HashSet;
 use std::fmt;

@@ -1,5 +1,9 @@
 //! [`Session`]: one agent (or planning flow) with its workspace, journal, event bus and
 //! cancellation, run on one task after another and shut down the same way on every exit path.
+//!
+//! Why one file past 700 lines: starting, running, cancelling and shutting a session down act on
+//! one state (the runner, the journal, the event bus, the recorder, the cancellation) that every
+//! exit path must leave the same way; the journal, the recorder and the report are already apart.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

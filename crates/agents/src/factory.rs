@@ -1,6 +1,10 @@
 //! The agent factory: one place that turns the loaded configuration into a ready agent of any
 //! kind, applying `[agent]` options, policies, the workspace and the sandbox the same way for
 //! every kind. Front ends (the command line, servers, workers) build agents only through it.
+//!
+//! Why one file past 700 lines (its tests included): each agent kind's construction is a few
+//! lines, but every kind goes through the same steps (options, policies, workspace, sandbox, MCP)
+//! in the same order, which one file shows side by side.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

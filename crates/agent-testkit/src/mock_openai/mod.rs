@@ -27,7 +27,7 @@
 //! # });
 //! ```
 //!
-//! Why one file of ~900 lines (a test double, not library code users link): the server's routes,
+//! Why one file past 700 lines (a test double, not library code users link): the server's routes,
 //! its script and fault API and its recorded requests share one state; the wire format, replies,
 //! scripts and validation are already in their own files.
 

@@ -1,6 +1,6 @@
 //! `PlanningFlow`: plan with the `planning` tool, run each step with an executor agent, summarize.
 //!
-//! Why one file of ~840 lines: plan creation, step selection, executor runs with retries, the
+//! Why one file past 700 lines: plan creation, step selection, executor runs with retries, the
 //! time limit and the summary all act on the one flow's state and share its helpers; the flow's
 //! types and events are in `mod.rs`, its prompt text in `prompt.rs`.
 
