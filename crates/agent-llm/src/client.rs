@@ -1,38 +1,26 @@
 //! `LlmClient`: the HTTP client for OpenAI-compatible chat-completions endpoints.
 
-use std::sync::{Mutex, OnceLock, PoisonError};
-
 use agent_core::{AgentEvent, EventBus, Message, Role, ToolDefinition};
 use async_trait::async_trait;
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
-use tracing::{debug, info};
+use tracing::debug;
 
 use crate::format::{WireContent, WireMessage, WirePart, wire_messages};
-use crate::models::{ModelProfile, model_profile};
+use crate::frame::{ClientFrame, TokenTotals};
+use crate::http::{is_event_stream, status_error};
+use crate::models::ModelProfile;
 use crate::request::{Body, StreamOptions, WireTool};
-use crate::retry::RetryPolicy;
 use crate::settings::{ApiType, LlmSettings};
 use crate::tokens::TokenCounter;
 use crate::wire::{StreamAssembler, parse_completion};
-use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, Usage, classify};
+use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, Usage};
 
 /// Azure's `api-version` when the settings give none.
 pub const DEFAULT_AZURE_API_VERSION: &str = "2024-10-21";
-/// Largest error body read for classification.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
-
-/// Cumulative token counts of one client (input and completion, since it was built).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TokenTotals {
-    /// Input tokens.
-    pub input: u64,
-    /// Completion tokens.
-    pub completion: u64,
-}
 
 /// An image for [`LlmClient::ask_with_images`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,22 +34,17 @@ pub enum ImageInput {
 /// The client for one model at one endpoint. Cheap to share (`Arc<LlmClient>` as an
 /// `Arc<dyn ChatModel>`); token totals are per client, never global.
 pub struct LlmClient {
-    settings: LlmSettings,
-    profile: ModelProfile,
+    frame: ClientFrame,
     url: String,
     http: reqwest::Client,
-    retry: RetryPolicy,
-    counter: OnceLock<TokenCounter>,
-    totals: Mutex<TokenTotals>,
-    events: Option<EventBus>,
 }
 
 impl std::fmt::Debug for LlmClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LlmClient")
-            .field("model", &self.settings.model)
+            .field("model", &self.frame.model_name())
             .field("url", &self.url)
-            .field("profile", &self.profile)
+            .field("profile", &self.frame.profile())
             .finish_non_exhaustive()
     }
 }
@@ -74,39 +57,10 @@ impl LlmClient {
     /// [`LlmError::InvalidRequest`] for an empty model, a base URL that is not http(s), or an
     /// HTTP client that cannot be built.
     pub fn new(settings: LlmSettings) -> Result<Self, LlmError> {
-        if settings.model.trim().is_empty() {
-            return Err(LlmError::InvalidRequest("the model name is empty".into()));
-        }
-        let url = endpoint(&settings)?;
-        let mut profile = model_profile(&settings.model);
-        if let Some(vision) = settings.supports_images {
-            profile.vision = vision;
-        }
-        if let Some(reasoning) = settings.reasoning {
-            profile.reasoning = reasoning;
-        }
-        if settings.context_window.is_some() {
-            profile.context_window = settings.context_window;
-        }
-        // No read timeout: it would also bound the wait for the response headers, cutting off
-        // models that think before answering. Streams get an idle timeout instead; the total
-        // request timeout is set per request. Clients with the same connect timeout share one
-        // process-wide reqwest client (one TLS set-up, one connection pool per endpoint).
-        let http = crate::http::client_with_connect_timeout(LlmSettings::secs(
-            settings.connect_timeout_secs,
-        ))
-        .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))?;
-        let retry = RetryPolicy::from_settings(&settings);
-        Ok(Self {
-            settings,
-            profile,
-            url,
-            http,
-            retry,
-            counter: OnceLock::new(),
-            totals: Mutex::new(TokenTotals::default()),
-            events: None,
-        })
+        let frame = ClientFrame::new(settings, |_, table| table.vision)?;
+        let url = endpoint(frame.settings())?;
+        let http = frame.http_client()?;
+        Ok(Self { frame, url, http })
     }
 
     /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry and, for streamed
@@ -114,20 +68,20 @@ impl LlmClient {
     /// (pass the agent's event bus).
     #[must_use]
     pub fn with_events(mut self, events: EventBus) -> Self {
-        self.events = Some(events);
+        self.frame.set_events(events);
         self
     }
 
     /// The settings.
     #[must_use]
     pub fn settings(&self) -> &LlmSettings {
-        &self.settings
+        self.frame.settings()
     }
 
     /// The resolved model profile (table values with the settings' overrides).
     #[must_use]
     pub fn profile(&self) -> ModelProfile {
-        self.profile
+        self.frame.profile()
     }
 
     /// The chat-completions URL requests go to.
@@ -139,14 +93,12 @@ impl LlmClient {
     /// Cumulative token counts.
     #[must_use]
     pub fn totals(&self) -> TokenTotals {
-        *self.totals.lock().unwrap_or_else(PoisonError::into_inner)
+        self.frame.totals()
     }
 
     /// The token counter (tokenizer tables load on first use).
     pub fn counter(&self) -> TokenCounter {
-        *self
-            .counter
-            .get_or_init(|| TokenCounter::for_model(&self.settings.model))
+        self.frame.counter()
     }
 
     /// OpenManus's `ask_with_images`: a text completion where `images` are added to the last
@@ -162,10 +114,10 @@ impl LlmClient {
         images: Vec<ImageInput>,
         system_msgs: Vec<Message>,
     ) -> Result<String, LlmError> {
-        if !self.profile.vision {
+        if !self.frame.supports_images() {
             return Err(LlmError::InvalidRequest(format!(
                 "model {} does not support images (set `supports_images = true` if it does)",
-                self.settings.model
+                self.frame.model_name()
             )));
         }
         if messages.last().map(|m| m.role) != Some(Role::User) {
@@ -208,33 +160,15 @@ impl LlmClient {
             u64::try_from(counter.count_messages(&messages) + counter.count_tools(&tools))
                 .unwrap_or(u64::MAX)
         };
-        let mut input = None;
-        if let Some(max) = self.settings.max_input_tokens {
-            let needed = *input.get_or_insert_with(count_input);
-            let total = self.totals().input;
-            if total.saturating_add(needed) > max {
-                return Err(LlmError::TokenLimitExceeded(format!(
-                    "Request may exceed input token limit (Current: {total}, Needed: {needed}, Max: {max})"
-                )));
-            }
-        }
-        if let Some(window) = self.settings.context_window {
-            let needed = *input.get_or_insert_with(count_input);
-            if needed > window {
-                return Err(LlmError::ContextLengthExceeded(format!(
-                    "the request needs about {needed} input tokens but {}'s context window is {window}",
-                    self.settings.model
-                )));
-            }
-        }
+        let input = self.frame.check_budget(count_input)?;
         // Serialised once; every attempt sends the same bytes.
         let bytes =
             Bytes::from(serde_json::to_vec(&body).map_err(|e| {
                 LlmError::InvalidRequest(format!("cannot serialise the request: {e}"))
             })?);
         let response = self
-            .retry
-            .run(self.events.as_ref(), |attempt| {
+            .frame
+            .retry(|attempt| {
                 debug!(attempt, url = %self.url, "sending chat completion");
                 self.send_once(bytes.clone())
             })
@@ -263,21 +197,7 @@ impl LlmClient {
                 }
             }
         };
-        let totals = {
-            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
-            totals.input = totals.input.saturating_add(usage.prompt_tokens);
-            totals.completion = totals.completion.saturating_add(usage.completion_tokens);
-            *totals
-        };
-        info!(
-            "Token usage: Input={}, Completion={}, Cumulative Input={}, Cumulative Completion={}, Total={}, Cumulative Total={}",
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            totals.input,
-            totals.completion,
-            usage.prompt_tokens.saturating_add(usage.completion_tokens),
-            totals.input.saturating_add(totals.completion)
-        );
+        self.frame.record_usage(&usage);
         Ok(ChatResponse {
             usage: Some(usage),
             ..response
@@ -314,7 +234,7 @@ impl LlmClient {
     /// the body's `messages` are these, in order.
     #[must_use]
     pub fn wire_message(&self, message: &Message) -> Option<Value> {
-        wire_messages([message], self.profile.vision)
+        wire_messages([message], self.frame.supports_images())
             .first()
             .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
     }
@@ -328,7 +248,7 @@ impl LlmClient {
     /// The typed body for `request`, borrowing from it.
     fn request<'a>(&'a self, request: &'a ChatRequest) -> Body<'a> {
         self.body(
-            wire_messages(request.all_messages(), self.profile.vision),
+            wire_messages(request.all_messages(), self.frame.supports_images()),
             &request.tools,
             request.tool_choice.map(|c| c.as_str()),
             request.temperature,
@@ -343,18 +263,19 @@ impl LlmClient {
         tool_choice: Option<&'a str>,
         temperature: Option<f64>,
     ) -> Body<'a> {
-        let reasoning = self.profile.reasoning;
-        let stream = self.settings.stream;
+        let settings = self.frame.settings();
+        let reasoning = self.frame.profile().reasoning;
+        let stream = settings.stream;
         Body {
-            max_completion_tokens: reasoning.then_some(self.settings.max_tokens),
-            max_tokens: (!reasoning).then_some(self.settings.max_tokens),
+            max_completion_tokens: reasoning.then_some(settings.max_tokens),
+            max_tokens: (!reasoning).then_some(settings.max_tokens),
             messages,
-            model: &self.settings.model,
+            model: &settings.model,
             stream,
-            stream_options: (stream && self.settings.stream_usage).then_some(StreamOptions {
+            stream_options: (stream && settings.stream_usage).then_some(StreamOptions {
                 include_usage: true,
             }),
-            temperature: (!reasoning).then(|| temperature.unwrap_or(self.settings.temperature)),
+            temperature: (!reasoning).then(|| temperature.unwrap_or(settings.temperature)),
             tool_choice: tool_choice.filter(|_| !tools.is_empty()),
             tools: tools.iter().map(WireTool::from).collect(),
         }
@@ -362,17 +283,18 @@ impl LlmClient {
 
     /// One HTTP attempt.
     async fn send_once(&self, body: Bytes) -> Result<ChatResponse, LlmError> {
+        let settings = self.frame.settings();
         let mut request = self
             .http
             .post(&self.url)
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(body);
-        if let Some(timeout) = LlmSettings::secs(self.settings.request_timeout_secs) {
+        if let Some(timeout) = LlmSettings::secs(settings.request_timeout_secs) {
             request = request.timeout(timeout);
         }
-        let key = &self.settings.api_key;
+        let key = &settings.api_key;
         if !key.is_empty() {
-            request = match self.settings.api_type {
+            request = match settings.api_type {
                 ApiType::Azure => request.header("api-key", key.expose()),
                 _ => request.bearer_auth(key.expose()),
             };
@@ -380,35 +302,22 @@ impl LlmClient {
         let response = request
             .send()
             .await
-            .map_err(|e| self.transport_error(&e, false))?;
-        let status = response.status();
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let body = read_limited(response, ERROR_BODY_LIMIT).await;
-            let error = classify(
-                status.as_u16(),
-                |name| header(&headers, name),
-                &key.redact(&body),
-            );
-            return Err(error);
+            .map_err(|e| self.frame.transport_error(&e, false))?;
+        if !response.status().is_success() {
+            return Err(status_error(response, key).await);
         }
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !is_sse {
+        if !is_event_stream(&response) {
             // Also the answer of servers that ignore `stream: true`.
             let bytes = response
                 .bytes()
                 .await
-                .map_err(|e| self.transport_error(&e, false))?;
+                .map_err(|e| self.frame.transport_error(&e, false))?;
             return parse_completion(&bytes);
         }
         let mut events = response.bytes_stream().eventsource();
         let mut assembler = StreamAssembler::default();
         let mut done = false;
-        let idle = LlmSettings::secs(self.settings.read_timeout_secs);
+        let idle = LlmSettings::secs(settings.read_timeout_secs);
         loop {
             let next = match idle {
                 Some(idle) => match tokio::time::timeout(idle, events.next()).await {
@@ -444,7 +353,7 @@ impl LlmClient {
             if !data.is_empty() {
                 let before = assembler.content().len();
                 assembler.push(data)?;
-                if let Some(events) = &self.events
+                if let Some(events) = self.frame.events()
                     && let Some(text) = assembler.content().get(before..)
                     && !text.is_empty()
                 {
@@ -462,55 +371,6 @@ impl LlmClient {
         }
         Ok(assembler.finish())
     }
-
-    fn transport_error(&self, error: &reqwest::Error, received_tokens: bool) -> LlmError {
-        let text = self.settings.api_key.redact(&error_chain(error));
-        if error.is_timeout() {
-            LlmError::Timeout(
-                LlmSettings::secs(self.settings.request_timeout_secs).unwrap_or_default(),
-            )
-        } else if error.is_body() || error.is_decode() {
-            LlmError::stream_interrupted(text, received_tokens)
-        } else if error.is_builder() {
-            LlmError::InvalidRequest(text)
-        } else if error.is_connect() {
-            LlmError::Connect(text)
-        } else {
-            LlmError::Network(text)
-        }
-    }
-}
-
-/// The full chain of an error's sources, on one line.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-pub(crate) fn header(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> String {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(Ok(chunk)) = stream.next().await {
-        body.extend_from_slice(&chunk);
-        if body.len() >= limit {
-            body.truncate(limit);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// The chat-completions URL for the settings.
@@ -558,19 +418,19 @@ impl ChatModel for LlmClient {
     }
 
     fn model_name(&self) -> &str {
-        &self.settings.model
+        self.frame.model_name()
     }
 
     fn price(&self) -> Option<crate::Price> {
-        self.settings.effective_price()
+        self.frame.price()
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.settings.effective_context_window()
+        self.frame.context_window()
     }
 
     fn supports_images(&self) -> bool {
-        self.profile.vision
+        self.frame.supports_images()
     }
 }
 

@@ -176,6 +176,18 @@ pub fn classify(status: u16, header: impl Fn(&str) -> Option<String>, body: &str
     }
 }
 
+/// The full chain of an error's sources, on one line.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

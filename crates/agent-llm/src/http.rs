@@ -29,6 +29,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use rustls_platform_verifier::Verifier;
 
+use crate::{ApiKey, LlmError};
+
 /// The `User-Agent` of clients built here.
 pub const USER_AGENT: &str = concat!("openmanus-rs/", env!("CARGO_PKG_VERSION"));
 
@@ -225,4 +227,51 @@ pub(crate) fn client_with_connect_timeout(
     connect_timeout: Option<Duration>,
 ) -> Result<reqwest::Client, reqwest::Error> {
     cached(connect_timeout)
+}
+
+/// Largest error body read for classification.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// The error a response with a failure status stands for: [`crate::classify`] of its status,
+/// its headers (`retry-after`, ...) and the start of its body (at most 64 KiB), with `key`
+/// redacted from the body.
+pub(crate) async fn status_error(response: reqwest::Response, key: &ApiKey) -> LlmError {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = read_limited(response, ERROR_BODY_LIMIT).await;
+    crate::classify(
+        status.as_u16(),
+        |name| header(&headers, name),
+        &key.redact(&body),
+    )
+}
+
+/// Whether `response` is a stream of server-sent events (`text/event-stream`).
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+fn header(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+async fn read_limited(response: reqwest::Response, limit: usize) -> String {
+    use futures::StreamExt;
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= limit {
+            body.truncate(limit);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }

@@ -43,6 +43,7 @@ mod blocks;
 mod client;
 mod error;
 pub mod format;
+mod frame;
 pub mod http;
 mod models;
 pub mod pricing;
@@ -58,8 +59,9 @@ mod wire;
 use async_trait::async_trait;
 
 pub use anthropic::AnthropicClient;
-pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient, TokenTotals};
+pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient};
 pub use error::{LlmError, classify, parse_retry_after};
+pub use frame::TokenTotals;
 pub use models::{ModelProfile, model_profile};
 pub use pricing::{Price, default_price};
 pub use provider::Model;

@@ -283,16 +283,17 @@ impl ChatModel for Model {
         }
     }
 
+    // The client's answers: its frame's (built from the same settings).
     fn model_name(&self) -> &str {
-        &self.settings.model
+        self.inner().model_name()
     }
 
     fn price(&self) -> Option<crate::Price> {
-        self.settings.effective_price()
+        self.inner().price()
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.settings.effective_context_window()
+        self.inner().context_window()
     }
 
     fn supports_images(&self) -> bool {

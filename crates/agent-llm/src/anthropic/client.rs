@@ -1,8 +1,6 @@
 //! `AnthropicClient`: the Messages API over HTTP, streamed or not, with the crate's retry
 //! policy and error classifier.
 
-use std::sync::{Mutex, PoisonError};
-
 use agent_core::{AgentEvent, EventBus};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -10,38 +8,31 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
-use tracing::{debug, info};
+use tracing::debug;
 
 use super::stream::MessageAssembler;
 use super::wire::{ANTHROPIC_VERSION, BodyOptions, body, parse_message};
-use crate::client::{TokenTotals, error_chain, header, read_limited};
-use crate::models::{ModelProfile, model_profile};
-use crate::retry::RetryPolicy;
+use crate::error::error_chain;
+use crate::frame::{ClientFrame, TokenTotals};
+use crate::http::{is_event_stream, status_error};
 use crate::settings::LlmSettings;
-use crate::tokens::TokenCounter;
-use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, classify};
+use crate::{ChatModel, ChatRequest, ChatResponse, LlmError};
 
-/// Largest error body read for classification.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// The endpoint when the settings' `base_url` is empty.
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 
 /// The client for one Claude model through Anthropic's Messages API (`api_type =
 /// "anthropic"`). Token totals are per client.
 pub struct AnthropicClient {
-    settings: LlmSettings,
-    profile: ModelProfile,
+    frame: ClientFrame,
     url: String,
     http: reqwest::Client,
-    retry: RetryPolicy,
-    totals: Mutex<TokenTotals>,
-    events: Option<EventBus>,
 }
 
 impl std::fmt::Debug for AnthropicClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicClient")
-            .field("model", &self.settings.model)
+            .field("model", &self.frame.model_name())
             .field("url", &self.url)
             .finish_non_exhaustive()
     }
@@ -56,27 +47,11 @@ impl AnthropicClient {
     /// [`LlmError::InvalidRequest`] for an empty model, a base URL that is not http(s), or an
     /// HTTP client that cannot be built.
     pub fn new(settings: LlmSettings) -> Result<Self, LlmError> {
-        if settings.model.trim().is_empty() {
-            return Err(LlmError::InvalidRequest("the model name is empty".into()));
-        }
-        let url = endpoint(&settings.base_url)?;
-        let mut profile = model_profile(&settings.model);
         // Every Claude model since Claude 3 reads images.
-        profile.vision = settings.supports_images.unwrap_or(true);
-        let http = crate::http::client_with_connect_timeout(LlmSettings::secs(
-            settings.connect_timeout_secs,
-        ))
-        .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))?;
-        let retry = RetryPolicy::from_settings(&settings);
-        Ok(Self {
-            settings,
-            profile,
-            url,
-            http,
-            retry,
-            totals: Mutex::new(TokenTotals::default()),
-            events: None,
-        })
+        let frame = ClientFrame::new(settings, |_, _| true)?;
+        let url = endpoint(&frame.settings().base_url)?;
+        let http = frame.http_client()?;
+        Ok(Self { frame, url, http })
     }
 
     /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry and, for streamed
@@ -84,14 +59,14 @@ impl AnthropicClient {
     /// as it arrives (pass the agent's event bus).
     #[must_use]
     pub fn with_events(mut self, events: EventBus) -> Self {
-        self.events = Some(events);
+        self.frame.set_events(events);
         self
     }
 
     /// The settings.
     #[must_use]
     pub fn settings(&self) -> &LlmSettings {
-        &self.settings
+        self.frame.settings()
     }
 
     /// The messages URL requests go to.
@@ -103,55 +78,29 @@ impl AnthropicClient {
     /// Cumulative token counts (cached input included).
     #[must_use]
     pub fn totals(&self) -> TokenTotals {
-        *self.totals.lock().unwrap_or_else(PoisonError::into_inner)
+        self.frame.totals()
     }
 
     /// The JSON body this client sends for `request`; the key is not part of it.
     #[must_use]
     pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let settings = self.frame.settings();
         body(
             request,
             BodyOptions {
-                model: &self.settings.model,
-                max_tokens: self.settings.max_tokens,
-                temperature: self.settings.temperature,
-                stream: self.settings.stream,
-                vision: self.profile.vision,
+                model: &settings.model,
+                max_tokens: settings.max_tokens,
+                temperature: settings.temperature,
+                stream: settings.stream,
+                vision: self.frame.supports_images(),
             },
         )
     }
 
-    /// Checks the budget and the context window (estimated with the tokenizer) when the
-    /// settings ask for them.
-    fn check_budget(&self, bytes: &[u8]) -> Result<(), LlmError> {
-        if self.settings.max_input_tokens.is_none() && self.settings.context_window.is_none() {
-            return Ok(());
-        }
-        let counter = TokenCounter::for_model(&self.settings.model);
-        let needed =
-            u64::try_from(counter.count_text(&String::from_utf8_lossy(bytes))).unwrap_or(u64::MAX);
-        if let Some(max) = self.settings.max_input_tokens {
-            let total = self.totals().input;
-            if total.saturating_add(needed) > max {
-                return Err(LlmError::TokenLimitExceeded(format!(
-                    "Request may exceed input token limit (Current: {total}, Needed: {needed}, Max: {max})"
-                )));
-            }
-        }
-        if let Some(window) = self.settings.context_window
-            && needed > window
-        {
-            return Err(LlmError::ContextLengthExceeded(format!(
-                "the request needs about {needed} input tokens but {}'s context window is {window}",
-                self.settings.model
-            )));
-        }
-        Ok(())
-    }
-
     /// One HTTP attempt.
     async fn send_once(&self, body: Bytes) -> Result<ChatResponse, LlmError> {
-        let key = &self.settings.api_key;
+        let settings = self.frame.settings();
+        let key = &settings.api_key;
         let mut request = self
             .http
             .post(&self.url)
@@ -161,29 +110,17 @@ impl AnthropicClient {
         if !key.is_empty() {
             request = request.header("x-api-key", key.expose());
         }
-        if let Some(timeout) = LlmSettings::secs(self.settings.request_timeout_secs) {
+        if let Some(timeout) = LlmSettings::secs(settings.request_timeout_secs) {
             request = request.timeout(timeout);
         }
         let response = request
             .send()
             .await
             .map_err(|e| self.transport_error(&e, false))?;
-        let status = response.status();
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let body = read_limited(response, ERROR_BODY_LIMIT).await;
-            return Err(classify(
-                status.as_u16(),
-                |name| header(&headers, name),
-                &key.redact(&body),
-            ));
+        if !response.status().is_success() {
+            return Err(status_error(response, key).await);
         }
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !is_sse {
+        if !is_event_stream(&response) {
             let bytes = response
                 .bytes()
                 .await
@@ -192,7 +129,7 @@ impl AnthropicClient {
         }
         let mut events = response.bytes_stream().eventsource();
         let mut assembler = MessageAssembler::default();
-        let idle = LlmSettings::secs(self.settings.read_timeout_secs);
+        let idle = LlmSettings::secs(settings.read_timeout_secs);
         loop {
             let next = match idle {
                 Some(idle) => tokio::time::timeout(idle, events.next())
@@ -215,7 +152,7 @@ impl AnthropicClient {
             let data = event.data.trim();
             if !data.is_empty()
                 && let Some(text) = assembler.push(data)?
-                && let Some(events) = &self.events
+                && let Some(events) = self.frame.events()
             {
                 events.emit(AgentEvent::TextDelta { text });
             }
@@ -232,12 +169,14 @@ impl AnthropicClient {
         Ok(assembler.finish())
     }
 
+    /// As [`ClientFrame::transport_error`], except that a server that cannot be reached is a
+    /// [`LlmError::Network`] error here, not [`LlmError::Connect`] (so it gets `max_attempts`,
+    /// not `max_connect_attempts`).
     fn transport_error(&self, error: &reqwest::Error, received_tokens: bool) -> LlmError {
-        let text = self.settings.api_key.redact(&error_chain(error));
+        let settings = self.frame.settings();
+        let text = settings.api_key.redact(&error_chain(error));
         if error.is_timeout() {
-            LlmError::Timeout(
-                LlmSettings::secs(self.settings.request_timeout_secs).unwrap_or_default(),
-            )
+            LlmError::Timeout(LlmSettings::secs(settings.request_timeout_secs).unwrap_or_default())
         } else if error.is_body() || error.is_decode() {
             LlmError::stream_interrupted(text, received_tokens)
         } else if error.is_builder() {
@@ -278,47 +217,36 @@ impl ChatModel for AnthropicClient {
             Bytes::from(serde_json::to_vec(&body).map_err(|e| {
                 LlmError::InvalidRequest(format!("cannot serialise the request: {e}"))
             })?);
-        self.check_budget(&bytes)?;
+        // The budget is estimated with the tokenizer over the body's text.
+        self.frame.check_budget(|| {
+            let text = String::from_utf8_lossy(&bytes);
+            u64::try_from(self.frame.counter().count_text(&text)).unwrap_or(u64::MAX)
+        })?;
         let response = self
-            .retry
-            .run(self.events.as_ref(), |attempt| {
+            .frame
+            .retry(|attempt| {
                 debug!(attempt, url = %self.url, "sending a Messages request");
                 self.send_once(bytes.clone())
             })
             .await?;
-        let usage = response.usage.unwrap_or_default();
-        let totals = {
-            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
-            totals.input = totals.input.saturating_add(usage.prompt_tokens);
-            totals.completion = totals.completion.saturating_add(usage.completion_tokens);
-            *totals
-        };
-        info!(
-            "Token usage: Input={}, Completion={}, Cumulative Input={}, Cumulative Completion={}, Total={}, Cumulative Total={}",
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            totals.input,
-            totals.completion,
-            usage.prompt_tokens.saturating_add(usage.completion_tokens),
-            totals.input.saturating_add(totals.completion)
-        );
+        self.frame.record_usage(&response.usage.unwrap_or_default());
         Ok(response)
     }
 
     fn model_name(&self) -> &str {
-        &self.settings.model
+        self.frame.model_name()
     }
 
     fn price(&self) -> Option<crate::Price> {
-        self.settings.effective_price()
+        self.frame.price()
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.settings.effective_context_window()
+        self.frame.context_window()
     }
 
     fn supports_images(&self) -> bool {
-        self.profile.vision
+        self.frame.supports_images()
     }
 }
 

@@ -9,7 +9,7 @@ use agent_core::{Message, Role, ToolChoice};
 use serde_json::{Map, Value, json};
 use tracing::warn;
 
-use crate::format::image_mime;
+use crate::blocks::{Image, tool_input, tool_use_id};
 use crate::{ChatRequest, ChatResponse, LlmError, Usage};
 
 /// The API version header every request carries.
@@ -96,30 +96,15 @@ pub(crate) fn body(request: &ChatRequest, options: BodyOptions<'_>) -> Value {
     Value::Object(body)
 }
 
-/// A tool-use id as the API accepts it (`^[a-zA-Z0-9_-]+$`).
-fn tool_use_id(id: &str) -> String {
-    let clean: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.is_empty() {
-        "toolu_empty".to_owned()
-    } else {
-        clean
-    }
-}
+/// What an empty tool-use id is sent as (ids must match `^[a-zA-Z0-9_-]+$`).
+const EMPTY_TOOL_USE_ID: &str = "toolu_empty";
 
 fn image_block(base64_image: &str) -> Value {
+    let image = Image::new(base64_image);
     json!({"type": "image", "source": {
         "type": "base64",
-        "media_type": image_mime(base64_image),
-        "data": base64_image.trim(),
+        "media_type": image.media_type,
+        "data": image.data,
     }})
 }
 
@@ -157,17 +142,11 @@ fn messages(conversation: &[Message], vision: bool) -> Vec<Value> {
                     blocks.push(json!({"type": "text", "text": text}));
                 }
                 for call in message.calls() {
-                    let input = match serde_json::from_str::<Value>(&call.function.arguments) {
-                        Ok(Value::Object(map)) => Value::Object(map),
-                        _ if call.function.arguments.trim().is_empty() => json!({}),
-                        // Arguments that were never a JSON object still reach the model as sent.
-                        _ => json!({"arguments": call.function.arguments}),
-                    };
                     blocks.push(json!({
                         "type": "tool_use",
-                        "id": tool_use_id(&call.id),
+                        "id": tool_use_id(&call.id, EMPTY_TOOL_USE_ID),
                         "name": call.function.name,
-                        "input": input,
+                        "input": tool_input(&call.function.arguments),
                     }));
                 }
                 ("assistant", blocks)
@@ -182,7 +161,10 @@ fn messages(conversation: &[Message], vision: bool) -> Vec<Value> {
                 }
                 let mut block = json!({
                     "type": "tool_result",
-                    "tool_use_id": tool_use_id(message.tool_call_id.as_deref().unwrap_or_default()),
+                    "tool_use_id": tool_use_id(
+                        message.tool_call_id.as_deref().unwrap_or_default(),
+                        EMPTY_TOOL_USE_ID,
+                    ),
                 });
                 if !content.is_empty() {
                     block["content"] = Value::Array(content);

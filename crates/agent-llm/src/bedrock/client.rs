@@ -2,8 +2,6 @@
 //! SDK, which signs the request (SigV4) and decodes the event stream, with the crate's retry
 //! policy (the SDK's own retries are off) and error classifier.
 
-use std::sync::{Mutex, PoisonError};
-
 use agent_core::{AgentEvent, EventBus, ToolCall};
 use async_trait::async_trait;
 use aws_config::BehaviorVersion;
@@ -22,12 +20,12 @@ use aws_smithy_types::retry::RetryConfig;
 use aws_smithy_types::timeout::TimeoutConfig;
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
-use tracing::{debug, info};
+use tracing::debug;
 
 use super::stream::{StreamAssembler, stream_error, usage as stream_usage};
 use super::wire::{BodyOptions, body, finish_reason, from_document, to_document};
-use crate::client::{TokenTotals, error_chain};
-use crate::retry::RetryPolicy;
+use crate::error::error_chain;
+use crate::frame::{ClientFrame, TokenTotals};
 use crate::settings::LlmSettings;
 use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, classify};
 
@@ -36,20 +34,16 @@ use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, classify};
 /// credential files, SSO, web identity, instance roles); a non-empty `base_url` overrides the
 /// endpoint (a VPC endpoint, or a local server in tests).
 pub struct BedrockClient {
-    settings: LlmSettings,
-    vision: bool,
-    retry: RetryPolicy,
-    events: Option<EventBus>,
+    frame: ClientFrame,
     sdk: OnceCell<Client>,
     aws: Option<aws_config::SdkConfig>,
-    totals: Mutex<TokenTotals>,
 }
 
 impl std::fmt::Debug for BedrockClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BedrockClient")
-            .field("model", &self.settings.model)
-            .field("endpoint", &self.settings.base_url)
+            .field("model", &self.frame.model_name())
+            .field("endpoint", &self.frame.settings().base_url)
             .finish_non_exhaustive()
     }
 }
@@ -75,10 +69,11 @@ impl BedrockClient {
     ///
     /// [`LlmError::InvalidRequest`] for an empty model or a `base_url` that is not http(s).
     pub fn new(settings: LlmSettings) -> Result<Self, LlmError> {
-        if settings.model.trim().is_empty() {
-            return Err(invalid("the model name is empty"));
-        }
-        let base = settings.base_url.trim();
+        // The table's vision models, and Claude on Bedrock, read images.
+        let frame = ClientFrame::new(settings, |model, table| {
+            table.vision || model.contains("claude")
+        })?;
+        let base = frame.settings().base_url.trim();
         if !base.is_empty() {
             let parsed = url::Url::parse(base)
                 .map_err(|e| invalid(format!("invalid base_url {base:?}: {e}")))?;
@@ -88,18 +83,10 @@ impl BedrockClient {
                 )));
             }
         }
-        let retry = RetryPolicy::from_settings(&settings);
-        let vision = settings.supports_images.unwrap_or_else(|| {
-            crate::model_profile(&settings.model).vision || settings.model.contains("claude")
-        });
         Ok(Self {
-            settings,
-            vision,
-            retry,
-            events: None,
+            frame,
             sdk: OnceCell::new(),
             aws: None,
-            totals: Mutex::new(TokenTotals::default()),
         })
     }
 
@@ -108,7 +95,7 @@ impl BedrockClient {
     /// as it arrives (pass the agent's event bus).
     #[must_use]
     pub fn with_events(mut self, events: EventBus) -> Self {
-        self.events = Some(events);
+        self.frame.set_events(events);
         self
     }
 
@@ -122,26 +109,28 @@ impl BedrockClient {
     /// Cumulative token counts.
     #[must_use]
     pub fn totals(&self) -> TokenTotals {
-        *self.totals.lock().unwrap_or_else(PoisonError::into_inner)
+        self.frame.totals()
     }
 
     /// The Converse body for `request` as JSON (what the SDK sends; `modelId` goes in the URL).
     #[must_use]
     pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let settings = self.frame.settings();
         let mut body = body(
             request,
             BodyOptions {
-                max_tokens: self.settings.max_tokens,
-                temperature: self.settings.temperature,
-                vision: self.vision,
+                max_tokens: settings.max_tokens,
+                temperature: settings.temperature,
+                vision: self.frame.supports_images(),
             },
         );
-        body["modelId"] = json!(self.settings.model);
+        body["modelId"] = json!(settings.model);
         body
     }
 
     /// The SDK client, made on first use from the AWS environment.
     async fn sdk(&self) -> Result<&Client, LlmError> {
+        let settings = self.frame.settings();
         self.sdk
             .get_or_try_init(|| async {
                 let shared = match &self.aws {
@@ -159,10 +148,10 @@ impl BedrockClient {
                     ));
                 }
                 let mut timeouts = TimeoutConfig::builder();
-                if let Some(connect) = LlmSettings::secs(self.settings.connect_timeout_secs) {
+                if let Some(connect) = LlmSettings::secs(settings.connect_timeout_secs) {
                     timeouts = timeouts.connect_timeout(connect);
                 }
-                if let Some(total) = LlmSettings::secs(self.settings.request_timeout_secs) {
+                if let Some(total) = LlmSettings::secs(settings.request_timeout_secs) {
                     timeouts = timeouts.operation_attempt_timeout(total);
                 }
                 let mut config = aws_sdk_bedrockruntime::config::Builder::from(&shared)
@@ -171,7 +160,7 @@ impl BedrockClient {
                 if shared.http_client().is_none() {
                     config = config.http_client(https_client());
                 }
-                let base = self.settings.base_url.trim().trim_end_matches('/');
+                let base = settings.base_url.trim().trim_end_matches('/');
                 if !base.is_empty() {
                     config = config.endpoint_url(base);
                 }
@@ -189,7 +178,7 @@ impl BedrockClient {
                 .map(|t| SystemContentBlock::Text(t.to_owned()))
                 .collect()
         });
-        let max_tokens = i32::try_from(self.settings.max_tokens).unwrap_or(i32::MAX);
+        let max_tokens = i32::try_from(self.frame.settings().max_tokens).unwrap_or(i32::MAX);
         #[allow(clippy::cast_possible_truncation)]
         let temperature = body
             .pointer("/inferenceConfig/temperature")
@@ -211,7 +200,7 @@ impl BedrockClient {
         let client = self.sdk().await?;
         let output = client
             .converse()
-            .model_id(&self.settings.model)
+            .model_id(self.frame.model_name())
             .set_messages(Some(input.messages))
             .set_system(input.system)
             .inference_config(input.inference)
@@ -228,7 +217,7 @@ impl BedrockClient {
         let started = tokio::time::Instant::now();
         let output = client
             .converse_stream()
-            .model_id(&self.settings.model)
+            .model_id(self.frame.model_name())
             .set_messages(Some(input.messages))
             .set_system(input.system)
             .inference_config(input.inference)
@@ -238,9 +227,10 @@ impl BedrockClient {
             .map_err(|e| self.sdk_error(&e))?;
         let mut stream = output.stream;
         let mut assembler = StreamAssembler::default();
-        let idle = LlmSettings::secs(self.settings.read_timeout_secs);
-        let total = LlmSettings::secs(self.settings.request_timeout_secs);
-        let redact = |text: &str| self.settings.api_key.redact(text);
+        let settings = self.frame.settings();
+        let idle = LlmSettings::secs(settings.read_timeout_secs);
+        let total = LlmSettings::secs(settings.request_timeout_secs);
+        let redact = |text: &str| settings.api_key.redact(text);
         loop {
             let left = total.map(|total| total.saturating_sub(started.elapsed()));
             let wait = match (idle, left) {
@@ -274,7 +264,7 @@ impl BedrockClient {
                 }
             };
             if let Some(text) = assembler.push(event)?
-                && let Some(events) = &self.events
+                && let Some(events) = self.frame.events()
             {
                 events.emit(AgentEvent::TextDelta { text });
             }
@@ -292,7 +282,8 @@ impl BedrockClient {
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
     {
-        let redact = |text: String| self.settings.api_key.redact(&text);
+        let settings = self.frame.settings();
+        let redact = |text: String| settings.api_key.redact(&text);
         match error {
             SdkError::ServiceError(context) => {
                 let raw = context.raw();
@@ -306,10 +297,10 @@ impl BedrockClient {
                 )
             }
             SdkError::TimeoutError(_) => LlmError::Timeout(
-                LlmSettings::secs(self.settings.request_timeout_secs).unwrap_or_default(),
+                LlmSettings::secs(settings.request_timeout_secs).unwrap_or_default(),
             ),
             SdkError::DispatchFailure(failure) if failure.is_timeout() => LlmError::Timeout(
-                LlmSettings::secs(self.settings.connect_timeout_secs).unwrap_or_default(),
+                LlmSettings::secs(settings.connect_timeout_secs).unwrap_or_default(),
             ),
             SdkError::ConstructionFailure(_) => {
                 LlmError::InvalidRequest(redact(error_chain(error)))
@@ -486,53 +477,39 @@ impl ChatModel for BedrockClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.request_body(&request);
         let input = self.sdk_input(&body)?;
+        let model = self.frame.model_name();
         let response = self
-            .retry
-            .run(self.events.as_ref(), |attempt| {
+            .frame
+            .retry(|attempt| {
                 let input = input.clone();
                 async move {
-                    if self.settings.stream {
-                        debug!(attempt, model = %self.settings.model, "sending a ConverseStream request");
+                    if self.frame.settings().stream {
+                        debug!(attempt, model = %model, "sending a ConverseStream request");
                         self.stream_once(input).await
                     } else {
-                        debug!(attempt, model = %self.settings.model, "sending a Converse request");
+                        debug!(attempt, model = %model, "sending a Converse request");
                         self.send_once(input).await
                     }
                 }
             })
             .await?;
-        let usage = response.usage.unwrap_or_default();
-        let totals = {
-            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
-            totals.input = totals.input.saturating_add(usage.prompt_tokens);
-            totals.completion = totals.completion.saturating_add(usage.completion_tokens);
-            *totals
-        };
-        info!(
-            "Token usage: Input={}, Completion={}, Cumulative Input={}, Cumulative Completion={}, Total={}, Cumulative Total={}",
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            totals.input,
-            totals.completion,
-            usage.prompt_tokens.saturating_add(usage.completion_tokens),
-            totals.input.saturating_add(totals.completion)
-        );
+        self.frame.record_usage(&response.usage.unwrap_or_default());
         Ok(response)
     }
 
     fn model_name(&self) -> &str {
-        &self.settings.model
+        self.frame.model_name()
     }
 
     fn price(&self) -> Option<crate::Price> {
-        self.settings.effective_price()
+        self.frame.price()
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.settings.effective_context_window()
+        self.frame.context_window()
     }
 
     fn supports_images(&self) -> bool {
-        self.vision
+        self.frame.supports_images()
     }
 }

@@ -15,7 +15,7 @@ use aws_smithy_types::event_stream::RawMessage;
 
 use super::wire::finish_reason;
 use crate::blocks::{Block, assemble};
-use crate::client::error_chain;
+use crate::error::error_chain;
 use crate::{ChatResponse, LlmError, Usage, classify};
 
 /// The reply so far.

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tracing::warn;
 
 use crate::ChatRequest;
-use crate::format::image_mime;
+use crate::blocks::{Image, tool_input, tool_use_id};
 
 /// What the body needs beyond the request.
 #[derive(Debug, Clone, Copy)]
@@ -23,27 +23,12 @@ pub(crate) struct BodyOptions {
     pub vision: bool,
 }
 
-fn tool_use_id(id: &str) -> String {
-    let clean: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.is_empty() {
-        "tooluse_empty".to_owned()
-    } else {
-        clean
-    }
-}
+/// What an empty tool-use id is sent as (ids must match `^[a-zA-Z0-9_-]+$`).
+const EMPTY_TOOL_USE_ID: &str = "tooluse_empty";
 
 fn image_block(base64_image: &str) -> Value {
-    let format = image_mime(base64_image).trim_start_matches("image/");
-    json!({"image": {"format": format, "source": {"bytes": base64_image.trim()}}})
+    let image = Image::new(base64_image);
+    json!({"image": {"format": image.format(), "source": {"bytes": image.data}}})
 }
 
 /// The Converse body for `request` (`modelId` travels in the URL, not here).
@@ -136,15 +121,10 @@ fn messages(conversation: &[Message], vision: bool) -> Vec<Value> {
                     blocks.push(json!({"text": text}));
                 }
                 for call in message.calls() {
-                    let input = match serde_json::from_str::<Value>(&call.function.arguments) {
-                        Ok(Value::Object(map)) => Value::Object(map),
-                        _ if call.function.arguments.trim().is_empty() => json!({}),
-                        _ => json!({"arguments": call.function.arguments}),
-                    };
                     blocks.push(json!({"toolUse": {
-                        "toolUseId": tool_use_id(&call.id),
+                        "toolUseId": tool_use_id(&call.id, EMPTY_TOOL_USE_ID),
                         "name": call.function.name,
-                        "input": input,
+                        "input": tool_input(&call.function.arguments),
                     }}));
                 }
                 ("assistant", blocks)
@@ -155,7 +135,10 @@ fn messages(conversation: &[Message], vision: bool) -> Vec<Value> {
                     content.push(image_block(image));
                 }
                 let mut result = json!({
-                    "toolUseId": tool_use_id(message.tool_call_id.as_deref().unwrap_or_default()),
+                    "toolUseId": tool_use_id(
+                        message.tool_call_id.as_deref().unwrap_or_default(),
+                        EMPTY_TOOL_USE_ID,
+                    ),
                     "content": content,
                 });
                 if text.is_some_and(|t| t.starts_with("Error:")) {
