@@ -80,6 +80,7 @@ mod marker;
 mod probe;
 mod reaper;
 mod registry;
+mod stop;
 
 pub use emergency::{EmergencyReport, emergency_shutdown};
 pub use env::{withheld_env, withhold_env};
@@ -89,6 +90,7 @@ pub use keeper::{CGROUP_SWITCH, Containment, containment};
 pub use nix::sys::signal::Signal;
 pub use probe::{find_on_path, output_within};
 pub use registry::live_process_groups;
+pub use stop::stop_requested;
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
 #[cfg(doctest)]

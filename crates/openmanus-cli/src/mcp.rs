@@ -147,7 +147,7 @@ pub async fn serve(transport: McpServe, host: &str, port: u16) -> Result<u8> {
             let shutdown = tokio_util::sync::CancellationToken::new();
             let stop = shutdown.clone();
             tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
+                agent_process::stop_requested().await;
                 stop.cancel();
             });
             let served = if transport == McpServe::Sse {

@@ -58,7 +58,7 @@ async fn main() -> ExitCode {
             let shutdown = CancellationToken::new();
             let on_signal = shutdown.clone();
             tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
+                agent_process::stop_requested().await;
                 on_signal.cancel();
             });
             if sse {

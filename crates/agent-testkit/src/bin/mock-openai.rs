@@ -109,7 +109,7 @@ async fn serve(options: Options) -> Result<bool, String> {
     // Nobody reads the recorded requests of a standalone server; keep memory flat under load.
     server.set_recording(false);
     announce(&server.base_url()).map_err(|e| format!("cannot write to stdout: {e}"))?;
-    wait_for_stop_signal().await;
+    agent_process::stop_requested().await;
     let violations = server.violations();
     complain(&format!(
         "stopping after {} request(s), {} violation(s)",
@@ -120,21 +120,6 @@ async fn serve(options: Options) -> Result<bool, String> {
         complain(&format!("  - {violation}"));
     }
     Ok(violations.is_empty())
-}
-
-async fn wait_for_stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn main() -> ExitCode {
