@@ -283,3 +283,33 @@ async fn a_stored_session_replays_by_id_and_bad_recordings_exit_1() {
     assert!(help.contains("Exit codes: 0 matched, 5 diverged"), "{help}");
     assert!(help.contains("--workspace"), "{help}");
 }
+
+/// A journal written by the release of 2026-12 (`openmanus demo`: python_execute, the editor's
+/// create and str_replace, terminate), committed as it was written, its workspace path replaced
+/// by a neutral one. Journals already on users' disks must keep replaying whatever the record
+/// of a run becomes: this one is the witness.
+const OLD_JOURNAL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/demo-journal-2026-12.jsonl"
+);
+
+#[tokio::test]
+async fn a_journal_of_the_2026_12_format_still_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
+    let output = openmanus(dir.path(), &["replay", OLD_JOURNAL, "--json"]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let report: Value = serde_json::from_str(text(&output.stdout).trim()).unwrap();
+    assert_eq!(report["type"], "replay");
+    assert_eq!(report["status"], "matched", "{report}");
+    assert_eq!(report["steps_matched"], 4, "{report}");
+    // The tools ran for real in a fresh workspace: `matched` means the four observations
+    // (the script written, run, edited, run again) were the recorded ones.
+    let output = openmanus(dir.path(), &["replay", OLD_JOURNAL]).await;
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("replay matched 4 steps"),
+        "{}",
+        text(&output.stdout)
+    );
+}
