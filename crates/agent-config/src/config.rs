@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use agent_llm::LlmSettings;
+use crate::llm_settings::LlmSettings;
 
 use crate::document::Document;
 use crate::env::Env;

@@ -9,9 +9,11 @@
 //! `[store]` says where sessions are recorded ([`StoreSettings`]).
 //! `mcp.json` beside the file lists MCP servers ([`McpServerConfig`]).
 //!
-//! These are plain settings types: this crate depends on no crate of ours but `agent-llm` (whose
-//! `LlmSettings` is the `[llm]` section). Each crate that uses a section converts it itself, so
-//! configuration flows one way: `agent_toolcall::Policies::from_settings(&config.agent)`,
+//! These are plain settings types: this crate depends on no crate of ours. The `[llm]` section is
+//! [`LlmSettings`] (with [`ApiType`], [`ToolCallMode`], [`ApiKey`] and [`Price`]), which
+//! `agent-llm` reads and re-exports. Each crate that uses a section converts it itself, so
+//! configuration flows one way: `agent_llm::LlmClient::new(config.default_llm().clone())`,
+//! `agent_toolcall::Policies::from_settings(&config.agent)`,
 //! `agent_browser::BrowserConfig::from_settings(&config.browser)`,
 //! `agent_web::WebSearch::from_settings(&config.search)`,
 //! `agent_sandbox::from_settings(&config.sandbox, ..)`. The policy enums of `[agent]`
@@ -76,6 +78,7 @@ mod document;
 mod env;
 mod error;
 mod llm;
+mod llm_settings;
 mod loader;
 mod mcp;
 mod overrides;
@@ -87,6 +90,7 @@ mod source;
 pub use config::Config;
 pub use error::ConfigError;
 pub use llm::VISION;
+pub use llm_settings::{ApiKey, ApiType, LlmSettings, Price, TokenCounts, ToolCallMode};
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use overrides::{ConfigOverride, OverrideSyntaxError};

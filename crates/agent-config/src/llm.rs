@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use agent_llm::LlmSettings;
+use crate::llm_settings::LlmSettings;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 

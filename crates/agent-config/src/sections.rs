@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use agent_llm::ApiKey;
+use crate::llm_settings::ApiKey;
 use serde::{Deserialize, Deserializer};
 
 use crate::mcp::McpServerConfig;

@@ -289,7 +289,7 @@ impl LlmClient {
             .post(&self.url)
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(body);
-        if let Some(timeout) = LlmSettings::secs(settings.request_timeout_secs) {
+        if let Some(timeout) = crate::settings::secs(settings.request_timeout_secs) {
             request = request.timeout(timeout);
         }
         let key = &settings.api_key;
@@ -317,7 +317,7 @@ impl LlmClient {
         let mut events = response.bytes_stream().eventsource();
         let mut assembler = StreamAssembler::default();
         let mut done = false;
-        let idle = LlmSettings::secs(settings.read_timeout_secs);
+        let idle = crate::settings::secs(settings.read_timeout_secs);
         loop {
             let next = match idle {
                 Some(idle) => match tokio::time::timeout(idle, events.next()).await {

@@ -129,7 +129,7 @@ impl ClientFrame {
     ///
     /// [`LlmError::InvalidRequest`] when the client cannot be built.
     pub(crate) fn http_client(&self) -> Result<reqwest::Client, LlmError> {
-        crate::http::client_with_connect_timeout(LlmSettings::secs(
+        crate::http::client_with_connect_timeout(crate::settings::secs(
             self.settings.connect_timeout_secs,
         ))
         .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))
@@ -146,7 +146,7 @@ impl ClientFrame {
         let text = self.settings.api_key.redact(&error_chain(error));
         if error.is_timeout() {
             LlmError::Timeout(
-                LlmSettings::secs(self.settings.request_timeout_secs).unwrap_or_default(),
+                crate::settings::secs(self.settings.request_timeout_secs).unwrap_or_default(),
             )
         } else if error.is_body() || error.is_decode() {
             LlmError::stream_interrupted(text, received_tokens)
@@ -241,13 +241,13 @@ impl ClientFrame {
     /// [`ChatModel::price`](crate::ChatModel::price): the settings' price, else free for
     /// Ollama, else the shipped table's.
     pub(crate) fn price(&self) -> Option<Price> {
-        self.settings.effective_price()
+        crate::settings::effective_price(&self.settings)
     }
 
     /// [`ChatModel::context_window`](crate::ChatModel::context_window): the settings' window,
     /// else the model table's.
     pub(crate) fn context_window(&self) -> Option<u64> {
-        self.settings.effective_context_window()
+        crate::settings::effective_context_window(&self.settings)
     }
 
     /// [`ChatModel::supports_images`](crate::ChatModel::supports_images): the profile's.

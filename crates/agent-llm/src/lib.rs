@@ -66,7 +66,9 @@ pub use models::{ModelProfile, model_profile};
 pub use pricing::{Price, default_price};
 pub use provider::Model;
 pub use retry::RetryPolicy;
-pub use settings::{ApiKey, ApiType, LlmSettings, ToolCallMode};
+pub use settings::{
+    ApiKey, ApiType, LlmSettings, ToolCallMode, effective_context_window, effective_price,
+};
 pub use tokens::TokenCounter;
 pub use types::{ChatRequest, ChatResponse, Usage};
 pub use wire::{StreamAssembler, parse_completion, parse_usage};

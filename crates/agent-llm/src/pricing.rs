@@ -1,73 +1,12 @@
 //! What a model call costs: [`Price`] (US dollars per million input, cached input and output
 //! tokens), the shipped table of common OpenAI, Anthropic, Google and open-model prices
-//! ([`default_price`]), and the cost of one call's [`Usage`] ([`Price::cost`]).
+//! ([`default_price`]), and the cost of one call's [`Usage`](crate::Usage) ([`Price::cost`]).
 //!
 //! The table is a snapshot of the providers' public list prices (standard tier, no batch
 //! discount) and lags behind them; an `[llm]` section's `price` overrides it for that model. A
 //! model the table does not know has no price, and its calls have no cost (never a guessed one).
 
-use serde::{Deserialize, Serialize};
-
-use crate::types::Usage;
-
-/// The price of a model in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    /// Input tokens not read from the provider's prompt cache.
-    pub input: f64,
-    /// Input tokens read from the prompt cache; `None`: the same as `input`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_input: Option<f64>,
-    /// Output tokens.
-    pub output: f64,
-}
-
-impl Price {
-    /// A price with no cache discount.
-    #[must_use]
-    pub const fn new(input: f64, output: f64) -> Self {
-        Self {
-            input,
-            cached_input: None,
-            output,
-        }
-    }
-
-    /// A price whose cached input costs `cached_input` per million.
-    #[must_use]
-    pub const fn with_cached(input: f64, cached_input: f64, output: f64) -> Self {
-        Self {
-            input,
-            cached_input: Some(cached_input),
-            output,
-        }
-    }
-
-    /// A model that costs nothing (a local server).
-    pub const FREE: Self = Self::new(0.0, 0.0);
-
-    /// The cost of `usage` in US dollars (to a billionth, [`agent_core::round_usd`]): uncached
-    /// input at `input`, cached input at `cached_input`, output at `output`.
-    #[must_use]
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        let cached = usage.cached_prompt_tokens.min(usage.prompt_tokens);
-        let uncached = usage.prompt_tokens - cached;
-        let per_token = |price: f64| price / 1_000_000.0;
-        agent_core::round_usd(
-            uncached as f64 * per_token(self.input)
-                + cached as f64 * per_token(self.cached_input.unwrap_or(self.input))
-                + usage.completion_tokens as f64 * per_token(self.output),
-        )
-    }
-
-    /// Whether every figure is finite and not negative (what a configured price must be).
-    #[must_use]
-    pub fn is_valid(&self) -> bool {
-        let ok = |v: f64| v.is_finite() && v >= 0.0;
-        ok(self.input) && ok(self.output) && self.cached_input.is_none_or(ok)
-    }
-}
+pub use agent_config::Price;
 
 /// How a row matches a model name (lower-case, after any `provider/` prefix).
 enum Match {
@@ -189,6 +128,7 @@ pub fn default_price(model: &str) -> Option<Price> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Usage;
 
     fn usage(prompt: u64, cached: u64, completion: u64) -> Usage {
         Usage {

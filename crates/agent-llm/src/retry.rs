@@ -54,15 +54,15 @@ impl RetryPolicy {
     /// and timeout attempts, the per-call limit); every provider's client uses it.
     #[must_use]
     pub fn from_settings(settings: &crate::LlmSettings) -> Self {
-        use crate::LlmSettings;
         Self {
             max_attempts: settings.max_attempts.max(1),
-            min_delay: LlmSettings::secs(settings.backoff_min_secs).unwrap_or_default(),
-            max_delay: LlmSettings::secs(settings.backoff_max_secs).unwrap_or_default(),
-            max_retry_after: LlmSettings::secs(settings.max_retry_after_secs).unwrap_or_default(),
+            min_delay: crate::settings::secs(settings.backoff_min_secs).unwrap_or_default(),
+            max_delay: crate::settings::secs(settings.backoff_max_secs).unwrap_or_default(),
+            max_retry_after: crate::settings::secs(settings.max_retry_after_secs)
+                .unwrap_or_default(),
             max_connect_attempts: settings.max_connect_attempts.max(1),
             max_timeout_attempts: settings.max_timeout_attempts.max(1),
-            call_timeout: LlmSettings::secs(settings.call_timeout_secs),
+            call_timeout: crate::settings::secs(settings.call_timeout_secs),
         }
     }
     /// The backoff windows: after failed attempt k the wait is drawn from

@@ -86,6 +86,18 @@ pub struct Usage {
     pub cached_prompt_tokens: u64,
 }
 
+impl agent_config::TokenCounts for Usage {
+    fn prompt_tokens(&self) -> u64 {
+        self.prompt_tokens
+    }
+    fn cached_prompt_tokens(&self) -> u64 {
+        self.cached_prompt_tokens
+    }
+    fn completion_tokens(&self) -> u64 {
+        self.completion_tokens
+    }
+}
+
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
 fn is_zero(n: &u64) -> bool {
     *n == 0

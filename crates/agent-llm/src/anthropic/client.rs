@@ -110,7 +110,7 @@ impl AnthropicClient {
         if !key.is_empty() {
             request = request.header("x-api-key", key.expose());
         }
-        if let Some(timeout) = LlmSettings::secs(settings.request_timeout_secs) {
+        if let Some(timeout) = crate::settings::secs(settings.request_timeout_secs) {
             request = request.timeout(timeout);
         }
         let response = request
@@ -129,7 +129,7 @@ impl AnthropicClient {
         }
         let mut events = response.bytes_stream().eventsource();
         let mut assembler = MessageAssembler::default();
-        let idle = LlmSettings::secs(settings.read_timeout_secs);
+        let idle = crate::settings::secs(settings.read_timeout_secs);
         loop {
             let next = match idle {
                 Some(idle) => tokio::time::timeout(idle, events.next())
@@ -176,7 +176,9 @@ impl AnthropicClient {
         let settings = self.frame.settings();
         let text = settings.api_key.redact(&error_chain(error));
         if error.is_timeout() {
-            LlmError::Timeout(LlmSettings::secs(settings.request_timeout_secs).unwrap_or_default())
+            LlmError::Timeout(
+                crate::settings::secs(settings.request_timeout_secs).unwrap_or_default(),
+            )
         } else if error.is_body() || error.is_decode() {
             LlmError::stream_interrupted(text, received_tokens)
         } else if error.is_builder() {

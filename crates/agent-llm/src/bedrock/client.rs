@@ -148,10 +148,10 @@ impl BedrockClient {
                     ));
                 }
                 let mut timeouts = TimeoutConfig::builder();
-                if let Some(connect) = LlmSettings::secs(settings.connect_timeout_secs) {
+                if let Some(connect) = crate::settings::secs(settings.connect_timeout_secs) {
                     timeouts = timeouts.connect_timeout(connect);
                 }
-                if let Some(total) = LlmSettings::secs(settings.request_timeout_secs) {
+                if let Some(total) = crate::settings::secs(settings.request_timeout_secs) {
                     timeouts = timeouts.operation_attempt_timeout(total);
                 }
                 let mut config = aws_sdk_bedrockruntime::config::Builder::from(&shared)
@@ -228,8 +228,8 @@ impl BedrockClient {
         let mut stream = output.stream;
         let mut assembler = StreamAssembler::default();
         let settings = self.frame.settings();
-        let idle = LlmSettings::secs(settings.read_timeout_secs);
-        let total = LlmSettings::secs(settings.request_timeout_secs);
+        let idle = crate::settings::secs(settings.read_timeout_secs);
+        let total = crate::settings::secs(settings.request_timeout_secs);
         let redact = |text: &str| settings.api_key.redact(text);
         loop {
             let left = total.map(|total| total.saturating_sub(started.elapsed()));
@@ -297,10 +297,10 @@ impl BedrockClient {
                 )
             }
             SdkError::TimeoutError(_) => LlmError::Timeout(
-                LlmSettings::secs(settings.request_timeout_secs).unwrap_or_default(),
+                crate::settings::secs(settings.request_timeout_secs).unwrap_or_default(),
             ),
             SdkError::DispatchFailure(failure) if failure.is_timeout() => LlmError::Timeout(
-                LlmSettings::secs(settings.connect_timeout_secs).unwrap_or_default(),
+                crate::settings::secs(settings.connect_timeout_secs).unwrap_or_default(),
             ),
             SdkError::ConstructionFailure(_) => {
                 LlmError::InvalidRequest(redact(error_chain(error)))
