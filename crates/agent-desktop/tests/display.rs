@@ -55,29 +55,13 @@ fn region_is(
 
 /// Host processes below this test process whose command line contains `needle`.
 fn our_processes(needle: &str) -> Vec<u32> {
-    let me = std::process::id();
-    let parent_of = |pid: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let rest = stat.rsplit_once(')')?.1;
-        rest.split_whitespace().nth(1)?.parse().ok()
-    };
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    let me = i32::try_from(std::process::id()).unwrap();
+    agent_process::processes_with(needle)
+        .into_iter()
         .filter(|&pid| {
-            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-                return false;
-            };
-            if !String::from_utf8_lossy(&cmdline)
-                .replace('\0', " ")
-                .contains(needle)
-            {
-                return false;
-            }
             let mut at = pid;
             for _ in 0..64 {
-                match parent_of(at) {
+                match agent_process::parent_of(at) {
                     Some(p) if p == me => return true,
                     Some(p) if p > 1 => at = p,
                     _ => return false,
@@ -85,23 +69,13 @@ fn our_processes(needle: &str) -> Vec<u32> {
             }
             false
         })
+        .filter_map(|pid| u32::try_from(pid).ok())
         .collect()
 }
 
 /// Whether `pid` is still a live (not zombie) process.
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .next()?
-                .to_owned();
-            Some(state != "Z" && state != "X")
-        })
-        .unwrap_or(false)
+    i32::try_from(pid).is_ok_and(agent_process::is_running)
 }
 
 async fn wait_gone(pids: &[u32]) {

@@ -22,7 +22,8 @@ pub(crate) struct Stat {
     pub ppid: i32,
     /// The process group id.
     pub pgid: i32,
-    /// Whether it is a zombie (dead, waiting for its parent to reap it).
+    /// Whether it is a zombie (dead, waiting for its parent to reap it), or dead (`X`, being
+    /// torn down).
     pub zombie: bool,
     /// Its start time (clock ticks after boot): with the pid, names the process for good.
     pub start: u64,
@@ -37,7 +38,7 @@ pub(crate) fn stat(pid: i32) -> Option<Stat> {
     let (_, rest) = text.rsplit_once(')')?;
     let fields: Vec<&str> = rest.split_whitespace().take(20).collect();
     Some(Stat {
-        zombie: *fields.first()? == "Z",
+        zombie: matches!(*fields.first()?, "Z" | "X"),
         ppid: fields.get(1)?.parse().ok()?,
         pgid: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,

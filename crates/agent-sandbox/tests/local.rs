@@ -141,20 +141,8 @@ async fn network_only_when_enabled() {
 }
 
 /// Processes whose command line contains `marker`.
-fn with_marker(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(marker) {
-                found.push(format!(
-                    "{}: {cmdline}",
-                    entry.file_name().to_string_lossy()
-                ));
-            }
-        }
-    }
-    found
+fn with_marker(marker: &str) -> Vec<i32> {
+    agent_process::processes_with(marker)
 }
 
 #[tokio::test]

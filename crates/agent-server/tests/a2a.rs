@@ -270,20 +270,6 @@ async fn sdk_1_input_required_round_trip() {
     input_required(Sdk::V1).await;
 }
 
-/// Whether process `pid` still runs (a zombie waiting to be reaped does not).
-fn running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().next())
-                .unwrap_or("X");
-            !matches!(state, "Z" | "X")
-        }
-        Err(_) => false,
-    }
-}
-
 async fn cancel(sdk: Sdk) {
     let server = TestServer::start().await;
     let pid_file = server.dir.path().join("sleep.pid");
@@ -302,7 +288,7 @@ async fn cancel(sdk: Sdk) {
         .parse()
         .unwrap();
     let deadline = tokio::time::Instant::now() + PATIENCE;
-    while running(pid) {
+    while agent_process::is_running(pid) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the cancelled run's sleep (pid {pid}) still runs"

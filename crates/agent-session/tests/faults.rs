@@ -118,14 +118,7 @@ fn journal_events<'a>(lines: &'a [JournalLine], kind: &str) -> Vec<&'a Value> {
 // Processes
 // ---------------------------------------------------------------------------------------------
 
-/// Whether `pid` runs (a zombie, dead but not yet reaped, does not count).
-fn is_running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
+use agent_process::is_running;
 
 /// Waits until none of `pids` runs; false when some still do after the limit.
 async fn all_gone(pids: &BTreeSet<i32>) -> bool {

@@ -38,13 +38,7 @@ fn bash_call(id: &str, command: &str) -> Completion {
 
 /// Whether process `pid` is gone (or a zombie about to be reaped).
 fn gone(pid: &str) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
+    !pid.parse().is_ok_and(agent_process::is_running)
 }
 
 /// Waits (up to a minute) until the process whose id is in `file` is gone.

@@ -7,28 +7,7 @@ use std::time::Duration;
 /// command line.
 pub const PROFILE_MARK: &str = "openmanus-chromium-";
 
-/// Processes whose command line mentions `needle`.
-pub fn processes_with(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
-            && String::from_utf8_lossy(&cmdline).contains(needle)
-        {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Whether `pid` runs (a zombie does not count).
-pub fn is_running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
-}
+pub use agent_process::{is_running, processes_with};
 
 /// Waits up to five seconds for `pid` and every process with our profile mark to be gone.
 pub async fn assert_no_chromium_left(pid: Option<i32>) {

@@ -1,0 +1,53 @@
+//! What the process table says of other processes, read from `/proc`: for diagnostics, and for
+//! tests that check that what a tool started is gone.
+
+use crate::descendants::{stat, table};
+
+/// Whether `pid` runs: it exists and is not a zombie (dead, waiting to be reaped).
+#[must_use]
+pub fn is_running(pid: i32) -> bool {
+    stat(pid).is_some_and(|stat| !stat.zombie)
+}
+
+/// The parent of `pid`, while `pid` exists.
+#[must_use]
+pub fn parent_of(pid: i32) -> Option<i32> {
+    stat(pid).map(|stat| stat.ppid)
+}
+
+/// The running processes whose command line (its arguments joined by spaces) contains
+/// `needle`, in pid order.
+#[must_use]
+pub fn processes_with(needle: &str) -> Vec<i32> {
+    table()
+        .into_iter()
+        .filter(|(_, stat)| !stat.zombie)
+        .map(|(pid, _)| pid)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                String::from_utf8_lossy(&cmdline)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_runs_has_a_parent_and_is_found_by_its_command_line() {
+        let me = i32::try_from(std::process::id()).unwrap_or_default();
+        assert!(is_running(me));
+        assert_eq!(
+            parent_of(me),
+            Some(i32::try_from(std::os::unix::process::parent_id()).unwrap_or_default())
+        );
+        let name = std::env::args().next().unwrap_or_default();
+        assert!(processes_with(&name).contains(&me), "{name}");
+        assert!(!is_running(i32::MAX));
+        assert_eq!(parent_of(i32::MAX), None);
+    }
+}
