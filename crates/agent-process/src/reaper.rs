@@ -36,7 +36,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::Notify;
 use tracing::{debug, warn};
 
-use crate::descendants::{Stat, me, table};
+use crate::descendants::{Stat, me, stat, table};
 use crate::marker::{Environ, Marker, environ_of};
 use crate::registry::entries;
 
@@ -148,8 +148,19 @@ pub(crate) fn reap_adopted() -> Pass {
         .clone();
     let leader_pids: BTreeSet<i32> = leaders.values().flatten().copied().collect();
     let groups: BTreeSet<i32> = entries().iter().map(|e| e.pgid()).collect();
-    // Forget the ones that are gone (reaped by another parent) or whose pid was reused.
-    adopted.retain(|pid, start| table.get(pid).is_some_and(|s| s.start == *start));
+    // Forget the ones that are gone (reaped by another parent) or whose pid was reused. Each is
+    // read on its own: a walk of `/proc` while processes come and go may skip an entry, and an
+    // adopted process forgotten for that would stay a zombie.
+    adopted.retain(|pid, start| stat(*pid).is_some_and(|s| s.start == *start));
+    // The adopted ones the walk skipped are looked at on their own too.
+    let mut table = table;
+    for (&pid, _) in adopted.iter() {
+        if !table.contains_key(&pid)
+            && let Some(found) = stat(pid)
+        {
+            table.insert(pid, found);
+        }
+    }
     for (&pid, stat) in table.iter().filter(|(_, s)| s.ppid == me) {
         if leader_pids.contains(&pid) {
             continue;
