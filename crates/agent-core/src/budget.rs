@@ -203,15 +203,6 @@ impl BudgetMeter {
 mod tests {
     use super::*;
 
-    fn usage_event(prompt: u64, completion: u64, cost: Option<f64>) -> AgentEvent {
-        AgentEvent::TokenUsage {
-            prompt_tokens: prompt,
-            cached_prompt_tokens: 0,
-            completion_tokens: completion,
-            cost_usd: cost,
-        }
-    }
-
     #[test]
     fn each_limit_is_reached_at_its_value() {
         let budget = Budget {
@@ -254,7 +245,12 @@ mod tests {
     fn clones_of_a_meter_share_what_they_measure() {
         let meter = BudgetMeter::new();
         let shared = meter.clone();
-        shared.record(&usage_event(5, 5, Some(0.1)));
+        shared.record(&AgentEvent::TokenUsage {
+            prompt_tokens: 5,
+            cached_prompt_tokens: 0,
+            completion_tokens: 5,
+            cost_usd: Some(0.1),
+        });
         assert_eq!(meter.usage().total_tokens(), 10);
         meter.restart();
         assert_eq!(shared.usage(), RunUsage::default());
