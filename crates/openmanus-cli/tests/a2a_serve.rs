@@ -8,15 +8,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
 
 use agent_testkit::{Completion, MockOpenAi};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::call;
+use crate::common::{call, start_serve};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 
@@ -33,32 +30,15 @@ async fn serve(dir: &Path, mock: &MockOpenAi, extra: &str) -> (Child, String) {
         ),
     )
     .unwrap();
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .current_dir(dir)
         .env_remove("OPENMANUS_CONFIG")
         .env("HOME", dir)
         .env("NO_COLOR", "1")
         .env("TMPDIR", dir.join("tmp"))
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(120), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(rest) = line.strip_prefix("openmanus serve: ") {
-                return rest.split('/').take(3).collect::<Vec<_>>().join("/");
-            }
-        }
-        panic!("the server ended before it listened");
-    })
-    .await
-    .expect("the server did not start");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+        .args(["serve", "--bind", "127.0.0.1:0"]);
+    start_serve(command).await
 }
 
 fn finish(text: &str) -> Completion {

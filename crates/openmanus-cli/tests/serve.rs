@@ -10,48 +10,30 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use agent_core::check_tool_pairing;
 use agent_store::Store;
 use agent_testkit::{Completion, MockOpenAi};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::{alive, assert_all_gone, bash_leaving_children, call, recorded_pids};
+use crate::common::{
+    alive, assert_all_gone, bash_leaving_children, call, recorded_pids, start_serve,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
 
 /// Starts `openmanus serve` on a free port in `dir`; returns the child and the base URL.
 async fn serve(dir: &Path) -> (Child, String) {
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .current_dir(dir)
         .env_remove("OPENMANUS_CONFIG")
         .env("NO_COLOR", "1")
         .env("TMPDIR", dir.join("tmp"))
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(Duration::from_secs(120), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(rest) = line.strip_prefix("openmanus serve: ") {
-                return rest.split('/').take(3).collect::<Vec<_>>().join("/");
-            }
-        }
-        panic!("the server ended before it listened");
-    })
-    .await
-    .expect("the server did not start");
-    // Keep reading stderr so the server never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+        .args(["serve", "--bind", "127.0.0.1:0"]);
+    start_serve(command).await
 }
 
 async fn wait_for<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {

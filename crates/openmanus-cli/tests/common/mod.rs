@@ -78,16 +78,7 @@ pub fn call(id: &str, name: &str, args: Value) -> ToolCall {
 /// nothing).
 #[allow(dead_code)] // not every test binary checks processes
 pub fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .unwrap_or_default()
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
+    agent_process::is_running(pid)
 }
 
 /// A bash command for the `bash` tool that leaves two processes behind it — one in a session of
@@ -164,4 +155,33 @@ pub fn display_dirs(pid: u32) -> Vec<std::path::PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Spawns `command` (an `openmanus serve --bind 127.0.0.1:0 …` with its directory and
+/// environment set) with standard error piped, and waits for the line that says where it
+/// listens; returns the child and the base URL. Standard error is read on after that, so the
+/// server never blocks on a full pipe.
+#[allow(dead_code)] // only the server tests start one
+pub async fn start_serve(mut command: Command) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(rest) = line.strip_prefix("openmanus serve: ") {
+                return rest.split('/').take(3).collect::<Vec<_>>().join("/");
+            }
+        }
+        panic!("the server ended before it listened");
+    })
+    .await
+    .expect("the server did not start");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
 }
