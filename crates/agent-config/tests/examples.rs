@@ -7,8 +7,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use agent_config::{ApiType, ToolCallMode};
 use agent_config::{ConfigLoader, ConfigOrigin, McpTransport};
-use agent_llm::{ApiType, ToolCallMode};
 use common::env_of;
 
 fn repo_config_dir() -> PathBuf {

@@ -5,8 +5,8 @@
 
 mod common;
 
+use agent_config::{ApiType, LlmSettings};
 use agent_config::{Config, ConfigError};
-use agent_llm::{ApiType, LlmSettings};
 use common::{loader_with, parse};
 
 const PROFILES: &str = r#"
