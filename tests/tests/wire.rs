@@ -345,7 +345,7 @@ fn usage_records_and_endings() {
     for ending in ENDINGS {
         snap.case(format!("ending.{ending:?}"), direct(&ending));
     }
-    for state in run_states() {
+    for state in RunState::ALL {
         snap.case(format!("run_state.{state:?}"), direct(&state));
     }
     snap.check();
@@ -358,17 +358,6 @@ const ENDINGS: [Ending; 5] = [
     Ending::Failed,
     Ending::Budget,
 ];
-
-fn run_states() -> [RunState; 6] {
-    [
-        RunState::Running,
-        RunState::Finished,
-        RunState::MaxSteps,
-        RunState::Cancelled,
-        RunState::Failed,
-        RunState::Interrupted,
-    ]
-}
 
 fn task_result(ending: Ending, cost: Option<f64>) -> TaskResult {
     TaskResult {
@@ -468,7 +457,7 @@ async fn recorded_store() -> (Store, Vec<StoredEvent>) {
         stored.push(store.append_event("session-1", new).await.unwrap());
     }
     let mut first = Some(run);
-    for state in run_states().into_iter().skip(1) {
+    for &state in RunState::ALL.iter().skip(1) {
         for cost in [Some(0.000_175), None] {
             let run = match first.take() {
                 Some(run) => run,

@@ -64,6 +64,9 @@ macro_rules! text_enum {
         }
 
         impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
             /// The text stored (and serialised): snake case.
             #[must_use]
             pub fn as_str(self) -> &'static str {
@@ -161,14 +164,7 @@ mod tests {
 
     #[test]
     fn texts_round_trip_and_unknown_ones_are_named() {
-        for state in [
-            RunState::Running,
-            RunState::Finished,
-            RunState::MaxSteps,
-            RunState::Cancelled,
-            RunState::Failed,
-            RunState::Interrupted,
-        ] {
+        for &state in RunState::ALL {
             assert_eq!(state.as_str().parse::<RunState>(), Ok(state));
             assert_eq!(
                 serde_json::to_string(&state).unwrap(),
