@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tracing::debug;
 
-use crate::descendants::{Stat, descendants, kill_all, stop_descendants_where, table};
+use crate::descendants::{Stat, descendants, kill_all, stop_descendants_where};
 use crate::marker::{Environ, Marker, environ_of, marker_of};
 use crate::reaper::adopt;
 
@@ -48,9 +48,15 @@ pub(crate) fn freeze(id: u64, leader: i32) -> Frozen {
     // A process in the middle of an `execve` has no readable environment for a moment: the
     // sweep looks again, a bounded number of times, while some descendant's is unreadable.
     let mut live = BTreeMap::new();
+    let mut dead = BTreeMap::new();
     for _ in 0..LOOKS {
         let mut unsure = false;
         let found = stop_descendants_where(|table, all| {
+            // A zombie's environment cannot be read, so its marker cannot name it: its process
+            // group (the leader's pid) does. The leader itself is tokio's to reap.
+            dead.extend(table.iter().filter(|(pid, stat)| {
+                stat.zombie && stat.ppid == mine.host && stat.pgid == leader && **pid != leader
+            }));
             let below = if leader_is_ours {
                 descendants(table, leader)
             } else {
@@ -78,14 +84,6 @@ pub(crate) fn freeze(id: u64, leader: i32) -> Frozen {
         }
         std::thread::sleep(AGAIN);
     }
-    // A zombie's environment cannot be read, so its marker cannot name it: its process group
-    // (the leader's pid) does. The leader itself is tokio's to reap.
-    let dead = table()
-        .into_iter()
-        .filter(|(pid, stat)| {
-            stat.zombie && stat.ppid == mine.host && stat.pgid == leader && *pid != leader
-        })
-        .collect();
     Frozen { live, dead }
 }
 
