@@ -141,7 +141,7 @@ pub(crate) fn reap_adopted() -> Pass {
     let me = me();
     // Locked before the table is read: an entry added meanwhile would be pruned as unknown.
     let mut adopted = ADOPTED.lock().unwrap_or_else(PoisonError::into_inner);
-    let table = table();
+    let mut table = table();
     let leaders = LEADERS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -149,18 +149,15 @@ pub(crate) fn reap_adopted() -> Pass {
     let leader_pids: BTreeSet<i32> = leaders.values().flatten().copied().collect();
     let groups: BTreeSet<i32> = entries().iter().map(|e| e.pgid()).collect();
     // Forget the ones that are gone (reaped by another parent) or whose pid was reused. Each is
-    // read on its own: a walk of `/proc` while processes come and go may skip an entry, and an
-    // adopted process forgotten for that would stay a zombie.
-    adopted.retain(|pid, start| stat(*pid).is_some_and(|s| s.start == *start));
-    // The adopted ones the walk skipped are looked at on their own too.
-    let mut table = table;
-    for (&pid, _) in adopted.iter() {
-        if !table.contains_key(&pid)
-            && let Some(found) = stat(pid)
-        {
-            table.insert(pid, found);
+    // read on its own rather than looked up in the walk, which is read while processes come and
+    // go: one missing from it is neither forgotten nor left out of the pass below.
+    adopted.retain(|pid, start| match stat(*pid) {
+        Some(found) if found.start == *start => {
+            table.entry(*pid).or_insert(found);
+            true
         }
-    }
+        _ => false,
+    });
     for (&pid, stat) in table.iter().filter(|(_, s)| s.ppid == me) {
         if leader_pids.contains(&pid) {
             continue;
