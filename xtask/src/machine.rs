@@ -180,7 +180,7 @@ pub(crate) fn ready(install: bool) -> Result<()> {
     say(&format!("==> machine: {}", docker_engine(root)));
     say(&format!(
         "==> machine: {}",
-        disk_space(&crate::workspace_root())
+        disk_space(&crate::target_dir(), &crate::workspace_root())
     ));
     say("==> machine: ready");
     Ok(())
@@ -608,14 +608,10 @@ const CI_NEEDS_GIB: u64 = 16;
 
 /// The free space where the build goes, and a warning when it is less than a cold run writes:
 /// a full disk otherwise shows only as "No space left on device" from a compiler, minutes in.
-fn disk_space(workspace: &Path) -> String {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || workspace.join("target"),
-        |dir| workspace.join(PathBuf::from(dir)),
-    );
+fn disk_space(target: &Path, workspace: &Path) -> String {
     // `df` needs a path that exists: the target dir, else the workspace it will be made in.
     let at = if target.exists() {
-        target
+        target.to_path_buf()
     } else {
         workspace.to_path_buf()
     };
@@ -703,7 +699,7 @@ mod tests {
 
     #[test]
     fn disk_space_reads_this_machine() {
-        let here = disk_space(Path::new(env!("CARGO_MANIFEST_DIR")));
+        let here = disk_space(&crate::target_dir(), Path::new(env!("CARGO_MANIFEST_DIR")));
         assert!(here.contains("GiB"), "{here}");
     }
 

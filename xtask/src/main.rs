@@ -378,6 +378,14 @@ pub(crate) fn tools_dir() -> PathBuf {
     workspace_root().join("target").join("xtask-tools")
 }
 
+/// Where cargo builds: `CARGO_TARGET_DIR` (relative to the workspace) or `target/`.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || workspace_root().join("target"),
+        |dir| workspace_root().join(dir),
+    )
+}
+
 pub(crate) fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest
@@ -422,12 +430,7 @@ fn bench(extra: &[String]) -> Result<()> {
         "build the release openmanus binary",
         cargo(&["build", "--release", "--locked", "--bin", "openmanus"]),
     )?;
-    // The binary is where cargo put it: CARGO_TARGET_DIR (relative to the workspace) or target/.
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || workspace_root().join("target"),
-        |dir| workspace_root().join(dir),
-    );
-    let binary = target.join("release").join("openmanus");
+    let binary = target_dir().join("release").join("openmanus");
     for name in [
         "agent_loop",
         "request_bytes",
