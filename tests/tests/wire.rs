@@ -472,6 +472,7 @@ async fn recorded_store() -> (Store, Vec<StoredEvent>) {
                 status: format!("{state:?} in words"),
                 answer: (state == RunState::Finished).then(|| "Done.".to_owned()),
                 text: "Step 1: hi".into(),
+                text_parts: None,
                 changes: json!({"created": ["a.txt"]}),
                 usage: TokenUsage {
                     prompt_tokens: 1240,

@@ -114,6 +114,7 @@ impl Remote {
                 status: format!("error: {error}"),
                 answer: None,
                 text: String::new(),
+                text_parts: None,
                 changes: serde_json::Value::Null,
                 usage: TokenUsage::default(),
             },
@@ -206,6 +207,7 @@ fn summary_of(result: &TaskResult) -> RunSummary {
         status: result.status.clone(),
         answer: result.answer.clone(),
         text: result.text.clone(),
+        text_parts: None,
         changes: result.changes.clone(),
         usage: result.usage,
     }

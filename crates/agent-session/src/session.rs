@@ -599,6 +599,7 @@ impl Session {
                         status: format!("error: {error}"),
                         answer: None,
                         text: String::new(),
+                        text_parts: None,
                         changes: Value::Null,
                         usage: stored_usage(&usage),
                     };
@@ -771,6 +772,7 @@ fn summary_of(report: &RunReport) -> RunSummary {
         status: report.status_text(),
         answer: report.answer.clone(),
         text: report.text.clone(),
+        text_parts: None,
         changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
         usage: stored_usage(&report.usage),
     }

@@ -5,9 +5,12 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
+use std::collections::HashSet;
+
 use crate::error::StoreError;
 use crate::script::Script;
 use crate::store::Store;
+use crate::texts::{TextCache, Texts, keys_in};
 use crate::types::{Batch, EventId, NewEvent, StoredEvent};
 
 /// Inserts one event in `tx` and returns it with its id.
@@ -30,8 +33,40 @@ pub(crate) async fn insert_event(
     Ok(stored(event, id, session))
 }
 
+/// Adds to `script` the statements inserting `events` (one per [`ROWS_PER_STATEMENT`]), each
+/// returning the ids it gave; long texts are stored once ([`TextCache`]).
+///
+/// [`ROWS_PER_STATEMENT`]: crate::messages::ROWS_PER_STATEMENT
+pub(crate) fn insert_events(
+    script: &mut Script,
+    texts: &mut TextCache,
+    session: &str,
+    events: &[NewEvent],
+) -> Result<(), StoreError> {
+    let mut data = Vec::with_capacity(events.len());
+    for event in events {
+        data.push(texts.encode(&event.data.to_string(), session, script)?);
+    }
+    let mut data = data.into_iter();
+    for chunk in events.chunks(crate::messages::ROWS_PER_STATEMENT) {
+        let marks = vec!["(?, ?, ?, ?, ?, 1)"; chunk.len()].join(", ");
+        script.statement(&format!(
+            "INSERT INTO events (session_id, run_id, at, kind, data, refs) VALUES {marks} \
+             RETURNING id"
+        ));
+        for event in chunk {
+            script.bind(session.to_owned())?;
+            script.bind(event.run_id)?;
+            script.bind(event.at)?;
+            script.bind(event.kind.as_str())?;
+            script.bind(data.next().unwrap_or_default())?;
+        }
+    }
+    Ok(())
+}
+
 /// `event` as stored with `id` for `session`.
-fn stored(event: NewEvent, id: EventId, session: &str) -> StoredEvent {
+pub(crate) fn stored(event: NewEvent, id: EventId, session: &str) -> StoredEvent {
     StoredEvent {
         id,
         session_id: session.to_owned(),
@@ -42,34 +77,9 @@ fn stored(event: NewEvent, id: EventId, session: &str) -> StoredEvent {
     }
 }
 
-/// Adds to `script` the statements inserting `events` (one per [`ROWS_PER_STATEMENT`]), each
-/// returning the ids it gave.
-///
-/// [`ROWS_PER_STATEMENT`]: crate::messages::ROWS_PER_STATEMENT
-fn insert_events(
-    script: &mut Script,
-    session: &str,
-    events: &[NewEvent],
-) -> Result<(), StoreError> {
-    for chunk in events.chunks(crate::messages::ROWS_PER_STATEMENT) {
-        let rows = vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ");
-        script.statement(&format!(
-            "INSERT INTO events (session_id, run_id, at, kind, data) VALUES {rows} RETURNING id"
-        ));
-        for event in chunk {
-            script.bind(session.to_owned())?;
-            script.bind(event.run_id)?;
-            script.bind(event.at)?;
-            script.bind(event.kind.as_str())?;
-            script.bind(event.data.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-fn event_from_row(row: &SqliteRow) -> Result<StoredEvent, StoreError> {
+fn event_from_row(row: &SqliteRow, texts: &Texts) -> Result<StoredEvent, StoreError> {
     let kind: String = row.try_get("kind")?;
-    let data: String = row.try_get("data")?;
+    let data = decoded(row, "data", texts)?;
     Ok(StoredEvent {
         id: row.try_get("id")?,
         session_id: row.try_get("session_id")?,
@@ -80,10 +90,43 @@ fn event_from_row(row: &SqliteRow) -> Result<StoredEvent, StoreError> {
     })
 }
 
+/// The text of `column`, its references replaced when the row has `refs` set.
+pub(crate) fn decoded(row: &SqliteRow, column: &str, texts: &Texts) -> Result<String, StoreError> {
+    let text: String = row.try_get(column)?;
+    let refs: i64 = row.try_get("refs")?;
+    if refs == 0 {
+        Ok(text)
+    } else {
+        texts.decode(&text)
+    }
+}
+
+/// The texts the rows' `column` refers to (for rows with `refs` set).
+pub(crate) async fn texts_of(
+    pool: &sqlx::SqlitePool,
+    session: &str,
+    rows: &[SqliteRow],
+    column: &str,
+) -> Result<Texts, StoreError> {
+    let mut keys = HashSet::new();
+    for row in rows {
+        let refs: i64 = row.try_get("refs")?;
+        if refs != 0 {
+            let text: &str = row.try_get(column)?;
+            keys_in(text, &mut keys);
+        }
+    }
+    if keys.is_empty() {
+        return Ok(Texts::default());
+    }
+    Texts::load(pool, session, keys).await
+}
+
 impl Store {
     /// Writes `batch` for the session in one transaction — its memory changes, then its events
-    /// — and returns the events with their ids, in order. A crash loses the whole batch or
-    /// nothing of it.
+    /// and model exchanges — and returns the events with their ids, in order. A crash loses
+    /// the whole batch or nothing of it. A writer that writes many batches of one session
+    /// should use [`Store::session_writer`], which remembers the long texts it stored.
     ///
     /// # Errors
     ///
@@ -95,29 +138,7 @@ impl Store {
         session: &str,
         batch: Batch,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        if batch.is_empty() {
-            return Ok(Vec::new());
-        }
-        // One call to SQLite for the whole batch (see `Script`).
-        let mut script = Script::default();
-        crate::messages::apply(&mut script, session, batch.memory)?;
-        insert_events(&mut script, session, &batch.events)?;
-        let mut ids = script.run(&self.pool).await?;
-        if ids.len() != batch.events.len() {
-            return Err(StoreError::corrupt(
-                "event insert",
-                format!("{} ids for {} events", ids.len(), batch.events.len()),
-            ));
-        }
-        // The rows of one `INSERT` take increasing ids in the order of its `VALUES`, and a
-        // later statement's rows higher ones; `RETURNING` may list them in any order.
-        ids.sort_unstable();
-        Ok(batch
-            .events
-            .into_iter()
-            .zip(ids)
-            .map(|(event, id)| stored(event, id, session))
-            .collect())
+        self.session_writer(session).write(batch).await
     }
 
     /// Stores one event; returns it with its id.
@@ -130,10 +151,14 @@ impl Store {
         session: &str,
         event: NewEvent,
     ) -> Result<StoredEvent, StoreError> {
-        let mut tx = self.write().await?;
-        let stored = insert_event(&mut tx, session, event).await?;
-        tx.commit().await?;
-        Ok(stored)
+        let batch = Batch {
+            events: vec![event],
+            ..Batch::default()
+        };
+        self.write_batch(session, batch)
+            .await?
+            .pop()
+            .ok_or_else(|| StoreError::corrupt("event insert", "no id for the event"))
     }
 
     /// The session's events with an id above `after` (all of them for `None`), oldest first,
@@ -149,18 +174,17 @@ impl Store {
         after: Option<EventId>,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        sqlx::query(
-            "SELECT id, session_id, run_id, at, kind, data FROM events \
+        let rows = sqlx::query(
+            "SELECT id, session_id, run_id, at, kind, data, refs FROM events \
              WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
         )
         .bind(session)
         .bind(after.unwrap_or(0))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(event_from_row)
-        .collect()
+        .await?;
+        let texts = texts_of(&self.pool, session, &rows, "data").await?;
+        rows.iter().map(|row| event_from_row(row, &texts)).collect()
     }
 
     /// How many events the session has.

@@ -14,7 +14,12 @@
 //!   ([`Store::events_after`]);
 //! * **messages**: the agent's memory, in order, changed in the same transactions as the
 //!   events ([`Store::write_batch`]), and read back turn-safe ([`Store::restore_memory`]: an
-//!   assistant tool call without its result gets the cancelled observation).
+//!   assistant tool call without its result gets the cancelled observation);
+//! * **exchanges** ([`StoredExchange`]): every request sent to a model (as its writer encodes
+//!   it: `agent-session` stores the change from the previous request) and its reply or error;
+//! * **texts**: every long string ([`MIN_TEXT`] bytes or more) of the rows above, once per
+//!   session: an observation that is in two events, the memory and the next request is stored
+//!   once and referred to by the hash of its content.
 //!
 //! It depends on `agent-core` only (messages are `agent_core::Message`; events are JSON), so
 //! it sits low in the crate graph. Recording a running session is `agent-session`'s job.
@@ -35,6 +40,7 @@
 //!     status: "finished".into(),
 //!     answer: Some("hello".into()),
 //!     text: String::new(),
+//!     text_parts: None,
 //!     changes: serde_json::Value::Null,
 //!     usage: Default::default(),
 //! };
@@ -57,6 +63,7 @@ macro_rules! touched {
 
 mod error;
 mod events;
+mod exchanges;
 mod messages;
 mod migrations;
 mod owner;
@@ -64,16 +71,21 @@ mod runs;
 mod script;
 mod sessions;
 mod store;
+mod texts;
 mod types;
+mod writer;
 
 pub use error::StoreError;
 pub use messages::turn_safe;
 pub use sessions::{TITLE_CHARS, title_of};
 pub use store::Store;
+pub use texts::MIN_TEXT;
 pub use types::{
-    Batch, EventId, EventKind, MemoryWrite, NewEvent, NewSession, RunId, RunRecord, RunState,
-    RunSummary, SessionRecord, SessionState, StoredEvent, TokenUsage, now_ms,
+    Batch, EventId, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, NewSession,
+    RunId, RunRecord, RunState, RunSummary, SessionRecord, SessionState, StoredEvent,
+    StoredExchange, TokenUsage, now_ms,
 };
+pub use writer::SessionWriter;
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
 #[cfg(doctest)]

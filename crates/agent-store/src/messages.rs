@@ -4,11 +4,11 @@
 use std::collections::HashSet;
 
 use agent_core::{Message, Role, ToolCall, cancelled_observation};
-use sqlx::Row;
-
 use crate::error::StoreError;
+use crate::events::{decoded, texts_of};
 use crate::script::Script;
 use crate::store::Store;
+use crate::texts::TextCache;
 use crate::types::MemoryWrite;
 
 /// Rows of one multi-row `INSERT` (5 columns at most: far below SQLite's 32766 variables).
@@ -19,6 +19,7 @@ pub(crate) const ROWS_PER_STATEMENT: usize = 256;
 /// one).
 pub(crate) fn apply(
     script: &mut Script,
+    texts: &mut TextCache,
     session: &str,
     writes: Vec<MemoryWrite>,
 ) -> Result<(), StoreError> {
@@ -26,7 +27,7 @@ pub(crate) fn apply(
     for write in writes {
         match write {
             MemoryWrite::Put { seq, message } => {
-                puts.push((seq, message));
+                puts.push((seq, texts.encode(&message, session, script)?));
                 if puts.len() == ROWS_PER_STATEMENT {
                     put_all(script, session, std::mem::take(&mut puts))?;
                 }
@@ -54,9 +55,9 @@ fn put_all(script: &mut Script, session: &str, puts: Vec<(u64, String)>) -> Resu
     if puts.is_empty() {
         return Ok(());
     }
-    let rows = vec!["(?, ?, ?)"; puts.len()].join(", ");
+    let rows = vec!["(?, ?, ?, 1)"; puts.len()].join(", ");
     script.statement(&format!(
-        "INSERT OR REPLACE INTO messages (session_id, seq, message) VALUES {rows}"
+        "INSERT OR REPLACE INTO messages (session_id, seq, message, refs) VALUES {rows}"
     ));
     for (seq, message) in puts {
         script.bind(session.to_owned())?;
@@ -120,13 +121,15 @@ impl Store {
     ///
     /// A database error, or a message that is not a valid `Message`.
     pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
-        sqlx::query("SELECT message FROM messages WHERE session_id = ? ORDER BY seq")
-            .bind(session)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
+        let rows =
+            sqlx::query("SELECT message, refs FROM messages WHERE session_id = ? ORDER BY seq")
+                .bind(session)
+                .fetch_all(&self.pool)
+                .await?;
+        let texts = texts_of(&self.pool, session, &rows, "message").await?;
+        rows.iter()
             .map(|row| {
-                let text: String = row.try_get("message")?;
+                let text = decoded(row, "message", &texts)?;
                 serde_json::from_str(&text).map_err(|e| StoreError::corrupt("message", e))
             })
             .collect()
@@ -162,7 +165,7 @@ impl Store {
         let mut script = Script::default();
         script.statement("DELETE FROM messages WHERE session_id = ?");
         script.bind(session.to_owned())?;
-        apply(&mut script, session, writes)?;
+        apply(&mut script, &mut TextCache::default(), session, writes)?;
         script.run(&self.pool).await?;
         Ok(())
     }

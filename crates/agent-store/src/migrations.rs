@@ -17,7 +17,7 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 /// Every migration: its version, description and SQL, in order. A new migration is a new file
 /// in `migrations/` and a line here; an applied one is never edited (sqlx refuses a database
 /// whose applied migration's checksum changed).
-const MIGRATIONS: [(i64, &str, &str); 2] = [
+const MIGRATIONS: [(i64, &str, &str); 3] = [
     (
         1,
         "sessions",
@@ -27,6 +27,11 @@ const MIGRATIONS: [(i64, &str, &str); 2] = [
         2,
         "run cost",
         include_str!("../migrations/0002_run_cost.sql"),
+    ),
+    (
+        3,
+        "one record",
+        include_str!("../migrations/0003_one_record.sql"),
     ),
 ];
 
@@ -74,7 +79,7 @@ mod tests {
 
     /// The checksums sqlx's `migrate!` recorded for these files in every database written so
     /// far (SHA-384 of each file). A migration edited after release fails here first.
-    const RECORDED: [(i64, &str); 2] = [
+    const RECORDED: [(i64, &str); 3] = [
         (
             1,
             "9cc9a4eaac2ad64cb0b9884f67c44c513a13f28c41c2b55ab3d5798e4b0ac46834174f1990ec51240f45475d5de9cd41",
@@ -82,6 +87,10 @@ mod tests {
         (
             2,
             "eb7b575202d248adbd2504e215090180095e113021564bb40cf2a3b608ed2b3e5b1c8e6edbde4dcbd666c094e2462338",
+        ),
+        (
+            3,
+            "1cda31c46cdd0bdcd00643dc2f7517c6941372608f8d2c00d2b569c18a4c572d288086a3b495d4ca586095e9ab7cdb5d",
         ),
     ];
 

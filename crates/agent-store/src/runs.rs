@@ -1,5 +1,7 @@
 //! Runs: begun, finished, and the ones a dead process left running.
 
+use std::collections::HashSet;
+
 use serde_json::{Value, json};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -7,16 +9,50 @@ use tracing::info;
 
 use crate::error::StoreError;
 use crate::owner;
+use crate::script::Script;
+use crate::texts::{TextCache, Texts, keys_in};
 use crate::sessions::title_of;
 use crate::store::Store;
 use crate::types::{
     EventKind, NewEvent, RunId, RunRecord, RunState, RunSummary, StoredEvent, TokenUsage, now_ms,
 };
 
-const RUN_COLUMNS: &str = "id, session_id, task, state, status, answer, text, changes, \
-    prompt_tokens, cached_prompt_tokens, completion_tokens, cost_usd, started_at, finished_at";
+const RUN_COLUMNS: &str = "id, session_id, task, state, status, answer, text, text_parts, \
+    changes, prompt_tokens, cached_prompt_tokens, completion_tokens, cost_usd, started_at, \
+    finished_at";
 
-fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
+/// The texts the rows' `text_parts` refer to.
+async fn texts_of_runs(
+    pool: &sqlx::SqlitePool,
+    rows: &[SqliteRow],
+) -> Result<Texts, StoreError> {
+    let mut keys = HashSet::new();
+    let mut session = None;
+    for row in rows {
+        let parts: Option<&str> = row.try_get("text_parts")?;
+        if let Some(parts) = parts {
+            keys_in(parts, &mut keys);
+            session = Some(row.try_get::<String, _>("session_id")?);
+        }
+    }
+    match session {
+        Some(session) if !keys.is_empty() => Texts::load(pool, &session, keys).await,
+        _ => Ok(Texts::default()),
+    }
+}
+
+/// The result text of a run's row: its parts put together, or `text` as stored.
+fn text_of(row: &SqliteRow, texts: &Texts) -> Result<Option<String>, StoreError> {
+    let parts: Option<String> = row.try_get("text_parts")?;
+    let Some(parts) = parts else {
+        return Ok(row.try_get("text")?);
+    };
+    let parts: Vec<String> = serde_json::from_str(&texts.decode(&parts)?)
+        .map_err(|e| StoreError::corrupt("run text", e))?;
+    Ok(Some(parts.concat()))
+}
+
+fn run_from_row(row: &SqliteRow, texts: &Texts) -> Result<RunRecord, StoreError> {
     let state: String = row.try_get("state")?;
     let changes: Option<String> = row.try_get("changes")?;
     let tokens = |column: &str| -> Result<u64, StoreError> {
@@ -30,7 +66,7 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord, StoreError> {
         state: state.parse()?,
         status: row.try_get("status")?,
         answer: row.try_get("answer")?,
-        text: row.try_get("text")?,
+        text: text_of(row, texts)?,
         changes: match changes {
             Some(text) => {
                 serde_json::from_str(&text).map_err(|e| StoreError::corrupt("run changes", e))?
@@ -122,15 +158,38 @@ impl Store {
     ) -> Result<StoredEvent, StoreError> {
         let now = now_ms();
         let mut tx = self.write().await?;
+        // Parts that do not make up the text are not used: the text is what the run said.
+        let parts = summary
+            .text_parts
+            .as_ref()
+            .filter(|parts| parts.concat() == summary.text);
+        let (text, parts) = match parts {
+            Some(parts) => {
+                let session: Option<String> =
+                    sqlx::query_scalar("SELECT session_id FROM runs WHERE id = ?")
+                        .bind(run)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let session = session.ok_or(StoreError::NoRun(run))?;
+                let mut script = Script::default();
+                let json = serde_json::to_string(parts)
+                    .map_err(|e| StoreError::corrupt("run text", e))?;
+                let parts = TextCache::default().encode(&json, &session, &mut script)?;
+                script.execute_in(&mut tx).await?;
+                (None, Some(parts))
+            }
+            None => (Some(summary.text.as_str()), None),
+        };
         let session: Option<String> = sqlx::query_scalar(
-            "UPDATE runs SET state = ?, status = ?, answer = ?, text = ?, changes = ?, \
-             prompt_tokens = ?, cached_prompt_tokens = ?, completion_tokens = ?, cost_usd = ?, \
-             finished_at = ? WHERE id = ? RETURNING session_id",
+            "UPDATE runs SET state = ?, status = ?, answer = ?, text = ?, text_parts = ?, \
+             changes = ?, prompt_tokens = ?, cached_prompt_tokens = ?, completion_tokens = ?, \
+             cost_usd = ?, finished_at = ? WHERE id = ? RETURNING session_id",
         )
         .bind(summary.state.as_str())
         .bind(&summary.status)
         .bind(&summary.answer)
-        .bind(&summary.text)
+        .bind(text)
+        .bind(parts)
         .bind((!summary.changes.is_null()).then(|| summary.changes.to_string()))
         .bind(i64::try_from(summary.usage.prompt_tokens).unwrap_or(i64::MAX))
         .bind(i64::try_from(summary.usage.cached_prompt_tokens).unwrap_or(i64::MAX))
@@ -173,7 +232,8 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NoRun(id))?;
-        run_from_row(&row)
+        let texts = texts_of_runs(&self.pool, std::slice::from_ref(&row)).await?;
+        run_from_row(&row, &texts)
     }
 
     /// The session's runs, oldest first.
@@ -182,15 +242,14 @@ impl Store {
     ///
     /// A database error.
     pub async fn runs(&self, session: &str) -> Result<Vec<RunRecord>, StoreError> {
-        sqlx::query(&format!(
+        let rows = sqlx::query(&format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY id"
         ))
         .bind(session)
         .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(run_from_row)
-        .collect()
+        .await?;
+        let texts = texts_of_runs(&self.pool, &rows).await?;
+        rows.iter().map(|row| run_from_row(row, &texts)).collect()
     }
 
     /// Marks every `running` run whose process is gone (killed, crashed, or ended without
@@ -217,6 +276,7 @@ impl Store {
                 status: "interrupted: its process ended in the middle of the run".to_owned(),
                 answer: None,
                 text: String::new(),
+                text_parts: None,
                 changes: Value::Null,
                 usage: self.usage_of(id).await?,
             };

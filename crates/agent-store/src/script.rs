@@ -38,6 +38,26 @@ impl Script {
             .map_err(|error| StoreError::Database(sqlx::Error::Encode(error)))
     }
 
+    /// How many statements it holds.
+    #[cfg(test)]
+    pub(crate) fn statements(&self) -> usize {
+        self.statements
+    }
+
+    /// Runs the statements on `conn` (inside the caller's transaction).
+    pub(crate) async fn execute_in(
+        self,
+        conn: &mut sqlx::SqliteConnection,
+    ) -> Result<(), StoreError> {
+        if !self.is_empty() {
+            sqlx::query_with(&self.sql, self.args)
+                .persistent(false)
+                .execute(conn)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Whether it holds no statement.
     pub(crate) fn is_empty(&self) -> bool {
         self.statements == 0

@@ -91,6 +91,10 @@ pub struct RunSummary {
     pub answer: Option<String>,
     /// The result text (OpenManus's `Step 1: ...` lines).
     pub text: String,
+    /// The result text in parts whose concatenation is `text` (`"Step 1: "`, the first step's
+    /// result, `"\nStep 2: "`, ...), so that each step's result, already stored with its
+    /// events, is stored once; `None` stores `text` whole.
+    pub text_parts: Option<Vec<String>>,
     /// Files created, changed and deleted (JSON; `Value::Null` when unknown).
     pub changes: Value,
     /// Tokens used.
@@ -184,19 +188,91 @@ pub enum MemoryWrite {
     },
 }
 
-/// What one transaction writes: memory changes, then events, for one session.
+/// What one transaction writes: memory changes, events and model exchanges, for one session.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Batch {
     /// Memory changes, in order.
     pub memory: Vec<MemoryWrite>,
     /// Events, in order.
     pub events: Vec<NewEvent>,
+    /// Model exchanges (requests, replies, errors).
+    pub exchanges: Vec<NewExchange>,
 }
 
 impl Batch {
     /// Whether the batch writes nothing.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.memory.is_empty() && self.events.is_empty()
+        self.memory.is_empty() && self.events.is_empty() && self.exchanges.is_empty()
     }
+}
+
+/// Which part of a model exchange a row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExchangePart {
+    /// The request (as a change from its stream's previous request, or whole).
+    Request,
+    /// The model's reply.
+    Reply,
+    /// The error the request ended with.
+    Error,
+}
+
+impl ExchangePart {
+    /// The number stored.
+    pub(crate) fn code(self) -> i64 {
+        match self {
+            Self::Request => 0,
+            Self::Reply => 1,
+            Self::Error => 2,
+        }
+    }
+
+    /// The part a stored number names.
+    pub(crate) fn from_code(code: i64) -> Option<Self> {
+        match code {
+            0 => Some(Self::Request),
+            1 => Some(Self::Reply),
+            2 => Some(Self::Error),
+            _ => None,
+        }
+    }
+}
+
+/// A part of a model exchange to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewExchange {
+    /// The run it belongs to.
+    pub run_id: Option<RunId>,
+    /// The model that sent it: a request's data may be a change from the previous request of
+    /// the same stream.
+    pub stream: i64,
+    /// The request's number in the session ([`Store::next_exchange_seq`](crate::Store::next_exchange_seq)
+    /// gives the first free one); its reply or error has the same.
+    pub seq: i64,
+    /// Which part it is.
+    pub part: ExchangePart,
+    /// When it happened (ms since the Unix epoch).
+    pub at: i64,
+    /// Its JSON.
+    pub data: Value,
+}
+
+/// A part of a model exchange as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredExchange {
+    /// Its session.
+    pub session_id: String,
+    /// The run it belongs to.
+    pub run_id: Option<RunId>,
+    /// The model that sent it.
+    pub stream: i64,
+    /// The request's number in the session.
+    pub seq: i64,
+    /// Which part it is.
+    pub part: ExchangePart,
+    /// When it happened (ms since the Unix epoch).
+    pub at: i64,
+    /// Its JSON.
+    pub data: Value,
 }

@@ -41,6 +41,7 @@ fn summary(state: RunState) -> RunSummary {
         status: state.to_string(),
         answer: Some("42".into()),
         text: "Step 1: done".into(),
+        text_parts: None,
         changes: json!({"created": ["a.txt"]}),
         usage: TokenUsage {
             prompt_tokens: 10,
@@ -68,6 +69,7 @@ async fn event_ids_grow_across_sessions_and_reads_resume_after_any_id() {
         let batch = Batch {
             memory: Vec::new(),
             events: vec![event(Some(run), n), event(Some(run), n + 100)],
+            ..Batch::default()
         };
         ids.extend(
             store
@@ -169,6 +171,7 @@ async fn sessions_list_newest_first_resolve_by_prefix_and_delete_with_everything
     let batch = Batch {
         memory: vec![put(0, &Message::user_message("again"))],
         events: vec![event(Some(run), 1)],
+        ..Batch::default()
     };
     store.write_batch(&old.id, batch).await.unwrap();
     assert!(store.delete_session(&old.id).await.unwrap());
@@ -223,6 +226,7 @@ async fn all_or_nothing(store: &Store) {
             Batch {
                 memory: vec![put(0, &Message::user_message("task"))],
                 events: vec![event(None, 1)],
+                ..Batch::default()
             },
         )
         .await
@@ -232,6 +236,7 @@ async fn all_or_nothing(store: &Store) {
     let failing = Batch {
         memory: vec![put(1, &Message::assistant_message("half"))],
         events: vec![event(None, 2), event(Some(999_999), 3)],
+        ..Batch::default()
     };
     assert!(store.write_batch(&session.id, failing).await.is_err());
     assert_eq!(store.messages(&session.id).await.unwrap().len(), 1);
@@ -252,6 +257,7 @@ async fn all_or_nothing(store: &Store) {
             Batch {
                 memory: vec![put(1, &Message::assistant_message("whole"))],
                 events: vec![event(None, 5)],
+                ..Batch::default()
             },
         )
         .await
@@ -264,7 +270,8 @@ async fn all_or_nothing(store: &Store) {
                 "nobody",
                 Batch {
                     memory: Vec::new(),
-                    events: vec![event(None, 4)]
+                    events: vec![event(None, 4)],
+                    ..Batch::default()
                 }
             )
             .await
@@ -285,6 +292,7 @@ async fn a_batch_dropped_half_way_leaves_no_transaction_open() {
         let batch = Batch {
             memory: vec![put(n, &Message::user_message("dropped"))],
             events: vec![event(None, n)],
+            ..Batch::default()
         };
         let _ = tokio::time::timeout(
             std::time::Duration::ZERO,
@@ -296,6 +304,7 @@ async fn a_batch_dropped_half_way_leaves_no_transaction_open() {
         let batch = Batch {
             memory: vec![put(100 + n, &Message::user_message("kept"))],
             events: vec![event(None, 100 + n)],
+            ..Batch::default()
         };
         store.write_batch(&session.id, batch).await.unwrap();
     }
@@ -320,6 +329,7 @@ async fn memory_writes_put_replace_and_remove_in_order() {
             put(3, &Message::assistant_message("three")),
         ],
         events: Vec::new(),
+        ..Batch::default()
     };
     store.write_batch(&s.id, batch).await.unwrap();
     let texts: Vec<String> = store
@@ -367,6 +377,7 @@ async fn a_restored_memory_answers_every_call_and_drops_orphan_results() {
             .map(|(i, m)| put(i as u64, m))
             .collect(),
         events: Vec::new(),
+        ..Batch::default()
     };
     store.write_batch(&s.id, batch).await.unwrap();
     assert_eq!(store.messages(&s.id).await.unwrap(), stored);
@@ -544,6 +555,7 @@ async fn a_large_batch_keeps_every_event_and_message_in_order() {
     let batch = Batch {
         memory,
         events: (0..700).map(|n| event(None, n)).collect(),
+        ..Batch::default()
     };
     let stored = store.write_batch(&s.id, batch).await.unwrap();
     assert_eq!(stored.len(), 700);

@@ -1,0 +1,259 @@
+//! Long texts stored once per session: the observation a tool returns is in the
+//! `tool_call_finished` and `step_finished` events, in the agent's memory and in the next
+//! request to the model; the store keeps it once, in `texts`, and the rows hold a reference.
+//!
+//! The codec works on JSON text, not on values: every string literal (keys included) whose
+//! escaped content is [`MIN_TEXT`] bytes or more becomes `"\u0000<key>"`, where `<key>` is the
+//! 22-character base64url form of the first 16 bytes of the SHA-256 of that content. A
+//! literal whose content itself starts with the escape `\u0000` gets one more `\u0000` in front,
+//! so it is never taken for a reference. Texts are addressed by content, so writers in
+//! different processes (a resumed session) or at the same time never clash, and nothing has to
+//! be loaded before writing. Only rows marked `refs = 1` are decoded: rows written before the
+//! `texts` table existed read as they are.
+
+use std::collections::{HashMap, HashSet};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+use crate::error::StoreError;
+use crate::script::Script;
+
+/// String literals shorter than this (escaped, in bytes) are always written as they are.
+pub const MIN_TEXT: usize = 256;
+
+/// The JSON escape of NUL: what a reference (or an escaped literal) starts with.
+const MARK: &str = "\\u0000";
+
+/// The length of a reference's key (16 bytes in base64url without padding).
+const KEY_LEN: usize = 22;
+
+/// The long texts a session writer has already stored: the content of each literal (escaped,
+/// as written) → its key. SHA-256 runs once per distinct text.
+#[derive(Debug, Default)]
+pub struct TextCache {
+    keys: HashMap<Box<str>, Box<str>>,
+}
+
+impl TextCache {
+    /// `json` with every long literal replaced by its reference; the texts this cache had not
+    /// seen are added to `script` (`INSERT OR IGNORE INTO texts`).
+    pub(crate) fn encode(
+        &mut self,
+        json: &str,
+        session: &str,
+        script: &mut Script,
+    ) -> Result<String, StoreError> {
+        let mut out = String::with_capacity(json.len());
+        let mut rest = json;
+        while let Some((before, content, after)) = next_literal(rest) {
+            out.push_str(before);
+            out.push('"');
+            if content.starts_with(MARK) {
+                out.push_str(MARK);
+                out.push_str(content);
+            } else if content.len() >= MIN_TEXT {
+                let key = match self.keys.get(content) {
+                    Some(key) => key,
+                    None => {
+                        let hash = hash_of(content);
+                        script.statement(
+                            "INSERT OR IGNORE INTO texts (session_id, hash, text) VALUES (?, ?, ?)",
+                        );
+                        script.bind(session.to_owned())?;
+                        script.bind(hash.to_vec())?;
+                        script.bind(content.to_owned())?;
+                        let key: Box<str> = URL_SAFE_NO_PAD.encode(hash).into();
+                        self.keys.entry(content.into()).or_insert(key)
+                    }
+                };
+                out.push_str(MARK);
+                out.push_str(key);
+            } else {
+                out.push_str(content);
+            }
+            out.push('"');
+            rest = after;
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+/// The first 16 bytes of the SHA-256 of `content`.
+fn hash_of(content: &str) -> [u8; 16] {
+    let digest = Sha256::digest(content.as_bytes());
+    let mut hash = [0; 16];
+    hash.copy_from_slice(&digest[..16]);
+    hash
+}
+
+/// Splits `json` at its next string literal: the text before the opening quote, the literal's
+/// content (escaped, without the quotes) and the text after the closing quote. `None` when no
+/// complete literal is left.
+fn next_literal(json: &str) -> Option<(&str, &str, &str)> {
+    let open = json.find('"')?;
+    let bytes = json.as_bytes();
+    let mut at = open + 1;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'\\' => at += 2,
+            b'"' => {
+                return Some((json.get(..open)?, json.get(open + 1..at)?, json.get(at + 1..)?));
+            }
+            _ => at += 1,
+        }
+    }
+    None
+}
+
+/// The reference keys in `json` (a row written with `refs = 1`), added to `keys`.
+pub(crate) fn keys_in(json: &str, keys: &mut HashSet<String>) {
+    let mut rest = json;
+    while let Some((_, content, after)) = next_literal(rest) {
+        if let Some(key) = reference(content) {
+            keys.insert(key.to_owned());
+        }
+        rest = after;
+    }
+}
+
+/// The key of a literal's content when it is a reference.
+fn reference(content: &str) -> Option<&str> {
+    let key = content.strip_prefix(MARK)?;
+    (key.len() == KEY_LEN && !key.starts_with(MARK)).then_some(key)
+}
+
+/// The texts of a page of rows, by key.
+#[derive(Debug, Default)]
+pub(crate) struct Texts(HashMap<String, String>);
+
+impl Texts {
+    /// Loads the texts of `session` that `keys` name.
+    pub(crate) async fn load(
+        pool: &sqlx::SqlitePool,
+        session: &str,
+        keys: HashSet<String>,
+    ) -> Result<Self, StoreError> {
+        let mut texts = HashMap::with_capacity(keys.len());
+        let keys: Vec<String> = keys.into_iter().collect();
+        // Well below SQLite's limit of bound variables.
+        for chunk in keys.chunks(500) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let sql =
+                format!("SELECT hash, text FROM texts WHERE session_id = ? AND hash IN ({marks})");
+            let mut query = sqlx::query_as::<_, (Vec<u8>, String)>(&sql).bind(session);
+            for key in chunk {
+                let hash = URL_SAFE_NO_PAD
+                    .decode(key)
+                    .map_err(|e| StoreError::corrupt("text reference", e))?;
+                query = query.bind(hash);
+            }
+            for (hash, text) in query.fetch_all(pool).await? {
+                texts.insert(URL_SAFE_NO_PAD.encode(hash), text);
+            }
+        }
+        Ok(Self(texts))
+    }
+
+    /// `json` (a row written with `refs = 1`) with every reference replaced by its text and
+    /// every escaped literal put back.
+    pub(crate) fn decode(&self, json: &str) -> Result<String, StoreError> {
+        let mut out = String::with_capacity(json.len());
+        let mut rest = json;
+        while let Some((before, content, after)) = next_literal(rest) {
+            out.push_str(before);
+            out.push('"');
+            match content.strip_prefix(MARK) {
+                Some(escaped) if escaped.starts_with(MARK) => out.push_str(escaped),
+                Some(key) => match (reference(content), self.0.get(key)) {
+                    (Some(_), Some(text)) => out.push_str(text),
+                    _ => {
+                        return Err(StoreError::corrupt(
+                            "text",
+                            format!("the reference {key:?} names no stored text"),
+                        ));
+                    }
+                },
+                None => out.push_str(content),
+            }
+            out.push('"');
+            rest = after;
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// Encodes with `cache`, returning the text and the texts the script would insert.
+    fn encode(cache: &mut TextCache, value: &serde_json::Value) -> (String, usize) {
+        let mut script = Script::default();
+        let text = cache.encode(&value.to_string(), "s", &mut script).unwrap();
+        (text, script.statements())
+    }
+
+    #[test]
+    fn a_long_text_becomes_a_reference_once_and_comes_back() {
+        let long = "x\"y\n".repeat(MIN_TEXT / 4);
+        let short = "s".repeat(MIN_TEXT - 1);
+        let value = json!({"a": long, "b": [short, long], "c": 1});
+        let mut cache = TextCache::default();
+        let (text, inserts) = encode(&mut cache, &value);
+        assert_eq!(inserts, 1, "{text}");
+        assert!(!text.contains("x\\\"y"), "{text}");
+        assert!(text.contains(&short));
+        // Seen before: no second insert.
+        let (again, inserts) = encode(&mut cache, &json!([long]));
+        assert_eq!(inserts, 0);
+
+        let mut keys = HashSet::new();
+        keys_in(&text, &mut keys);
+        keys_in(&again, &mut keys);
+        assert_eq!(keys.len(), 1);
+        let key = keys.iter().next().unwrap().clone();
+        let escaped = serde_json::to_string(&long).unwrap();
+        let texts = Texts(HashMap::from([(
+            key,
+            escaped[1..escaped.len() - 1].to_owned(),
+        )]));
+        let back: serde_json::Value = serde_json::from_str(&texts.decode(&text).unwrap()).unwrap();
+        assert_eq!(back, value);
+        assert_eq!(texts.decode(&again).unwrap(), json!([long]).to_string());
+    }
+
+    #[test]
+    fn a_text_that_starts_like_a_reference_is_escaped_whatever_its_length() {
+        let tricky = json!({"t": "\u{0}ABCDEFGHIJKLMNOPQRSTUV", "u": "\u{0}\u{0}"});
+        let (text, inserts) = encode(&mut TextCache::default(), &tricky);
+        assert_eq!(inserts, 0);
+        let mut keys = HashSet::new();
+        keys_in(&text, &mut keys);
+        assert!(keys.is_empty(), "{text}");
+        let back = Texts::default().decode(&text).unwrap();
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&back).unwrap(), tricky);
+    }
+
+    #[test]
+    fn a_reference_to_a_missing_text_is_corrupt() {
+        let (text, _) = encode(&mut TextCache::default(), &json!(["z".repeat(MIN_TEXT)]));
+        let error = Texts::default().decode(&text).unwrap_err();
+        assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
+    }
+
+    #[test]
+    fn the_same_text_has_the_same_key_in_every_writer() {
+        let value = json!({"o": "q".repeat(MIN_TEXT * 2)});
+        let (one, _) = encode(&mut TextCache::default(), &value);
+        let (two, _) = encode(&mut TextCache::default(), &value);
+        assert_eq!(one, two);
+    }
+}
