@@ -14,6 +14,10 @@ use crate::{BrowserContextHelper, BrowserUseTool};
 /// BrowserAgent's name, as OpenManus spells it.
 pub const BROWSER_AGENT: &str = "browser";
 
+/// BrowserAgent's step budget when `[agent] max_steps` does not set one (OpenManus's 20). The
+/// one place it is declared: [`browser_agent`] and the agent factory read it.
+pub const BROWSER_AGENT_MAX_STEPS: u32 = 20;
+
 /// BrowserAgent's system prompt.
 pub const BROWSER_SYSTEM_PROMPT: &str = "You are a browser agent: you reach the user's goal by \
 operating a real web browser through the `browser_use` tool, one or more calls per step.
@@ -74,8 +78,8 @@ impl ToolCallHooks for BrowserHooks {
 }
 
 /// BrowserAgent over `llm`, driving `tool` (which gets `llm` for `extract_content` unless it
-/// has a model already): `browser_use` and `terminate`, 20 steps, observations cut at 10,000
-/// characters. The browser closes at the end of every run.
+/// has a model already): `browser_use` and `terminate`, [`BROWSER_AGENT_MAX_STEPS`] steps,
+/// observations cut at 10,000 characters. The browser closes at the end of every run.
 #[must_use]
 pub fn browser_agent(llm: Arc<dyn ChatModel>, tool: BrowserUseTool) -> BrowserAgent {
     let tool = Arc::new(if tool.has_llm() {
@@ -92,7 +96,7 @@ pub fn browser_agent(llm: Arc<dyn ChatModel>, tool: BrowserUseTool) -> BrowserAg
         .with_system_prompt(BROWSER_SYSTEM_PROMPT)
         .with_next_step_prompt(crate::BROWSER_NEXT_STEP_PROMPT)
         .with_tools(tools)
-        .with_max_steps(20)
+        .with_max_steps(BROWSER_AGENT_MAX_STEPS)
         .with_max_observe(10_000)
         .with_hooks(BrowserHooks::new(tool))
 }

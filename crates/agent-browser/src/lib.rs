@@ -48,7 +48,10 @@ mod session;
 mod state;
 mod tool;
 
-pub use agent::{BROWSER_AGENT, BROWSER_SYSTEM_PROMPT, BrowserAgent, BrowserHooks, browser_agent};
+pub use agent::{
+    BROWSER_AGENT, BROWSER_AGENT_MAX_STEPS, BROWSER_SYSTEM_PROMPT, BrowserAgent, BrowserHooks,
+    browser_agent,
+};
 pub use context::{
     BROWSER_NEXT_STEP_PROMPT, BrowserContextHelper, SCREENSHOT_MESSAGE, SCREENSHOT_REPLACED,
     fill_prompt, recently_browsed,

@@ -13,6 +13,10 @@ use crate::tool::DataVisualization;
 /// The agent's name, as OpenManus spells it.
 pub const DATA_ANALYSIS: &str = "Data_Analysis";
 
+/// DataAnalysis's step budget when `[agent] max_steps` does not set one (OpenManus's 20). The
+/// one place it is declared: [`data_analysis`] and the agent factory read it.
+pub const DATA_ANALYSIS_MAX_STEPS: u32 = 20;
+
 /// The system prompt; `{directory}` is replaced by the workspace.
 pub const DATA_ANALYSIS_SYSTEM_PROMPT: &str = "You are a data analyst who works with Python and \
 charts. Your workspace is {directory}: read every input file from it and write every output \
@@ -29,7 +33,7 @@ you do next. If a tool returned an error, find the cause and fix it before movin
 
 /// DataAnalysis over `llm` in `workspace`: `python_execute` (analysis variant),
 /// `visualization_preparation`, `data_visualization` (asking `llm` for chart specs) and
-/// `terminate`; 20 steps, observations cut at 15,000 characters.
+/// `terminate`; [`DATA_ANALYSIS_MAX_STEPS`] steps, observations cut at 15,000 characters.
 pub fn data_analysis(llm: Arc<dyn ChatModel>, workspace: &Path) -> ToolCallAgent {
     build(llm, workspace, None)
 }
@@ -67,6 +71,6 @@ fn build(llm: Arc<dyn ChatModel>, workspace: &Path, python: Option<&Path>) -> To
         )
         .with_next_step_prompt(DATA_ANALYSIS_NEXT_STEP_PROMPT)
         .with_tools(tools)
-        .with_max_steps(20)
+        .with_max_steps(DATA_ANALYSIS_MAX_STEPS)
         .with_max_observe(15_000)
 }

@@ -1,5 +1,5 @@
 //! [`Config`]: a parsed configuration, its LLM profiles and sections. Loading it from a file
-//! is the loader's work (`loader.rs`); this module only builds it from text.
+//! is the loader's work (`loader.rs`); this module only builds it from text (and the overrides).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,6 +11,7 @@ use crate::document::Document;
 use crate::env::Env;
 use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
+use crate::overrides::ConfigOverride;
 use crate::sections::{
     A2aSettings, AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings,
     RunflowSettings, SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
@@ -112,9 +113,15 @@ impl Config {
         self
     }
 
-    pub(crate) fn parse(text: &str, source: ConfigSource, env: &Env) -> Result<Self, ConfigError> {
+    /// Builds the configuration from `text` with `overrides` written into its parsed tree.
+    pub(crate) fn parse(
+        text: &str,
+        source: ConfigSource,
+        env: &Env,
+        overrides: &[ConfigOverride],
+    ) -> Result<Self, ConfigError> {
         let path = source.path.clone();
-        let mut doc = Document::parse(text, &path, env)?;
+        let mut doc = Document::parse(text, &path, env, overrides)?;
         let inert = INERT_KEYS
             .iter()
             .filter(|(key, _)| doc.has(key))

@@ -1,5 +1,7 @@
 //! The parsed `config.toml` with the source spans of every key and value, so that errors from
-//! any later step can name the line, column and key.
+//! any later step can name the line, column and key. The command line's overrides are written
+//! into this parsed tree (never into the text), each at a span of its own past the end of the
+//! text, so the file is parsed once and an error in an override's value names the override's key.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -11,6 +13,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::env::{Env, ExpandError, expand, reference_name};
 use crate::error::{ConfigError, line_col, without_value};
+use crate::overrides::ConfigOverride;
 
 /// A parsed document: its text (for positions), its file (for messages) and its root table.
 pub(crate) struct Document<'i> {
@@ -25,8 +28,14 @@ pub(crate) struct Document<'i> {
 }
 
 impl<'i> Document<'i> {
-    /// Parses `text` and expands every whole-value `${VAR}` reference in it.
-    pub(crate) fn parse(text: &'i str, path: &'i Path, env: &Env) -> Result<Self, ConfigError> {
+    /// Parses `text`, writes `overrides` into it in order, and expands every whole-value
+    /// `${VAR}` reference in the result.
+    pub(crate) fn parse(
+        text: &'i str,
+        path: &'i Path,
+        env: &Env,
+        overrides: &'i [ConfigOverride],
+    ) -> Result<Self, ConfigError> {
         let parsed = DeTable::parse(text).map_err(|e| {
             let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
             ConfigError::Syntax {
@@ -37,7 +46,14 @@ impl<'i> Document<'i> {
             }
         })?;
         let root_span = parsed.span();
-        let original = parsed.into_inner();
+        let mut original = parsed.into_inner();
+        for (index, over) in overrides.iter().enumerate() {
+            over.apply(&mut original, &override_span(text, index))
+                .map_err(|message| ConfigError::Override {
+                    text: over.to_string(),
+                    message,
+                })?;
+        }
         let mut root = original.clone();
         let mut env_refs = Vec::new();
         let expanded = expand_table(&mut root, &mut Vec::new(), env, &mut env_refs);
@@ -121,9 +137,10 @@ impl<'i> Document<'i> {
         }
     }
 
-    /// The 1-based line of a byte offset.
-    pub(crate) fn line_of(&self, offset: usize) -> usize {
-        line_col(self.text, offset).0
+    /// The 1-based line of a byte offset; `None` for an offset past the text (a key an
+    /// override added).
+    pub(crate) fn line_of(&self, offset: usize) -> Option<usize> {
+        (offset <= self.text.len()).then(|| line_col(self.text, offset).0)
     }
 
     fn expand_error(&self, key: &str, span: Range<usize>, error: ExpandError) -> ConfigError {
@@ -141,6 +158,13 @@ impl<'i> Document<'i> {
             bad @ ExpandError::BadName(_) => self.invalid_at(span, key, &bad.to_string()),
         }
     }
+}
+
+/// Where the `index`-th override's keys and values are placed: one byte of its own past the end
+/// of `text`, so no span of the file covers it.
+fn override_span(text: &str, index: usize) -> Range<usize> {
+    let start = text.len() + 1 + index;
+    start..start + 1
 }
 
 type ExpandFailure = (String, Range<usize>, ExpandError);

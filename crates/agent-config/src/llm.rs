@@ -63,7 +63,7 @@ pub(crate) fn build(
     }
     for key in REQUIRED {
         if !base.contains_key(key) {
-            return Err(missing(Some(header_line), key));
+            return Err(missing(header_line, key));
         }
     }
     lowercase_api_type(&mut base);

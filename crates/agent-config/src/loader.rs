@@ -214,57 +214,28 @@ impl ConfigLoader {
         )
     }
 
-    /// Parses `text` with the overrides applied. Errors about an override name it; errors
-    /// about the file keep the file's own lines and columns.
+    /// Parses `text` once, with the overrides written into the parsed tree. Errors about an
+    /// override name it; errors about the file keep the file's own lines and columns.
     fn parse(&self, text: &str, source: ConfigSource) -> Result<Config, ConfigError> {
-        if self.overrides.is_empty() {
-            return Config::parse(text, source, &self.env);
-        }
-        // A file that is not TOML: report it as it is.
-        let Ok(mut root) = text.parse::<toml::Table>() else {
-            return Config::parse(text, source, &self.env);
-        };
-        for over in &self.overrides {
-            over.apply(&mut root)
-                .map_err(|message| ConfigError::Override {
-                    text: over.to_string(),
-                    message,
-                })?;
-        }
-        let merged = toml::to_string(&root).map_err(|e| ConfigError::Override {
-            text: self
-                .overrides
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(" "),
-            message: e.to_string(),
-        })?;
-        match Config::parse(&merged, source.clone(), &self.env) {
-            Ok(config) => Ok(config),
-            Err(error) => {
-                let key = match &error {
-                    ConfigError::Invalid { key, .. } | ConfigError::EnvVar { key, .. } => {
-                        Some(key.clone())
-                    }
-                    ConfigError::MissingKey { section, key, .. } => {
-                        Some(format!("{section}.{key}"))
-                    }
-                    _ => None,
-                };
-                let culprit = key
-                    .as_deref()
-                    .and_then(|key| self.overrides.iter().rev().find(|over| over.concerns(key)));
-                if let Some(over) = culprit {
-                    return Err(ConfigError::Override {
-                        text: over.to_string(),
-                        message: override_message(&error),
-                    });
+        Config::parse(text, source, &self.env, &self.overrides).map_err(|error| {
+            let key = match &error {
+                ConfigError::Invalid { key, .. } | ConfigError::EnvVar { key, .. } => {
+                    Some(key.clone())
                 }
-                // The file's own fault: say so with its own positions.
-                Config::parse(text, source, &self.env).and(Err(error))
+                ConfigError::MissingKey { section, key, .. } => Some(format!("{section}.{key}")),
+                _ => None,
+            };
+            let culprit = key
+                .as_deref()
+                .and_then(|key| self.overrides.iter().rev().find(|over| over.concerns(key)));
+            match culprit {
+                Some(over) => ConfigError::Override {
+                    text: over.to_string(),
+                    message: override_message(&error),
+                },
+                None => error,
             }
-        }
+        })
     }
 
     fn load_source(&self, source: ConfigSource) -> Result<Config, ConfigError> {
@@ -322,7 +293,7 @@ impl Config {
     }
 }
 
-/// What an error says about a key, without the file position (which is the merged text's).
+/// What an error says about a key, without the file position (an override has none).
 fn override_message(error: &ConfigError) -> String {
     match error {
         ConfigError::Invalid { key, message, .. } => format!("`{key}`: {message}"),

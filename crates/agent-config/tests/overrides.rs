@@ -133,3 +133,109 @@ fn keys_that_do_nothing_are_reported() {
     let config = loader_with(&[]).parse_str(FILE).unwrap();
     assert_eq!(config.inert_keys().count(), 0);
 }
+
+#[test]
+fn an_override_reaches_into_nested_tables_and_creates_missing_sections() {
+    let file = format!("{FILE}\n[browser]\nheadless = true\n");
+    let config = loader_with(&[])
+        .with_overrides([
+            // [browser] is in the file, [browser.proxy] is not; [sandbox] is not at all.
+            over("browser.proxy.server=http://127.0.0.1:3128"),
+            over("browser.proxy.username=me"),
+            over("sandbox.use_sandbox=true"),
+            over("search.base_urls.bing=\"http://127.0.0.1:9/bing\""),
+        ])
+        .parse_str(&file)
+        .unwrap();
+    assert_eq!(config.browser.headless, Some(true));
+    let proxy = config.browser.proxy.as_ref().unwrap();
+    assert_eq!(proxy.server, "http://127.0.0.1:3128");
+    assert_eq!(proxy.username.as_deref(), Some("me"));
+    assert!(config.sandbox.use_sandbox);
+    assert_eq!(
+        config.search.base_urls.bing.as_deref(),
+        Some("http://127.0.0.1:9/bing")
+    );
+}
+
+#[test]
+fn a_bad_key_deep_in_an_override_names_the_override_and_the_key() {
+    let err = loader_with(&[])
+        .with_overrides([over("agent.max_steps=3"), over("browser.proxy.sever=x")])
+        .parse_str(FILE)
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("browser.proxy.sever=x: "), "{text}");
+    assert!(text.contains("unknown field `sever`"), "{text}");
+
+    // Inside an inline table: the key inside the value is named.
+    let err = loader_with(&[])
+        .with_overrides([over("search.base_urls={ bing = 3 }")])
+        .parse_str(FILE)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "search.base_urls={ bing = 3 }: `search.base_urls.bing`: invalid type: an integer, \
+         expected a string"
+    );
+}
+
+#[test]
+fn an_override_value_may_read_the_environment() {
+    let config = loader_with(&[("KEY", "sk-from-env")])
+        .with_overrides([over("llm.api_key=\"${KEY}\"")])
+        .parse_str(FILE)
+        .unwrap();
+    assert_eq!(config.default_llm().api_key.expose(), "sk-from-env");
+    assert_eq!(
+        config.env_references().collect::<Vec<_>>(),
+        [("llm.api_key", "KEY")]
+    );
+    let err = loader_with(&[])
+        .with_overrides([over("llm.api_key=${NOPE}")])
+        .parse_str(FILE)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "llm.api_key=${NOPE}: `llm.api_key` reads the environment variable `NOPE`, which is not set"
+    );
+}
+
+#[test]
+fn an_override_can_mend_the_file_and_a_file_error_it_does_not_touch_is_the_files() {
+    let text = "[llm]\nmodel = \"m\"\nbase_url = \"u\"\nmax_tokens = \"lots\"\n";
+    let config = loader_with(&[])
+        .with_overrides([over("llm.max_tokens=10")])
+        .parse_str(text)
+        .unwrap();
+    assert_eq!(config.default_llm().max_tokens, 10);
+
+    // No [llm] in the file: an override of another [llm] key does not make it one, and the
+    // error is the file's, with no line (the file has no [llm] header).
+    let without = "[agent]\nmax_steps = 3\n";
+    let plain = loader_with(&[]).parse_str(without).unwrap_err();
+    let err = loader_with(&[])
+        .with_overrides([over("llm.temperature=0.5")])
+        .parse_str(without)
+        .unwrap_err();
+    assert!(
+        matches!(err, ConfigError::MissingKey { line: None, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), plain.to_string());
+}
+
+#[test]
+fn a_file_that_is_not_toml_is_reported_as_it_is() {
+    let text = "[llm\nmodel = \"m\"\n";
+    let plain = loader_with(&[]).parse_str(text).unwrap_err();
+    let err = loader_with(&[])
+        .with_overrides([over("llm.model=x")])
+        .parse_str(text)
+        .unwrap_err();
+    assert!(
+        matches!(err, ConfigError::Syntax { line: 1, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), plain.to_string());
+}

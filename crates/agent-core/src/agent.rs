@@ -14,7 +14,9 @@ use crate::memory::Memory;
 use crate::outcome::{AnswerTracker, FinishReason, RunOutcome, RunStatus, StepRecord};
 use crate::schema::{AgentState, Message, Role, ToolCall};
 
-/// OpenManus's default step budget for a BaseAgent.
+/// OpenManus's default step budget for a BaseAgent (10): the generic fallback of an agent that
+/// sets none. Each agent kind declares its own budget beside the kind (ToolCallAgent's
+/// `agent_toolcall::DEFAULT_MAX_STEPS`, Manus's `agents::MANUS_MAX_STEPS`, ...).
 pub const DEFAULT_MAX_STEPS: u32 = 10;
 /// OpenManus's default stuck threshold: the number of earlier identical replies that make the
 /// agent "stuck".

@@ -13,7 +13,8 @@ use crate::sync::McpToolSync;
 
 /// MCPAgent's name.
 pub const MCP_AGENT_NAME: &str = "mcp_agent";
-/// MCPAgent's step budget.
+/// MCPAgent's step budget when `[agent] max_steps` does not set one (OpenManus's 20). The one
+/// place it is declared: [`mcp_agent`] and the agent factory read it.
 pub const MCP_AGENT_MAX_STEPS: u32 = 20;
 /// Tools are listed again every this many steps (and whenever a server announces a change).
 pub const REFRESH_INTERVAL: u32 = 5;
@@ -150,8 +151,9 @@ impl ToolCallHooks for McpAgentHooks {
     }
 }
 
-/// MCPAgent: a ToolCallAgent named `mcp_agent` with 20 steps, MCPAgent's prompts, `terminate` as
-/// its special tool, and exactly the tools of `clients`' servers (installed at the first step).
+/// MCPAgent: a ToolCallAgent named `mcp_agent` with [`MCP_AGENT_MAX_STEPS`] steps, MCPAgent's
+/// prompts, `terminate` as its special tool, and exactly the tools of `clients`' servers
+/// (installed at the first step).
 #[must_use]
 pub fn mcp_agent(llm: Arc<dyn ChatModel>, clients: McpClients) -> ToolCallAgent<McpAgentHooks> {
     ToolCallAgent::new(llm)

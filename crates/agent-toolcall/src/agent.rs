@@ -31,7 +31,10 @@ pub const DEFAULT_SYSTEM_PROMPT: &str =
 /// Default next-step prompt of a plain ToolCallAgent.
 pub const DEFAULT_NEXT_STEP_PROMPT: &str =
     "When the task is done, or cannot be taken any further, call the `terminate` tool.";
-/// Default step budget of a ToolCallAgent.
+/// Default step budget of a plain ToolCallAgent (OpenManus's 30): the generic fallback of an
+/// agent built on [`ToolCallAgent::new`] that sets none. Each agent kind built on it declares
+/// its own budget beside the kind (`agents::MANUS_MAX_STEPS`, `agents::SWE_MAX_STEPS`,
+/// `agent_mcp::MCP_AGENT_MAX_STEPS`, ...) and the agent factory reads it from there.
 pub const DEFAULT_MAX_STEPS: u32 = 30;
 pub use agent_core::TOOL_CALL_REQUIRED;
 /// Result of `act()` when there is no tool call and no text.

@@ -18,15 +18,24 @@ use crate::prompts::{
     with_directory,
 };
 
+/// SandboxManus's step budget when `[agent] max_steps` does not set one (OpenManus's 20). The
+/// one place it is declared: [`sandbox_manus`] and the agent factory read it.
+pub const SANDBOX_MANUS_MAX_STEPS: u32 = 20;
+
+/// SWEAgent's step budget when `[agent] max_steps` does not set one (OpenManus's 20). The one
+/// place it is declared: [`swe`] and the agent factory read it.
+pub const SWE_MAX_STEPS: u32 = 20;
+
 /// SandboxManus: Manus whose hands are inside `sandbox` — `sandbox_shell` (named shell
 /// sessions), `sandbox_files`, `sandbox_browser` (with the `browser` feature: the `browser_use` actions on a Chromium
 /// started inside the sandbox; without `network_enabled` it reaches no network, only files
 /// and the workspace; offered only by backends that can run a browser, the bubblewrap one),
 /// `sandbox_vision`, `computer_use` (the mouse, keyboard and screen of the sandbox's virtual
 /// display; offered when the sandbox has one, see `LocalSandboxOptions::with_display` — the
-/// agent factory builds SandboxManus's sandbox with it), `ask_human` and `terminate`. Manus's prompts with the sandbox's work dir,
-/// 20 steps, observations cut at 10,000 characters; while one of its last three messages calls
-/// `sandbox_browser`, the step's prompt carries the browser state.
+/// agent factory builds SandboxManus's sandbox with it), `ask_human` and `terminate`. Manus's
+/// prompts with the sandbox's work dir, [`SANDBOX_MANUS_MAX_STEPS`] steps, observations cut at
+/// 10,000 characters; while one of its last three messages calls `sandbox_browser`, the step's
+/// prompt carries the browser state.
 pub fn sandbox_manus(
     llm: Arc<dyn ChatModel>,
     options: &AgentOptions,
@@ -101,7 +110,7 @@ pub fn sandbox_manus(
         .with_system_prompt(with_directory(MANUS_SYSTEM_PROMPT, &work_dir))
         .with_next_step_prompt(MANUS_NEXT_STEP_PROMPT)
         .with_tools(tools)
-        .with_max_steps(20)
+        .with_max_steps(SANDBOX_MANUS_MAX_STEPS)
         .with_max_observe(10_000);
     options.apply(agent).with_hooks(hooks)
 }
@@ -109,8 +118,8 @@ pub fn sandbox_manus(
 /// `sandbox_browser`: SandboxManus's browser tool's name.
 pub const SANDBOX_BROWSER: &str = "sandbox_browser";
 
-/// SWEAgent, the programmer: `bash`, `str_replace_editor` and `terminate`, 20 steps, no
-/// next-step prompt.
+/// SWEAgent, the programmer: `bash`, `str_replace_editor` and `terminate`, [`SWE_MAX_STEPS`]
+/// steps, no next-step prompt.
 pub fn swe(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
     let mut tools = ToolCollection::new();
     tools.add_tool(options.bash());
@@ -122,6 +131,6 @@ pub fn swe(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
         .with_system_prompt(with_directory(SWE_SYSTEM_PROMPT, &options.workspace))
         .with_next_step_prompt("")
         .with_tools(tools)
-        .with_max_steps(20);
+        .with_max_steps(SWE_MAX_STEPS);
     options.apply(agent)
 }

@@ -111,6 +111,34 @@ impl AgentKind {
             Self::DataAnalysis => "DataAnalysis: Python with pandas, charts and insights",
         }
     }
+
+    /// The kind's step budget when `[agent] max_steps` does not set one: the constant declared
+    /// once beside the kind's constructor ([`crate::MANUS_MAX_STEPS`], [`crate::SWE_MAX_STEPS`],
+    /// `agent_browser::BROWSER_AGENT_MAX_STEPS`, [`crate::SANDBOX_MANUS_MAX_STEPS`],
+    /// [`agent_mcp::MCP_AGENT_MAX_STEPS`], `agent_charts::DATA_ANALYSIS_MAX_STEPS`). `None` for a
+    /// kind this build cannot make (BrowserAgent without the `browser` feature, DataAnalysis
+    /// without `charts`).
+    ///
+    /// The generic layers' budgets, `agent_core::DEFAULT_MAX_STEPS` (BaseAgent, 10) and
+    /// `agent_toolcall::DEFAULT_MAX_STEPS` (ToolCallAgent, 30), are only the fallback of an
+    /// agent built in code that sets none; every kind here sets its own.
+    #[must_use]
+    pub fn default_max_steps(self) -> Option<u32> {
+        match self {
+            Self::Manus => Some(crate::MANUS_MAX_STEPS),
+            Self::Swe => Some(crate::SWE_MAX_STEPS),
+            #[cfg(feature = "browser")]
+            Self::Browser => Some(agent_browser::BROWSER_AGENT_MAX_STEPS),
+            #[cfg(not(feature = "browser"))]
+            Self::Browser => None,
+            Self::Sandbox => Some(crate::SANDBOX_MANUS_MAX_STEPS),
+            Self::Mcp => Some(agent_mcp::MCP_AGENT_MAX_STEPS),
+            #[cfg(feature = "charts")]
+            Self::DataAnalysis => Some(agent_charts::DATA_ANALYSIS_MAX_STEPS),
+            #[cfg(not(feature = "charts"))]
+            Self::DataAnalysis => None,
+        }
+    }
 }
 
 impl fmt::Display for AgentKind {

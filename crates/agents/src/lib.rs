@@ -47,7 +47,7 @@ mod options;
 pub mod prompts;
 pub mod workspace;
 
-pub use agents::{SANDBOX_BROWSER, sandbox_manus, swe};
+pub use agents::{SANDBOX_BROWSER, SANDBOX_MANUS_MAX_STEPS, SWE_MAX_STEPS, sandbox_manus, swe};
 pub use factory::{
     AgentFactory, AgentKind, BuiltAgent, BuiltFlow, FactoryError, ModelSource, UnknownAgentKind,
 };
@@ -55,7 +55,9 @@ pub use flow::{
     ExecutorMemory, Flow, FlowError, FlowEvent, FlowFactory, FlowOptions, FlowOutcome, FlowType,
     PlanningFlow,
 };
-pub use manus::{Manus, ManusHooks, disconnect_mcp, manus, manus_lazy_mcp, manus_with_mcp};
+pub use manus::{
+    MANUS_MAX_STEPS, Manus, ManusHooks, disconnect_mcp, manus, manus_lazy_mcp, manus_with_mcp,
+};
 pub use options::AgentOptions;
 pub use prompts::{MANUS, SANDBOX_MANUS, SWE};
 pub use workspace::{DEFAULT_WORKSPACE, SNAPSHOT_LIMIT, Snapshot, WorkspaceChanges};

@@ -38,6 +38,10 @@ use agent_tools::Terminate;
 use crate::options::AgentOptions;
 use crate::prompts::{MANUS, MANUS_NEXT_STEP_PROMPT, MANUS_SYSTEM_PROMPT, with_directory};
 
+/// Manus's step budget when `[agent] max_steps` does not set one (OpenManus's 20). The one place
+/// it is declared: [`manus`] and the agent factory read it.
+pub const MANUS_MAX_STEPS: u32 = 20;
+
 /// Manus: a ToolCallAgent with [`ManusHooks`].
 pub type Manus = ToolCallAgent<ManusHooks>;
 
@@ -286,14 +290,14 @@ pub(crate) fn build_manus(
         .with_system_prompt(with_directory(MANUS_SYSTEM_PROMPT, &options.workspace))
         .with_next_step_prompt(MANUS_NEXT_STEP_PROMPT)
         .with_tools(tools)
-        .with_max_steps(20)
+        .with_max_steps(MANUS_MAX_STEPS)
         .with_max_observe(10_000);
     options.apply(agent).with_hooks(hooks)
 }
 
 /// Manus, the general-purpose agent, without MCP servers: `python_execute`, `browser_use` (with
-/// the `browser` feature), `str_replace_editor`, `ask_human` and `terminate`, 20 steps, observations cut at 10,000
-/// characters, the workspace in its system prompt. While one of its last three messages calls
+/// the `browser` feature), `str_replace_editor`, `ask_human` and `terminate`,
+/// [`MANUS_MAX_STEPS`] steps, observations cut at 10,000 characters, the workspace in its system prompt. While one of its last three messages calls
 /// `browser_use`, each step's prompt is the browser prompt with the current browser state.
 /// [`manus_with_mcp`] and [`manus_lazy_mcp`] add
 /// the tools of MCP servers.

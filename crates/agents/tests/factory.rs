@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use agent_config::Config;
+use agent_core::Agent as _;
 use agent_llm::{ChatModel, LlmError};
 use agent_testkit::ScriptedModel;
 use agents::{AgentFactory, AgentKind, FactoryError};
@@ -171,4 +172,79 @@ use_data_analysis_agent = true
     let mut manus = plain.build(AgentKind::Manus, &models()).await.unwrap();
     assert!(manus.warnings().is_empty(), "{:?}", manus.warnings());
     manus.shutdown().await;
+}
+
+/// OpenManus's step budget of each kind (spec §2.10), written out rather than read from the
+/// constants, so that a changed default fails here.
+const SPEC_MAX_STEPS: [(AgentKind, u32); 6] = [
+    (AgentKind::Manus, 20),
+    (AgentKind::Swe, 20),
+    (AgentKind::Browser, 20),
+    (AgentKind::Sandbox, 20),
+    (AgentKind::Mcp, 20),
+    (AgentKind::DataAnalysis, 20),
+];
+
+fn spec_max_steps(kind: AgentKind) -> u32 {
+    SPEC_MAX_STEPS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, steps)| *steps)
+        .unwrap()
+}
+
+#[cfg(all(feature = "browser", feature = "charts"))]
+#[test]
+fn each_kind_declares_the_specs_step_budget_and_the_generic_layers_theirs() {
+    assert_eq!(SPEC_MAX_STEPS.map(|(kind, _)| kind), AgentKind::ALL);
+    for (kind, steps) in SPEC_MAX_STEPS {
+        assert_eq!(kind.default_max_steps(), Some(steps), "{kind}");
+    }
+    // The generic fallbacks, for agents built in code that set no budget: BaseAgent 10,
+    // ToolCallAgent 30.
+    assert_eq!(agent_core::BaseAgent::new("base").max_steps, 10);
+    let model: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new());
+    assert_eq!(
+        agent_toolcall::ToolCallAgent::new(model).base().max_steps,
+        30
+    );
+}
+
+#[cfg(all(feature = "browser", feature = "charts"))]
+#[tokio::test]
+async fn without_a_configured_budget_every_kind_runs_on_the_specs() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap();
+    // No [agent] section: each kind's own default.
+    let factory = AgentFactory::new(config("")).with_workspace(&workspace);
+    for kind in [
+        AgentKind::Manus,
+        AgentKind::Swe,
+        AgentKind::Browser,
+        AgentKind::DataAnalysis,
+    ] {
+        let mut built = factory.build(kind, &models()).await.unwrap();
+        assert_eq!(
+            built.agent().base().max_steps,
+            spec_max_steps(kind),
+            "{kind}"
+        );
+        built.shutdown().await;
+    }
+    // MCPAgent needs a server and SandboxManus a sandbox to come out of the factory; their
+    // constructors set the budget.
+    let model: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new());
+    let mcp = agent_mcp::mcp_agent(model.clone(), agent_mcp::McpClients::default());
+    assert_eq!(mcp.base().max_steps, spec_max_steps(AgentKind::Mcp));
+    let sandbox = Arc::new(
+        agent_sandbox::LocalSandbox::new(agent_sandbox::LocalSandboxOptions::new(&workspace))
+            .await
+            .expect("bubblewrap sandboxes run here (cargo xtask setup installs bubblewrap)"),
+    );
+    let options = factory.options(false).await.unwrap();
+    let sandboxed = agents::sandbox_manus(model, &options, sandbox);
+    assert_eq!(
+        sandboxed.base().max_steps,
+        spec_max_steps(AgentKind::Sandbox)
+    );
 }

@@ -358,9 +358,12 @@ fn render(choices: &Choices) -> String {
          # model = \"o3\"\n\
          \n\
          # Settings for every agent.\n\
-         # [agent]\n\
-         # max_steps = 20\n\
-         # workspace_root = \"workspace\"       # relative to the current directory\n\
+         # [agent]\n",
+    );
+    // The default agent's own budget, read where Manus declares it (every kind's is the same).
+    let _ = writeln!(out, "# max_steps = {}", agents::MANUS_MAX_STEPS);
+    out.push_str(
+        "# workspace_root = \"workspace\"       # relative to the current directory\n\
          \n\
          # The browser the browser tool drives.\n\
          # [browser]\n\
