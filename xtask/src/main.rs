@@ -439,6 +439,7 @@ fn bench(extra: &[String]) -> Result<()> {
         "browser",
         "cli_startup",
         "process_cost",
+        "record_bytes",
         "server",
         "workers",
     ] {
