@@ -81,9 +81,9 @@ pub use sessions::{TITLE_CHARS, title_of};
 pub use store::Store;
 pub use texts::MIN_TEXT;
 pub use types::{
-    Batch, EventId, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, NewSession,
-    RunId, RunRecord, RunState, RunSummary, SessionRecord, SessionState, StoredEvent,
-    StoredExchange, TokenUsage, now_ms,
+    Batch, EventId, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, NewSession, RunId,
+    RunRecord, RunState, RunSummary, SessionRecord, SessionState, StoredEvent, StoredExchange,
+    TokenUsage, now_ms,
 };
 pub use writer::SessionWriter;
 

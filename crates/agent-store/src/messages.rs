@@ -3,13 +3,13 @@
 
 use std::collections::HashSet;
 
-use agent_core::{Message, Role, ToolCall, cancelled_observation};
 use crate::error::StoreError;
 use crate::events::{decoded, texts_of};
 use crate::script::Script;
 use crate::store::Store;
 use crate::texts::TextCache;
 use crate::types::MemoryWrite;
+use agent_core::{Message, Role, ToolCall, cancelled_observation};
 
 /// Rows of one multi-row `INSERT` (5 columns at most: far below SQLite's 32766 variables).
 pub(crate) const ROWS_PER_STATEMENT: usize = 256;

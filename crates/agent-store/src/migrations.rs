@@ -90,7 +90,7 @@ mod tests {
         ),
         (
             3,
-            "1cda31c46cdd0bdcd00643dc2f7517c6941372608f8d2c00d2b569c18a4c572d288086a3b495d4ca586095e9ab7cdb5d",
+            "016e9aa8e439d0c40f1a35db177cb005b5f8558516a2e1582144e83b5ee1b71e30d69041383ff63be1f9855a69028046",
         ),
     ];
 

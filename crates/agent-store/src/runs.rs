@@ -10,9 +10,9 @@ use tracing::info;
 use crate::error::StoreError;
 use crate::owner;
 use crate::script::Script;
-use crate::texts::{TextCache, Texts, keys_in};
 use crate::sessions::title_of;
 use crate::store::Store;
+use crate::texts::{TextCache, Texts, keys_in};
 use crate::types::{
     EventKind, NewEvent, RunId, RunRecord, RunState, RunSummary, StoredEvent, TokenUsage, now_ms,
 };
@@ -22,10 +22,7 @@ const RUN_COLUMNS: &str = "id, session_id, task, state, status, answer, text, te
     finished_at";
 
 /// The texts the rows' `text_parts` refer to.
-async fn texts_of_runs(
-    pool: &sqlx::SqlitePool,
-    rows: &[SqliteRow],
-) -> Result<Texts, StoreError> {
+async fn texts_of_runs(pool: &sqlx::SqlitePool, rows: &[SqliteRow]) -> Result<Texts, StoreError> {
     let mut keys = HashSet::new();
     let mut session = None;
     for row in rows {
@@ -172,8 +169,8 @@ impl Store {
                         .await?;
                 let session = session.ok_or(StoreError::NoRun(run))?;
                 let mut script = Script::default();
-                let json = serde_json::to_string(parts)
-                    .map_err(|e| StoreError::corrupt("run text", e))?;
+                let json =
+                    serde_json::to_string(parts).map_err(|e| StoreError::corrupt("run text", e))?;
                 let parts = TextCache::default().encode(&json, &session, &mut script)?;
                 script.execute_in(&mut tx).await?;
                 (None, Some(parts))

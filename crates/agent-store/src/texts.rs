@@ -100,7 +100,11 @@ fn next_literal(json: &str) -> Option<(&str, &str, &str)> {
         match byte {
             b'\\' => at += 2,
             b'"' => {
-                return Some((json.get(..open)?, json.get(open + 1..at)?, json.get(at + 1..)?));
+                return Some((
+                    json.get(..open)?,
+                    json.get(open + 1..at)?,
+                    json.get(at + 1..)?,
+                ));
             }
             _ => at += 1,
         }
@@ -239,7 +243,10 @@ mod tests {
         keys_in(&text, &mut keys);
         assert!(keys.is_empty(), "{text}");
         let back = Texts::default().decode(&text).unwrap();
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&back).unwrap(), tricky);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&back).unwrap(),
+            tricky
+        );
     }
 
     #[test]

@@ -95,7 +95,10 @@ async fn a_long_text_in_events_memory_and_exchanges_is_stored_once_and_reads_bac
         .fetch_one(&mut db)
         .await
         .unwrap();
-    assert!(longest < 200, "an event row holds the text: {longest} bytes");
+    assert!(
+        longest < 200,
+        "an event row holds the text: {longest} bytes"
+    );
 }
 
 #[tokio::test]
@@ -143,9 +146,15 @@ async fn exchanges_read_back_in_request_order_after_any_request() {
             (1, ExchangePart::Error),
         ]
     );
-    let after = store.exchanges_after(&session.id, Some(0), 10).await.unwrap();
+    let after = store
+        .exchanges_after(&session.id, Some(0), 10)
+        .await
+        .unwrap();
     assert_eq!(after, all[2..]);
-    assert_eq!(store.exchanges_after(&session.id, None, 1).await.unwrap(), all[..1]);
+    assert_eq!(
+        store.exchanges_after(&session.id, None, 1).await.unwrap(),
+        all[..1]
+    );
     assert_eq!(store.next_exchange_seq(&session.id).await.unwrap(), 2);
     // Deleting the session takes its exchanges and texts with it.
     assert!(store.delete_session(&session.id).await.unwrap());
@@ -272,7 +281,10 @@ async fn a_store_of_the_2026_12_format_opens_reads_back_unchanged_and_goes_on() 
     let (run, _) = store.begin_run(&id, "again").await.unwrap();
     let data = json!({"type": "tool_call_finished", "observation": observation()});
     store
-        .append_event(&id, NewEvent::now(Some(run), EventKind::Agent, data.clone()))
+        .append_event(
+            &id,
+            NewEvent::now(Some(run), EventKind::Agent, data.clone()),
+        )
         .await
         .unwrap();
     let after = store.events_after(&id, Some(last), 10).await.unwrap();
