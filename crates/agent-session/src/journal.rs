@@ -68,7 +68,7 @@
 
 mod encode;
 mod export;
-mod format;
+pub(crate) mod format;
 mod handle;
 mod model;
 mod reader;
@@ -90,8 +90,10 @@ pub use reader::{JournalLine, JournalReader, ReadError, read, request_bodies};
 
 pub use texts::MIN_TEXT;
 
-use encode::Encoder;
-use handle::{Entry, now_ms};
+pub(crate) use encode::Encoder;
+pub(crate) use handle::{Entry, EntrySink};
+
+use handle::now_ms;
 use texts::TextWriter;
 
 /// How many queued entries the writer takes at once.
@@ -152,7 +154,7 @@ impl Journal {
         });
         Ok(Self {
             path,
-            handle: JournalHandle::new(sender),
+            handle: JournalHandle::new(Arc::new(sender)),
             writer: Some(writer),
         })
     }
@@ -192,15 +194,25 @@ impl Journal {
         settings: LlmSettings,
         events: Option<&EventBus>,
     ) -> Result<Arc<dyn ChatModel>, LlmError> {
-        let mut client = Model::new(settings)?;
-        if let Some(events) = events {
-            client = client.with_events(events.clone());
-        }
-        let client = Arc::new(client);
-        Ok(Arc::new(
-            JournaledModel::new(client.clone(), self.handle()).with_wire_body(client),
-        ))
+        journaled_model(settings, events, self.handle())
     }
+}
+
+/// The model a run talks to (see [`Journal::model`]), its requests and replies written to
+/// `journal`.
+pub(crate) fn journaled_model(
+    settings: LlmSettings,
+    events: Option<&EventBus>,
+    journal: JournalHandle,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    let mut client = Model::new(settings)?;
+    if let Some(events) = events {
+        client = client.with_events(events.clone());
+    }
+    let client = Arc::new(client);
+    Ok(Arc::new(
+        JournaledModel::new(client.clone(), journal).with_wire_body(client),
+    ))
 }
 
 /// Writes every entry received to `file`, one line each, until the journal is closed; returns

@@ -22,9 +22,13 @@ use std::time::Duration;
 
 use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver};
 use agent_store::{
-    Batch, EventKind, MemoryWrite, NewEvent, RunId, RunSummary, Store, StoreError, StoredEvent,
+    Batch, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, RunId, RunSummary,
+    SessionWriter, Store, StoreError, StoredEvent,
 };
 use serde_json::Value;
+
+use crate::journal::format::{KIND_ERROR, KIND_RESPONSE, SEQ};
+use crate::journal::{Encoder, Entry, EntrySink, JournalHandle};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::{broadcast, oneshot};
 use tokio::task::JoinHandle;
@@ -51,6 +55,10 @@ enum Item {
     Flow(Value),
     /// A change of the agent's memory.
     Memory(MemoryWrite),
+    /// What a [`JournaledModel`](crate::JournaledModel) writes: a model request, its reply
+    /// or error (kept as exchanges); other lines are not kept (the store records events and
+    /// runs itself).
+    Journal(Entry),
     /// Begin a run (after writing everything before it).
     BeginRun {
         task: String,
@@ -75,6 +83,16 @@ impl Queue {
     }
 }
 
+impl EntrySink for Queue {
+    fn send(&self, entry: Entry) -> bool {
+        Queue::send(self, Item::Journal(entry))
+    }
+
+    fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
 impl MemoryObserver for Queue {
     fn changed(&self, change: MemoryChange<'_>) {
         let write = match change {
@@ -90,6 +108,33 @@ impl MemoryObserver for Queue {
             MemoryChange::Removed { ids } => MemoryWrite::Remove { seqs: ids.to_vec() },
         };
         self.send(Item::Memory(write));
+    }
+}
+
+/// The queue of a session that is to be recorded, made before its agent is built: the agent's
+/// models send their requests and replies to it through [`Pending::journal`]; the
+/// [`Recorder`] started with it takes them in order with everything else.
+pub(crate) struct Pending {
+    queue: Queue,
+    receiver: UnboundedReceiver<Item>,
+    journal: JournalHandle,
+}
+
+impl Pending {
+    pub(crate) fn new() -> Self {
+        let (sender, receiver) = unbounded_channel();
+        let queue = Queue(sender);
+        let journal = JournalHandle::new(Arc::new(queue.clone()));
+        Self {
+            queue,
+            receiver,
+            journal,
+        }
+    }
+
+    /// The handle the session's models write their exchanges to.
+    pub(crate) fn journal(&self) -> JournalHandle {
+        self.journal.clone()
     }
 }
 
@@ -160,23 +205,37 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Starts the writer task for the stored session `id` and subscribes it to `bus`.
-    pub(crate) fn start(store: Store, id: String, bus: &EventBus) -> Self {
-        Self::start_with(
-            store,
-            id,
-            bus,
-            Pace {
-                idle: IDLE_COMMIT,
-                interval: COMMIT_INTERVAL,
-            },
-        )
+    /// Starts the writer task for the stored session `id`, taking what `pending` queued and
+    /// will queue, and subscribes it to `bus`. The session's model requests are numbered on
+    /// from those the session already holds.
+    pub(crate) async fn start(
+        store: Store,
+        id: String,
+        bus: &EventBus,
+        pending: Pending,
+    ) -> Result<Self, StoreError> {
+        let pace = Pace {
+            idle: IDLE_COMMIT,
+            interval: COMMIT_INTERVAL,
+        };
+        Self::start_with(store, id, bus, pending, pace).await
     }
 
     /// [`Recorder::start`], committing what nobody watches at `pace`.
-    fn start_with(store: Store, id: String, bus: &EventBus, pace: Pace) -> Self {
-        let (sender, receiver) = unbounded_channel();
-        let queue = Queue(sender);
+    async fn start_with(
+        store: Store,
+        id: String,
+        bus: &EventBus,
+        pending: Pending,
+        pace: Pace,
+    ) -> Result<Self, StoreError> {
+        let first = store.next_exchange_seq(&id).await?;
+        pending
+            .journal
+            .number_requests_from(u64::try_from(first).unwrap_or_default());
+        let Pending {
+            queue, receiver, ..
+        } = pending;
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let sink = queue.clone();
         bus.subscribe_with(Arc::new(move |event: &AgentEvent| {
@@ -184,19 +243,22 @@ impl Recorder {
             matches!(event, AgentEvent::TextDelta { .. }) || sink.send(Item::Agent(event.clone()))
         }));
         let writer = tokio::spawn(write(
-            store.clone(),
-            id.clone(),
+            store.session_writer(&id),
             receiver,
             events.clone(),
             pace,
+            Exchanges {
+                encoder: Encoder::default(),
+                stream: first,
+            },
         ));
-        Self {
+        Ok(Self {
             store,
             id,
             queue,
             events,
             writer: Some(writer),
-        }
+        })
     }
 
     /// The session's id in the store.
@@ -281,15 +343,14 @@ struct Pace {
 /// The writer task: takes what is queued (up to [`MAX_BATCH`] items at a time), writes it in
 /// one transaction, publishes the stored events; runs and ends runs in between, in order.
 async fn write(
-    store: Store,
-    session: String,
+    writer: SessionWriter,
     mut queue: UnboundedReceiver<Item>,
     events: broadcast::Sender<StoredEvent>,
     pace: Pace,
+    mut exchanges: Exchanges,
 ) {
     let mut sink = Sink {
-        store,
-        session,
+        writer,
         events,
         committed: None,
     };
@@ -330,25 +391,33 @@ async fn write(
                 }
                 Item::Flow(data) => batch.events.push(NewEvent::now(run, EventKind::Flow, data)),
                 Item::Memory(write) => batch.memory.push(write),
+                Item::Journal(entry) => batch.exchanges.extend(exchanges.exchange(entry, run)),
                 Item::BeginRun { task, reply } => {
                     sink.commit(std::mem::take(&mut batch)).await;
-                    let begun =
-                        sink.store
-                            .begin_run(&sink.session, &task)
-                            .await
-                            .map(|(id, event)| {
-                                let _ = sink.events.send(event);
-                                id
-                            });
+                    let begun = sink
+                        .writer
+                        .store()
+                        .begin_run(sink.writer.session(), &task)
+                        .await
+                        .map(|(id, event)| {
+                            let _ = sink.events.send(event);
+                            id
+                        });
                     run = begun.as_ref().ok().copied();
                     let _ = reply.send(begun);
                 }
                 Item::FinishRun { summary, reply } => {
                     sink.commit(std::mem::take(&mut batch)).await;
                     let finished = match run.take() {
-                        Some(id) => sink.store.finish_run(id, &summary).await.map(|event| {
-                            let _ = sink.events.send(event);
-                        }),
+                        Some(id) => {
+                            sink.writer
+                                .store()
+                                .finish_run(id, &summary)
+                                .await
+                                .map(|event| {
+                                    let _ = sink.events.send(event);
+                                })
+                        }
                         None => Ok(()),
                     };
                     let _ = reply.send(finished);
@@ -360,7 +429,7 @@ async fn write(
             }
         }
         let watched = sink.events.receiver_count() > 0;
-        let large = batch.events.len() + batch.memory.len() >= MAX_BATCH;
+        let large = batch.events.len() + batch.memory.len() + batch.exchanges.len() >= MAX_BATCH;
         let now = tokio::time::Instant::now();
         // A step's end is due once the interval since the last commit has passed.
         let due = sink.committed.map_or(now, |at| at + pace.interval);
@@ -379,10 +448,62 @@ async fn write(
     }
 }
 
+/// The model exchanges of the session as the writer stores them: each request as the change
+/// from what this writer stored before (a journal's `model_request` line without its time, kind
+/// and number), numbered within `stream`.
+struct Exchanges {
+    encoder: Encoder,
+    /// The number of this writer's first request: its requests form one stream (a reader
+    /// rebuilds them from the stream's rows alone).
+    stream: i64,
+}
+
+impl Exchanges {
+    /// The exchange row of `entry` (`None` for lines that are not part of an exchange).
+    fn exchange(&mut self, entry: Entry, run: Option<RunId>) -> Option<NewExchange> {
+        let (head, part, data) = match entry {
+            Entry::Request { head, body } => {
+                (head, ExchangePart::Request, self.encoder.encode(body))
+            }
+            Entry::Delta { head, delta } => (
+                head,
+                ExchangePart::Request,
+                self.encoder.encode_delta(delta),
+            ),
+            Entry::Line(Value::Object(mut line)) => {
+                let part = match line.get("kind").and_then(Value::as_str) {
+                    Some(KIND_RESPONSE) => ExchangePart::Reply,
+                    Some(KIND_ERROR) => ExchangePart::Error,
+                    _ => return None,
+                };
+                let mut head = serde_json::Map::new();
+                for key in ["time_ms", "kind", SEQ] {
+                    if let Some(value) = line.remove(key) {
+                        head.insert(key.to_owned(), value);
+                    }
+                }
+                (head, part, line)
+            }
+            Entry::Line(_) | Entry::Close => return None,
+        };
+        Some(NewExchange {
+            run_id: run,
+            stream: self.stream,
+            seq: head.get(SEQ).and_then(Value::as_i64)?,
+            part,
+            at: head
+                .get("time_ms")
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(agent_store::now_ms),
+            data: Value::Object(data),
+        })
+    }
+}
+
 /// Where the writer commits, and when it last did.
 struct Sink {
-    store: Store,
-    session: String,
+    writer: SessionWriter,
     events: broadcast::Sender<StoredEvent>,
     /// When the last commit ended (`None` before the first). A run's beginning and end count:
     /// they write transactions of their own right after committing what came before.
@@ -394,7 +515,7 @@ impl Sink {
     /// unrecorded rather than stopping).
     async fn commit(&mut self, batch: Batch) {
         if !batch.is_empty() {
-            match self.store.write_batch(&self.session, batch).await {
+            match self.writer.write(batch).await {
                 Ok(stored) => {
                     for event in stored {
                         let _ = self.events.send(event);
@@ -402,7 +523,7 @@ impl Sink {
                 }
                 Err(error) => warn!(
                     %error,
-                    session = self.session,
+                    session = self.writer.session(),
                     "the session store lost a batch of events"
                 ),
             }
@@ -452,7 +573,9 @@ mod tests {
             idle: Duration::from_secs(3600),
             interval: Duration::ZERO,
         };
-        let recorder = Recorder::start_with(store.clone(), id.clone(), &bus, pace);
+        let recorder = Recorder::start_with(store.clone(), id.clone(), &bus, Pending::new(), pace)
+            .await
+            .unwrap();
         bus.emit(AgentEvent::StepStarted {
             step: 1,
             max_steps: 5,
@@ -501,7 +624,9 @@ mod tests {
             idle: Duration::from_secs(3600),
             interval: Duration::from_secs(3600),
         };
-        let recorder = Recorder::start_with(store.clone(), id.clone(), &bus, pace);
+        let recorder = Recorder::start_with(store.clone(), id.clone(), &bus, Pending::new(), pace)
+            .await
+            .unwrap();
         let step = |n: u32| {
             bus.emit(AgentEvent::StepStarted {
                 step: n,

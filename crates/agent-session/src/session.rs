@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, oneshot};
 use tracing::warn;
 
 use crate::journal::{Journal, JournalHandle};
-use crate::recorder::{EventFeed, Recorder};
+use crate::recorder::{EventFeed, Pending, Recorder};
 use crate::report::{RunReport, RunResult, Usage, stored_usage};
 
 /// What a session runs.
@@ -106,6 +106,15 @@ pub enum SessionError {
     },
 }
 
+/// Where a session's record goes.
+#[derive(Clone, Copy)]
+enum Medium {
+    /// A JSONL journal in the workspace (a session kept nowhere else).
+    Jsonl,
+    /// The session store (the recorder takes the model exchanges too).
+    Store,
+}
+
 /// Cancels the run in progress of a [`Session`]; cheap to clone, usable from a signal handler
 /// or another task while the session runs.
 #[derive(Debug, Clone, Default)]
@@ -181,7 +190,13 @@ pub struct Session {
     target: Target,
     runner: Option<Runner>,
     workspace: PathBuf,
+    /// The JSONL journal of a session kept nowhere else (`None` for a session recorded in the
+    /// store, which keeps its model exchanges with everything else).
     journal: Option<Journal>,
+    /// Where the models write their requests and replies: the journal, or the recorder.
+    entries: JournalHandle,
+    /// The recorder's queue, from the build until the recording starts.
+    pending: Option<Pending>,
     bus: EventBus,
     flow_subscribers: FlowSubscribers,
     canceller: Canceller,
@@ -209,7 +224,7 @@ impl Session {
     ///
     /// The agent cannot be built ([`SessionError::Factory`]) or the journal cannot be created.
     pub async fn start(factory: &AgentFactory, target: Target) -> Result<Self, SessionError> {
-        Self::build(factory, target).await
+        Self::build_with(factory, target, None, Medium::Jsonl).await
     }
 
     /// [`Session::start`], recorded in `store` as a new session (with `settings`, the
@@ -227,7 +242,7 @@ impl Session {
         store: &Store,
         settings: Value,
     ) -> Result<Self, SessionError> {
-        let mut session = Self::build(factory, target).await?;
+        let mut session = Self::build_with(factory, target, None, Medium::Store).await?;
         let new =
             NewSession::new(target.as_str(), session.workspace.clone()).with_settings(settings);
         let record = store.create_session(new).await?;
@@ -274,7 +289,7 @@ impl Session {
                 agent: record.agent.clone(),
             })?;
         let factory = factory.clone().with_workspace(&record.workspace);
-        let mut session = Self::build(&factory, target).await?;
+        let mut session = Self::build_with(&factory, target, None, Medium::Store).await?;
         if let Some(Runner::Agent(built)) = &mut session.runner {
             let restored = store.restore_memory(&record.id).await?;
             let memory = &mut built.agent_mut().base_mut().memory;
@@ -288,8 +303,8 @@ impl Session {
     /// Starts recording into the stored session `id`: the stored memory becomes the agent's
     /// (with the memory's message ids as positions), then every change is recorded.
     async fn record(&mut self, store: Store, id: String) -> Result<(), SessionError> {
-        let recorder = Recorder::start(store.clone(), id.clone(), &self.bus);
-        let journal = self.journal();
+        let pending = self.pending.take().unwrap_or_else(Pending::new);
+        let recorder = Recorder::start(store.clone(), id.clone(), &self.bus, pending).await?;
         match &mut self.runner {
             Some(Runner::Agent(built)) => {
                 let memory = &mut built.agent_mut().base_mut().memory;
@@ -302,7 +317,7 @@ impl Session {
                 let sink = recorder.flow_sink();
                 let subscribers = Arc::clone(&self.flow_subscribers);
                 built.flow_mut().set_event_handler(flow_handler(
-                    journal,
+                    None,
                     subscribers,
                     Some(Box::new(sink)),
                 ));
@@ -313,10 +328,6 @@ impl Session {
         Ok(())
     }
 
-    async fn build(factory: &AgentFactory, target: Target) -> Result<Self, SessionError> {
-        Self::build_with(factory, target, None).await
-    }
-
     /// [`Session::start`] with the models given by `models` instead of the configured clients
     /// (each still journaled, in the shapes of `agent-llm` rather than as wire bodies): how a
     /// [replay](crate::replay) answers every request from a recording.
@@ -325,22 +336,34 @@ impl Session {
         target: Target,
         models: &dyn agents::ModelSource,
     ) -> Result<Self, SessionError> {
-        Self::build_with(factory, target, Some(models)).await
+        Self::build_with(factory, target, Some(models), Medium::Jsonl).await
     }
 
     async fn build_with(
         factory: &AgentFactory,
         target: Target,
         given: Option<&dyn agents::ModelSource>,
+        medium: Medium,
     ) -> Result<Self, SessionError> {
         let workspace = factory.workspace().to_path_buf();
         std::fs::create_dir_all(&workspace).map_err(SessionError::Journal)?;
-        let journal =
-            Journal::create(&workspace, target.journal_name()).map_err(SessionError::Journal)?;
+        let (journal, pending) = match medium {
+            Medium::Jsonl => {
+                let journal = Journal::create(&workspace, target.journal_name())
+                    .map_err(SessionError::Journal)?;
+                (Some(journal), None)
+            }
+            Medium::Store => (None, Some(Pending::new())),
+        };
+        let entries = match (&journal, &pending) {
+            (Some(journal), _) => journal.handle(),
+            (None, Some(pending)) => pending.journal(),
+            (None, None) => JournalHandle::default(),
+        };
         let bus = EventBus::new();
         let models = SessionModels {
             config: factory.config().clone(),
-            journal: &journal,
+            journal: entries.clone(),
             bus: bus.clone(),
             given,
         };
@@ -352,9 +375,11 @@ impl Session {
             Ok(runner) => runner,
             Err(error) => {
                 // Nothing ran: the empty journal would only confuse.
-                let path = journal.path().to_path_buf();
-                let _ = journal.close().await;
-                let _ = std::fs::remove_file(path);
+                if let Some(journal) = journal {
+                    let path = journal.path().to_path_buf();
+                    let _ = journal.close().await;
+                    let _ = std::fs::remove_file(path);
+                }
                 return Err(error.into());
             }
         };
@@ -377,7 +402,7 @@ impl Session {
                     }
                 }
                 flow.set_event_handler(flow_handler(
-                    journal.handle(),
+                    journal.as_ref().map(Journal::handle),
                     Arc::clone(&flow_subscribers),
                     None,
                 ));
@@ -389,15 +414,19 @@ impl Session {
         }
         // The journal's first line says what ran where, as an exported session's does: a
         // replay rebuilds the same agent and moves the recorded workspace to its own.
-        journal.handle().write(
-            "session",
-            json!({"session": {"agent": target.as_str(), "workspace": workspace}}),
-        );
+        if let Some(journal) = &journal {
+            journal.handle().write(
+                "session",
+                json!({"session": {"agent": target.as_str(), "workspace": workspace}}),
+            );
+        }
         Ok(Self {
             target,
             runner: Some(runner),
             workspace,
-            journal: Some(journal),
+            journal,
+            entries,
+            pending,
             bus,
             flow_subscribers,
             canceller: Canceller::default(),
@@ -418,19 +447,18 @@ impl Session {
         &self.workspace
     }
 
-    /// The journal's path (`None` once the session is closed).
+    /// The journal's path: `None` for a session recorded in the store (which writes no
+    /// journal: `sessions export` writes one) and once the session is closed.
     #[must_use]
     pub fn journal_path(&self) -> Option<&Path> {
         self.journal.as_ref().map(Journal::path)
     }
 
-    /// Writes extra entries to the session's journal.
+    /// Writes extra entries to the session's journal. A session recorded in the store keeps
+    /// only what its models write (requests, replies and errors); other lines are dropped.
     #[must_use]
     pub fn journal(&self) -> JournalHandle {
-        self.journal
-            .as_ref()
-            .map(Journal::handle)
-            .unwrap_or_default()
+        self.entries.clone()
     }
 
     /// The session's event bus: [`EventBus::subscribe`] gets every later event of the agent
@@ -548,8 +576,11 @@ impl Session {
         if task.trim().is_empty() {
             return Err(SessionError::EmptyTask);
         }
-        let journal = self.journal();
-        journal.write("task", json!({ "task": task }));
+        // Only a JSONL journal keeps the run's lines: the store records them itself.
+        let journal = self.journal.as_ref().map(Journal::handle);
+        if let Some(journal) = &journal {
+            journal.write("task", json!({ "task": task }));
+        }
         let run_id = match &self.recorder {
             Some(recorder) => Some(recorder.begin_run(task).await?),
             None => None,
@@ -592,7 +623,9 @@ impl Session {
         let result = match result {
             Ok(result) => result,
             Err(error) => {
-                journal.write("error", json!({ "error": error.to_string() }));
+                if let Some(journal) = &journal {
+                    journal.write("error", json!({ "error": error.to_string() }));
+                }
                 if let Some(recorder) = &self.recorder {
                     let summary = RunSummary {
                         state: RunState::Failed,
@@ -619,16 +652,18 @@ impl Session {
             // The run happened: its report is worth more than the store's copy of its end.
             warn!(%error, "the run's end could not be recorded");
         }
-        journal.write(
-            "result",
-            json!({
-                "status": report.status_text(),
-                "answer": report.answer,
-                "changes": report.changes,
-                "usage": report.usage,
-                "text": report.text,
-            }),
-        );
+        if let Some(journal) = &journal {
+            journal.write(
+                "result",
+                json!({
+                    "status": report.status_text(),
+                    "answer": report.answer,
+                    "changes": report.changes,
+                    "usage": report.usage,
+                    "text": report.text,
+                }),
+            );
+        }
         Ok(report)
     }
 
@@ -673,7 +708,7 @@ impl Drop for Session {
 /// retries on the session's bus.
 struct SessionModels<'a> {
     config: agent_config::Config,
-    journal: &'a Journal,
+    journal: JournalHandle,
     bus: EventBus,
     /// Models to use instead of the configured clients (journaled all the same).
     given: Option<&'a dyn agents::ModelSource>,
@@ -684,11 +719,13 @@ impl agents::ModelSource for SessionModels<'_> {
         match self.given {
             Some(given) => Ok(Arc::new(crate::JournaledModel::new(
                 given.model(agent)?,
-                self.journal.handle(),
+                self.journal.clone(),
             ))),
-            None => self
-                .journal
-                .model(self.config.llm_for(agent).clone(), Some(&self.bus)),
+            None => crate::journal::journaled_model(
+                self.config.llm_for(agent).clone(),
+                Some(&self.bus),
+                self.journal.clone(),
+            ),
         }
     }
 }
@@ -702,7 +739,7 @@ struct Forwarder {
 }
 
 impl Forwarder {
-    fn start(bus: &EventBus, journal: JournalHandle) -> Self {
+    fn start(bus: &EventBus, journal: Option<JournalHandle>) -> Self {
         let mut events = bus.subscribe();
         let (stop, mut stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -714,7 +751,9 @@ impl Forwarder {
                 }
                 usage.add(event);
                 // An image is in the journal already, in the request that carries it.
-                if !matches!(event, AgentEvent::Image { .. }) {
+                if let Some(journal) = &journal
+                    && !matches!(event, AgentEvent::Image { .. })
+                {
                     journal.event(event);
                 }
             };
@@ -747,12 +786,14 @@ impl Forwarder {
 /// A flow's event handler: each event to the journal, the session's subscribers and, when the
 /// session is recorded, the store.
 fn flow_handler(
-    journal: JournalHandle,
+    journal: Option<JournalHandle>,
     subscribers: FlowSubscribers,
     store: Option<Box<dyn Fn(Value) + Send + Sync>>,
 ) -> Arc<dyn Fn(&FlowEvent) + Send + Sync> {
     Arc::new(move |event: &FlowEvent| {
-        journal.write("flow_event", json!({ "event": event }));
+        if let Some(journal) = &journal {
+            journal.write("flow_event", json!({ "event": event }));
+        }
         if let Some(store) = &store
             && let Ok(data) = serde_json::to_value(event)
         {
@@ -772,10 +813,29 @@ fn summary_of(report: &RunReport) -> RunSummary {
         status: report.status_text(),
         answer: report.answer.clone(),
         text: report.text.clone(),
-        text_parts: None,
+        text_parts: text_parts(report),
         changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
         usage: stored_usage(&report.usage),
     }
+}
+
+/// An agent run's result text as `"Step 1: "`, the first step's result, `"\nStep 2: "`, ...
+/// and what follows the steps, so that the store keeps each step's result once (its events
+/// hold it already); `None` when the text is not made that way (a flow).
+fn text_parts(report: &RunReport) -> Option<Vec<String>> {
+    let outcome = report.outcome()?;
+    let mut parts = Vec::with_capacity(outcome.steps.len() * 2 + 1);
+    for (i, step) in outcome.steps.iter().enumerate() {
+        let newline = if i == 0 { "" } else { "\n" };
+        parts.push(format!("{newline}Step {}: ", step.step));
+        parts.push(step.result.clone());
+    }
+    let steps: usize = parts.iter().map(String::len).sum();
+    let tail = report.text.get(steps..)?;
+    if !tail.is_empty() {
+        parts.push(tail.to_owned());
+    }
+    (parts.concat() == report.text).then_some(parts)
 }
 
 /// Lists the workspace off the async workers (it walks the file tree).

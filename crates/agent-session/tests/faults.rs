@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use agent_config::{Config, McpServerConfig, McpTransport};
 use agent_core::{ToolCall, check_tool_pairing};
 use agent_llm::{ApiType, LlmSettings};
-use agent_session::journal::{self, JournalLine};
+use agent_session::journal::{self, JournalLine, JournalReader};
 use agent_session::store::Store;
 use agent_session::{Ending, Session, Target};
 use agent_testkit::{AnthropicReply, Completion, MockAnthropic, MockOpenAi};
@@ -74,17 +74,18 @@ impl Case {
     }
 
     /// The common end of every case: the agent's memory and the store's copy are valid (every
-    /// tool call answered), the session closes, and its journal reads back whole and ends with
-    /// the run's result. Returns the journal's lines.
+    /// tool call answered), the session closes without a journal of its own (the store is its
+    /// record), and its export reads back whole, requests rebuilt, with the run's result after
+    /// everything of the run. Returns the export's lines.
     async fn close_cleanly(&self, session: Session) -> Vec<JournalLine> {
         let id = session.session_id().unwrap().to_owned();
         let memory = session.agent().unwrap().base().memory.messages().to_vec();
         check_tool_pairing(&memory, false).unwrap();
-        let path = tokio::time::timeout(LIMIT, session.close())
+        let journal = tokio::time::timeout(LIMIT, session.close())
             .await
             .expect("the session did not close")
-            .unwrap()
-            .expect("no journal");
+            .unwrap();
+        assert_eq!(journal, None, "a recorded session writes no journal");
         let stored = self.store.messages(&id).await.unwrap();
         check_tool_pairing(&stored, false).unwrap();
         assert_eq!(
@@ -92,12 +93,29 @@ impl Case {
             memory.len(),
             "the store holds the agent's memory"
         );
-        let lines = journal::read(&path).unwrap();
-        let last = match lines.last() {
-            Some(JournalLine::Entry(entry)) => entry["kind"].clone(),
-            other => panic!("the journal ends with {other:?}"),
-        };
-        assert_eq!(last, "result", "the journal was closed after the result");
+        let mut export = Vec::new();
+        journal::export_session(&self.store, &id, &mut export)
+            .await
+            .unwrap();
+        let lines: Vec<JournalLine> = JournalReader::new(export.as_slice())
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let kinds: Vec<Value> = lines
+            .iter()
+            .map(|line| match line {
+                JournalLine::Entry(entry) => entry["kind"].clone(),
+                JournalLine::Request { .. } => json!("model_request"),
+            })
+            .collect();
+        assert_eq!(
+            kinds[kinds.len() - 2..],
+            [json!("result"), json!("memory")],
+            "the run's result after everything of the run: {kinds:?}"
+        );
+        assert!(
+            kinds.contains(&json!("model_request")),
+            "the model exchanges are in the record: {kinds:?}"
+        );
         lines
     }
 }

@@ -33,8 +33,12 @@ const READ: &str = "text = open('input.txt').read()\nprint(text + str(len(text.s
 
 /// Records a three-step Manus run in `workspace` (which holds `input.txt`): `python_execute` reads the
 /// input, `str_replace_editor` writes `out.txt` by its absolute path, `terminate` ends it.
-/// Returns the journal, and the session id when a store is given.
-async fn record(workspace: &Path, store: Option<&Store>) -> (PathBuf, Option<String>) {
+/// Returns the journal (none when a store is given: the store is the record), the session id
+/// when a store is given, and the request bodies the model received.
+async fn record(
+    workspace: &Path,
+    store: Option<&Store>,
+) -> (Option<PathBuf>, Option<String>, Vec<Value>) {
     std::fs::create_dir_all(workspace).unwrap();
     std::fs::write(workspace.join("input.txt"), INPUT).unwrap();
     let server = MockOpenAi::start().await.unwrap();
@@ -71,11 +75,16 @@ async fn record(workspace: &Path, store: Option<&Store>) -> (PathBuf, Option<Str
     let report = session.run("Count the lines of input.txt.").await.unwrap();
     assert_eq!(report.answer.as_deref(), Some("out.txt says 3 lines."));
     let id = session.session_id().map(str::to_owned);
-    let journal = session.close().await.unwrap().unwrap();
+    let journal = session.close().await.unwrap();
     server.verify().unwrap();
+    let bodies = server
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_str(&r.raw_body).unwrap())
+        .collect();
     // The model is gone: a replay that asked it anything would fail.
     drop(server);
-    (journal, id)
+    (journal, id, bodies)
 }
 
 /// A fresh workspace holding `input`.
@@ -89,7 +98,7 @@ fn fresh(dir: &Path, name: &str, input: &str) -> PathBuf {
 #[tokio::test]
 async fn a_recorded_manus_run_replays_with_identical_observations_and_a_changed_input_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let (journal, _) = record(&dir.path().join("recorded"), None).await;
+    let journal = record(&dir.path().join("recorded"), None).await.0.unwrap();
     let recording = Recording::from_journal(&journal).unwrap();
     // Gone, so that a replay writing into the recorded workspace would show.
     std::fs::remove_file(dir.path().join("recorded/out.txt")).unwrap();
@@ -163,7 +172,7 @@ async fn a_recorded_manus_run_replays_with_identical_observations_and_a_changed_
 #[tokio::test]
 async fn an_edited_observation_in_the_recording_names_its_step_and_a_normalizer_forgives_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (journal, _) = record(&dir.path().join("recorded"), None).await;
+    let journal = record(&dir.path().join("recorded"), None).await.0.unwrap();
     // The editor's observation of step 2, as the journal holds it, made to say otherwise.
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(text.contains("File created successfully"), "{text}");
@@ -216,12 +225,27 @@ async fn an_edited_observation_in_the_recording_names_its_step_and_a_normalizer_
 }
 
 #[tokio::test]
-async fn a_stored_session_replays_from_its_thoughts() {
+async fn a_stored_session_is_its_one_record_and_replays_from_its_model_exchanges() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
-    let (_, id) = record(&dir.path().join("recorded"), Some(&store)).await;
-    let recording = Recording::from_store(&store, &id.unwrap()).await.unwrap();
-    assert!(recording.replies_from_thoughts());
+    let (journal, id, sent) = record(&dir.path().join("recorded"), Some(&store)).await;
+    let id = id.unwrap();
+    assert_eq!(journal, None, "a recorded session writes no journal");
+    assert!(!dir.path().join("recorded/.openmanus/runs").exists());
+    // The export rebuilds every request body exactly as the model received it.
+    let mut export = Vec::new();
+    agent_session::journal::export_session(&store, &id, &mut export)
+        .await
+        .unwrap();
+    let bodies: Vec<Value> = agent_session::journal::JournalReader::new(export.as_slice())
+        .filter_map(|line| match line.unwrap() {
+            agent_session::journal::JournalLine::Request { body, .. } => Some(body),
+            agent_session::journal::JournalLine::Entry(_) => None,
+        })
+        .collect();
+    assert_eq!(bodies, sent);
+    let recording = Recording::from_store(&store, &id).await.unwrap();
+    assert!(!recording.replies_from_thoughts());
     assert_eq!(recording.replies(), 3);
     assert_eq!(recording.target(), Some(Target::Agent(AgentKind::Manus)));
     let workspace = fresh(dir.path(), "from-store", INPUT);
@@ -244,7 +268,7 @@ async fn a_stored_session_replays_from_its_thoughts() {
 #[tokio::test]
 async fn a_recording_cut_short_or_broken_is_reported_not_panicked_on() {
     let dir = tempfile::tempdir().unwrap();
-    let (journal, _) = record(&dir.path().join("recorded"), None).await;
+    let journal = record(&dir.path().join("recorded"), None).await.0.unwrap();
     let text = std::fs::read_to_string(&journal).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     // Every prefix of the journal either reads as a recording or is a typed error, and the

@@ -24,17 +24,30 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The journal path the run named on stderr, and its entries as read back (a model request as
-/// `{"kind": "model_request", "body": <the body it sent>}`).
-fn journal(output: &Output) -> (PathBuf, Vec<Value>) {
+/// The record of the run: the session the run named on stderr, exported from the store in
+/// `workspace` to a journal file (the store is a recorded run's one record), and its entries as
+/// read back (a model request as `{"kind": "model_request", "body": <the body it sent>}`).
+async fn journal(output: &Output, workspace: &Path) -> (PathBuf, Vec<Value>) {
     let stderr = text(&output.stderr);
-    let path = stderr
+    let id = stderr
         .lines()
-        .find_map(|l| l.strip_prefix("journal: "))
-        .unwrap_or_else(|| panic!("no journal line in:\n{stderr}"));
-    let path = PathBuf::from(path);
+        .find_map(|l| l.strip_prefix("session: "))
+        .unwrap_or_else(|| panic!("no session line in:\n{stderr}"));
+    assert!(
+        !stderr.contains("journal: "),
+        "a recorded run writes no journal of its own:\n{stderr}"
+    );
+    let store = agent_session::store::Store::open(workspace.join(".openmanus/sessions.db"))
+        .await
+        .unwrap();
+    let path = workspace.with_extension(format!("{id}.jsonl"));
+    let file = std::fs::File::create(&path).unwrap();
+    agent_session::journal::export_session(&store, id, file)
+        .await
+        .unwrap();
+    store.close().await;
     let entries = agent_session::journal::read(&path)
-        .unwrap_or_else(|e| panic!("bad journal {}: {e}", path.display()))
+        .unwrap_or_else(|e| panic!("bad export {}: {e}", path.display()))
         .into_iter()
         .map(|line| match line {
             JournalLine::Request { body, .. } => json!({"kind": "model_request", "body": body}),
@@ -88,8 +101,11 @@ async fn manus_writes_and_edits_a_file_prints_the_answer_and_journals_the_run() 
     );
     server.verify().unwrap();
 
-    let (path, entries) = journal(&output);
-    assert!(path.starts_with(setup.workspace().join(".openmanus/runs")));
+    let (path, entries) = journal(&output, &setup.workspace()).await;
+    assert!(
+        !setup.workspace().join(".openmanus/runs").exists(),
+        "the store is the run's one record"
+    );
     let kinds = kinds(&entries);
     assert_eq!(kinds.iter().filter(|k| **k == "model_request").count(), 3);
     assert_eq!(kinds.iter().filter(|k| **k == "model_response").count(), 3);
@@ -103,7 +119,7 @@ async fn manus_writes_and_edits_a_file_prints_the_answer_and_journals_the_run() 
     assert_eq!(journaled, received.iter().collect::<Vec<_>>());
     assert_eq!(journaled[0]["model"], "gpt-4o");
     assert_eq!(journaled[0]["max_tokens"], 1024);
-    assert_eq!(kinds.last(), Some(&"result"));
+    assert_eq!(kinds[kinds.len() - 2..], ["result", "memory"]);
     assert!(
         entries
             .iter()
@@ -112,7 +128,12 @@ async fn manus_writes_and_edits_a_file_prints_the_answer_and_journals_the_run() 
     let journal_text = std::fs::read_to_string(&path).unwrap();
     assert!(
         !journal_text.contains("sk-cli-test"),
-        "the API key never reaches the journal"
+        "the API key never reaches the record"
+    );
+    let store = std::fs::read(setup.workspace().join(".openmanus/sessions.db")).unwrap();
+    assert!(
+        !store.windows(11).any(|w| w == b"sk-cli-test"),
+        "the API key never reaches the store"
     );
 }
 
@@ -311,17 +332,18 @@ async fn ctrl_c_in_the_middle_of_a_bash_command_leaves_no_child_and_a_closed_jou
     assert!(!alive(shell), "bash survived the cancel");
     assert!(!alive(background), "the background job survived the cancel");
 
-    let journal_path = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("journal: "))
-        .expect("journal line");
-    let journal = std::fs::read_to_string(journal_path).unwrap();
-    let last: Value = serde_json::from_str(journal.lines().last().unwrap()).unwrap();
+    let output = Output {
+        status,
+        stdout: Vec::new(),
+        stderr: stderr.clone().into_bytes(),
+    };
+    let (_, entries) = journal(&output, &setup.workspace()).await;
+    let result = &entries[entries.len() - 2];
     assert_eq!(
-        last["kind"], "result",
-        "the journal was closed after the result"
+        result["kind"], "result",
+        "the run's end was recorded after everything of it"
     );
-    assert_eq!(last["status"], "cancelled");
+    assert_eq!(result["status"], "cancelled");
 }
 
 #[tokio::test]
@@ -460,7 +482,7 @@ async fn a_flow_routes_tagged_steps_to_two_agents_and_marks_a_failing_step_block
     assert!(stderr.contains("python_execute("), "{stderr}");
 
     // ... and journaled: every executor tool call finished, and the flow's own events.
-    let (_, entries) = journal(&output);
+    let (_, entries) = journal(&output, &setup.workspace()).await;
     let finished: Vec<&str> = entries
         .iter()
         .filter(|e| e["kind"] == "event" && e["event"]["type"] == "tool_call_finished")

@@ -48,7 +48,8 @@ async fn openmanus(dir: &Path, args: &[&str]) -> Output {
 
 /// Records a Manus run in `dir/workspace` against a mock that is gone when this returns:
 /// `python_execute` reads `input.txt`, `str_replace_editor` writes `out.txt` by its absolute path,
-/// `terminate`. Returns the journal's path.
+/// `terminate`. The run is recorded in the store (its one record); returns the path of its
+/// journal as `openmanus sessions export` writes it.
 async fn record(dir: &Path) -> PathBuf {
     let server = MockOpenAi::start().await.unwrap();
     server.require_api_key("sk-replay");
@@ -88,11 +89,15 @@ async fn record(dir: &Path) -> PathBuf {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     server.verify().unwrap();
     drop(server);
-    let journal = stderr
+    let id = stderr
         .lines()
-        .find_map(|l| l.strip_prefix("journal: "))
-        .unwrap_or_else(|| panic!("no journal line in:\n{stderr}"));
-    PathBuf::from(journal)
+        .find_map(|l| l.strip_prefix("session: "))
+        .unwrap_or_else(|| panic!("no session line in:\n{stderr}"));
+    let export = openmanus(dir, &["sessions", "export", id]).await;
+    assert_eq!(export.status.code(), Some(0), "{}", text(&export.stderr));
+    let journal = dir.join("recorded.jsonl");
+    std::fs::write(&journal, &export.stdout).unwrap();
+    journal
 }
 
 /// A new workspace holding `input` as `input.txt`.
@@ -214,8 +219,8 @@ async fn a_stored_session_replays_by_id_and_bad_recordings_exit_1() {
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
     assert_eq!(stdout.trim(), "replay matched 3 steps");
     assert!(
-        stderr.contains("rebuilt from the stored thoughts"),
-        "{stderr}"
+        !stderr.contains("rebuilt from the stored thoughts"),
+        "the store keeps the model's replies: {stderr}"
     );
 
     // Not a file, not a journal, a journal with no task, a journal cut in its middle line:

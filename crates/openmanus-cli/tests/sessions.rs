@@ -208,7 +208,8 @@ async fn a_run_is_recorded_listed_shown_exported_and_resumed_with_a_new_task() {
     assert_eq!(shown["messages"], 5);
     assert_eq!(shown["runs"][0]["answer"], "The answer is 42.");
 
-    // The export is a journal JournalReader reads: the task, every event, the result, memory.
+    // The export is a journal JournalReader reads: the task, every event, every model request
+    // (its body rebuilt exactly as the model received it) and reply, the result, memory.
     let exported = setup.dir.path().join("export.jsonl");
     setup
         .ok(&[
@@ -219,13 +220,19 @@ async fn a_run_is_recorded_listed_shown_exported_and_resumed_with_a_new_task() {
             exported.to_str().unwrap(),
         ])
         .await;
+    let mut bodies = Vec::new();
     let lines: Vec<Value> = JournalReader::open(&exported)
         .unwrap()
         .map(|line| match line.unwrap() {
             JournalLine::Entry(entry) => entry,
-            JournalLine::Request { .. } => panic!("the store keeps no model requests"),
+            JournalLine::Request { body, .. } => {
+                bodies.push(body);
+                json!({"kind": "model_request"})
+            }
         })
         .collect();
+    let received: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies, received, "the export rebuilds every request body");
     let kinds: Vec<&str> = lines.iter().map(|l| l["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds[..2], ["session", "task"], "{kinds:?}");
     assert_eq!(kinds[kinds.len() - 2..], ["result", "memory"], "{kinds:?}");
@@ -485,39 +492,48 @@ async fn a_run_killed_mid_tool_is_resumed_with_every_tool_call_answered() {
         SessionState::Finished
     );
 
-    // Two journals: the killed run's holds every line written before the kill (each line is
-    // flushed whole), the resumed run's was closed after its result.
-    let mut journals: Vec<PathBuf> = std::fs::read_dir(setup.workspace().join(".openmanus/runs"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    journals.sort();
-    assert_eq!(journals.len(), 2, "{journals:?}");
-    let killed = std::fs::read_to_string(&journals[0]).unwrap();
-    let kinds: Vec<String> = killed
-        .lines()
-        .map(|line| {
-            let value: Value = serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("a broken line in the killed run's journal: {e}"));
-            value["kind"].as_str().unwrap_or_default().to_owned()
-        })
-        .collect();
-    // The journal opens with the `session` line (agent and workspace), then the task.
-    assert_eq!(
-        kinds.get(..2),
-        Some(&["session".to_owned(), "task".to_owned()][..]),
-        "{kinds:?}"
-    );
-    assert!(kinds.iter().any(|k| k == "model_response"), "{kinds:?}");
-    assert!(!kinds.iter().any(|k| k == "result"), "{kinds:?}");
-    let resumed: Vec<JournalLine> = JournalReader::open(&journals[1])
-        .unwrap()
+    // One record, the store: the killed run's model exchanges were kept up to the kill, the
+    // requests of the resumed run are numbered on from them, and the export holds both runs.
+    assert!(!setup.workspace().join(".openmanus/runs").exists());
+    let exported = setup.ok(&["sessions", "export", &id]).await;
+    let lines: Vec<JournalLine> = JournalReader::new(exported.as_bytes())
         .collect::<Result<_, _>>()
         .unwrap();
+    let mut kinds = Vec::new();
+    let mut seqs = Vec::new();
+    for line in &lines {
+        match line {
+            JournalLine::Request { seq, .. } => {
+                kinds.push("model_request".to_owned());
+                seqs.push(seq.unwrap());
+            }
+            JournalLine::Entry(entry) => kinds.push(entry["kind"].as_str().unwrap().to_owned()),
+        }
+    }
+    assert_eq!(kinds[..2], ["session", "task"], "{kinds:?}");
+    let second = kinds.iter().rposition(|k| k == "task").unwrap();
+    assert!(second > 1, "two runs: {kinds:?}");
+    let killed = &kinds[..second];
+    assert!(killed.iter().any(|k| k == "model_response"), "{kinds:?}");
+    let ended: Vec<&JournalLine> = lines
+        .iter()
+        .filter(|l| matches!(l, JournalLine::Entry(e) if e["kind"] == "result"))
+        .collect();
+    let states: Vec<Value> = ended
+        .iter()
+        .map(|l| match l {
+            JournalLine::Entry(e) => e["state"].clone(),
+            JournalLine::Request { .. } => Value::Null,
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [json!("interrupted"), json!("finished")],
+        "{kinds:?}"
+    );
+    assert_eq!(kinds[kinds.len() - 2..], ["result", "memory"], "{kinds:?}");
     assert!(
-        matches!(resumed.last(), Some(JournalLine::Entry(e)) if e["kind"] == "result"),
-        "{:?}",
-        resumed.last()
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "request numbers go on across the resume: {seqs:?}"
     );
 }

@@ -68,21 +68,47 @@ pub(crate) enum ToolsDelta {
     New(Vec<Value>),
 }
 
+/// Where a [`JournalHandle`]'s entries go: a JSONL journal's writer task, or the recorder of a
+/// session kept in the store (which keeps the model exchanges and drops the other lines: the
+/// store records events and runs itself).
+pub(crate) trait EntrySink: Send + Sync {
+    /// Queues `entry`; false once the writer has stopped.
+    fn send(&self, entry: Entry) -> bool;
+    /// Whether the writer has stopped.
+    fn is_closed(&self) -> bool;
+}
+
+impl EntrySink for UnboundedSender<Entry> {
+    fn send(&self, entry: Entry) -> bool {
+        UnboundedSender::send(self, entry).is_ok()
+    }
+
+    fn is_closed(&self) -> bool {
+        UnboundedSender::is_closed(self)
+    }
+}
+
 /// Writes journal entries; cheap to clone. Entries sent after the journal closed are dropped.
 #[derive(Clone, Default)]
 pub struct JournalHandle {
-    sender: Option<UnboundedSender<Entry>>,
+    sender: Option<Arc<dyn EntrySink>>,
     /// The next request number, shared by every handle of the journal.
     requests: Arc<AtomicU64>,
 }
 
 impl JournalHandle {
-    /// A handle sending to the writer task.
-    pub(crate) fn new(sender: UnboundedSender<Entry>) -> Self {
+    /// A handle sending to `sender`.
+    pub(crate) fn new(sender: Arc<dyn EntrySink>) -> Self {
         Self {
             sender: Some(sender),
             requests: Arc::default(),
         }
+    }
+
+    /// Numbers the next request `next` (a session continued in the store goes on from the
+    /// requests it already holds).
+    pub(crate) fn number_requests_from(&self, next: u64) {
+        self.requests.store(next, Ordering::Relaxed);
     }
 
     /// Writes one entry of kind `kind` with `data` (an object whose fields join the entry).
@@ -92,7 +118,7 @@ impl JournalHandle {
         if let Value::Object(fields) = data {
             entry.extend(fields);
         }
-        let _ = sender.send(Entry::Line(Value::Object(entry)));
+        sender.send(Entry::Line(Value::Object(entry)));
     }
 
     /// Writes an agent event.
@@ -107,7 +133,7 @@ impl JournalHandle {
         if let Some(sender) = &self.sender {
             let mut head = head(KIND_REQUEST);
             head.insert(SEQ.into(), json!(seq));
-            let _ = sender.send(Entry::Request { head, body });
+            sender.send(Entry::Request { head, body });
         }
         seq
     }
@@ -119,7 +145,7 @@ impl JournalHandle {
         if let Some(sender) = &self.sender {
             let mut head = head(KIND_REQUEST);
             head.insert(SEQ.into(), json!(seq));
-            let _ = sender.send(Entry::Delta { head, delta });
+            sender.send(Entry::Delta { head, delta });
         }
         seq
     }
@@ -132,7 +158,7 @@ impl JournalHandle {
     /// Asks the writer task to flush and stop.
     pub(crate) fn close(&self) {
         if let Some(sender) = &self.sender {
-            let _ = sender.send(Entry::Close);
+            sender.send(Entry::Close);
         }
     }
 }

@@ -85,8 +85,7 @@ pub enum JournalLine {
 pub struct JournalReader<R> {
     lines: std::io::Lines<R>,
     line: usize,
-    messages: Vec<Value>,
-    tools: HashMap<String, Value>,
+    bodies: Bodies,
     texts: TextReader,
 }
 
@@ -107,8 +106,7 @@ impl<R: BufRead> JournalReader<R> {
         Self {
             lines: reader.lines(),
             line: 0,
-            messages: Vec::new(),
-            tools: HashMap::new(),
+            bodies: Bodies::default(),
             texts: TextReader::default(),
         }
     }
@@ -125,76 +123,12 @@ impl<R: BufRead> JournalReader<R> {
             .map(str::to_owned);
         let body = match entry.remove(LEGACY_BODY) {
             Some(body) => body,
-            None => self.body(entry)?,
+            None => self
+                .bodies
+                .body(entry)
+                .map_err(|what| self.malformed(what))?,
         };
         Ok(JournalLine::Request { seq, time_ms, body })
-    }
-
-    /// Rebuilds the body of a linear `model_request` line.
-    fn body(&mut self, mut entry: Map<String, Value>) -> Result<Value, ReadError> {
-        let mut body = match entry.remove(PARAMS) {
-            Some(Value::Object(params)) => params,
-            _ => return Err(self.malformed(format!("a {KIND_REQUEST} line without {PARAMS}"))),
-        };
-        if let Some(Value::Object(new)) = entry.remove(NEW_TOOLS) {
-            self.tools.extend(new);
-        }
-        if let Some(new) = entry.remove(NEW_MESSAGES) {
-            let Value::Array(new) = new else {
-                return Err(self.malformed(format!("{NEW_MESSAGES} is not an array")));
-            };
-            self.messages.extend(new);
-        }
-        if let Some(ranges) = entry.get(MESSAGES) {
-            let messages = self.messages(ranges)?;
-            body.insert("messages".into(), Value::Array(messages));
-        }
-        if let Some(tools) = entry.get(TOOLS) {
-            let tools = self.tools(tools)?;
-            body.insert("tools".into(), Value::Array(tools));
-        }
-        Ok(Value::Object(body))
-    }
-
-    /// The messages named by `[start, end)` ranges of message numbers.
-    fn messages(&self, ranges: &Value) -> Result<Vec<Value>, ReadError> {
-        let mut messages = Vec::new();
-        for range in ranges.as_array().map(Vec::as_slice).unwrap_or_default() {
-            let bound = |i: usize| {
-                range
-                    .get(i)
-                    .and_then(Value::as_u64)
-                    .and_then(|n| usize::try_from(n).ok())
-            };
-            let slice = match (bound(0), bound(1)) {
-                (Some(start), Some(end)) => self.messages.get(start..end),
-                _ => None,
-            };
-            let Some(slice) = slice else {
-                return Err(self.malformed(format!(
-                    "message range {range} is not within the {} messages written so far",
-                    self.messages.len()
-                )));
-            };
-            messages.extend_from_slice(slice);
-        }
-        Ok(messages)
-    }
-
-    /// The tools named by `[name, hash]` pairs.
-    fn tools(&self, refs: &Value) -> Result<Vec<Value>, ReadError> {
-        let mut tools = Vec::new();
-        for reference in refs.as_array().map(Vec::as_slice).unwrap_or_default() {
-            let tool = reference
-                .get(1)
-                .and_then(Value::as_str)
-                .and_then(|hash| self.tools.get(hash));
-            let Some(tool) = tool else {
-                return Err(self.malformed(format!("tool {reference} has no schema before it")));
-            };
-            tools.push(tool.clone());
-        }
-        Ok(tools)
     }
 
     fn malformed(&self, what: String) -> ReadError {
@@ -241,6 +175,83 @@ impl<R: BufRead> Iterator for JournalReader<R> {
             };
             return Some(self.decode(entry));
         }
+    }
+}
+
+/// Every distinct message and tool schema of a run of linear `model_request` lines read so far:
+/// what rebuilds each line's body.
+#[derive(Debug, Default)]
+pub(crate) struct Bodies {
+    messages: Vec<Value>,
+    tools: HashMap<String, Value>,
+}
+
+impl Bodies {
+    /// Rebuilds the body of a linear `model_request` line.
+    pub(crate) fn body(&mut self, mut entry: Map<String, Value>) -> Result<Value, String> {
+        let mut body = match entry.remove(PARAMS) {
+            Some(Value::Object(params)) => params,
+            _ => return Err(format!("a {KIND_REQUEST} line without {PARAMS}")),
+        };
+        if let Some(Value::Object(new)) = entry.remove(NEW_TOOLS) {
+            self.tools.extend(new);
+        }
+        if let Some(new) = entry.remove(NEW_MESSAGES) {
+            let Value::Array(new) = new else {
+                return Err(format!("{NEW_MESSAGES} is not an array"));
+            };
+            self.messages.extend(new);
+        }
+        if let Some(ranges) = entry.get(MESSAGES) {
+            let messages = self.messages(ranges)?;
+            body.insert("messages".into(), Value::Array(messages));
+        }
+        if let Some(tools) = entry.get(TOOLS) {
+            let tools = self.tools(tools)?;
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        Ok(Value::Object(body))
+    }
+
+    /// The messages named by `[start, end)` ranges of message numbers.
+    fn messages(&self, ranges: &Value) -> Result<Vec<Value>, String> {
+        let mut messages = Vec::new();
+        for range in ranges.as_array().map(Vec::as_slice).unwrap_or_default() {
+            let bound = |i: usize| {
+                range
+                    .get(i)
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok())
+            };
+            let slice = match (bound(0), bound(1)) {
+                (Some(start), Some(end)) => self.messages.get(start..end),
+                _ => None,
+            };
+            let Some(slice) = slice else {
+                return Err(format!(
+                    "message range {range} is not within the {} messages written so far",
+                    self.messages.len()
+                ));
+            };
+            messages.extend_from_slice(slice);
+        }
+        Ok(messages)
+    }
+
+    /// The tools named by `[name, hash]` pairs.
+    fn tools(&self, refs: &Value) -> Result<Vec<Value>, String> {
+        let mut tools = Vec::new();
+        for reference in refs.as_array().map(Vec::as_slice).unwrap_or_default() {
+            let tool = reference
+                .get(1)
+                .and_then(Value::as_str)
+                .and_then(|hash| self.tools.get(hash));
+            let Some(tool) = tool else {
+                return Err(format!("tool {reference} has no schema before it"));
+            };
+            tools.push(tool.clone());
+        }
+        Ok(tools)
     }
 }
 
