@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use agent_config::Config;
+#[cfg(all(feature = "browser", feature = "charts"))]
 use agent_core::Agent as _;
 use agent_llm::{ChatModel, LlmError};
 use agent_testkit::ScriptedModel;
@@ -176,6 +177,7 @@ use_data_analysis_agent = true
 
 /// OpenManus's step budget of each kind (spec §2.10), written out rather than read from the
 /// constants, so that a changed default fails here.
+#[cfg(all(feature = "browser", feature = "charts"))]
 const SPEC_MAX_STEPS: [(AgentKind, u32); 6] = [
     (AgentKind::Manus, 20),
     (AgentKind::Swe, 20),
@@ -185,6 +187,7 @@ const SPEC_MAX_STEPS: [(AgentKind, u32); 6] = [
     (AgentKind::DataAnalysis, 20),
 ];
 
+#[cfg(all(feature = "browser", feature = "charts"))]
 fn spec_max_steps(kind: AgentKind) -> u32 {
     SPEC_MAX_STEPS
         .iter()
