@@ -100,11 +100,12 @@ impl Setup {
         if !status.success() || self.server.request_count() != requests + steps {
             return None;
         }
-        measure(&ws.join(".openmanus")).await
+        written(&ws.join(".openmanus")).await
     }
 }
 
-async fn measure(dir: &Path) -> Option<Written> {
+/// What a run left in `dir` (its `.openmanus`).
+async fn written(dir: &Path) -> Option<Written> {
     let mut written = Written::default();
     let size = |p: PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     written.wal = size(dir.join("sessions.db-wal"));
@@ -186,78 +187,60 @@ fn print_map(title: &str, short: &BTreeMap<String, u64>, long: &BTreeMap<String,
     }
 }
 
+mod common;
+
 fn main() {
-    let Some(bin) = std::env::var_os("OPENMANUS_BIN") else {
-        println!(
-            "record_bytes: set OPENMANUS_BIN to the openmanus binary (cargo xtask bench does)"
-        );
-        return;
-    };
-    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-    else {
-        println!("could not start a tokio runtime");
-        return;
-    };
-    runtime.block_on(async {
-        let Ok(server) = MockOpenAi::start().await else {
-            println!("could not start the mock server");
-            return;
+    common::run("record_bytes", measure);
+}
+
+async fn measure(bin: PathBuf) -> Result<(), String> {
+    let server = MockOpenAi::start()
+        .await
+        .map_err(|e| format!("the mock server: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let config = format!(
+        "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n\n\
+         [agent]\nmax_steps = 60\n",
+        server.base_url()
+    );
+    std::fs::write(dir.path().join("config.toml"), config).map_err(|e| e.to_string())?;
+    let setup = Setup { server, dir, bin };
+    println!(
+        "record_bytes: what the release binary writes per added step (SWE, a 40-line file \
+         viewed each step, {SHORT} → {LONG} steps)"
+    );
+    for store in [true, false] {
+        let (Some(short), Some(long)) =
+            (setup.run(SHORT, store).await, setup.run(LONG, store).await)
+        else {
+            return Err("a run of the binary failed".into());
         };
-        let Ok(dir) = tempfile::tempdir() else { return };
-        let config = format!(
-            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\nmax_attempts = 1\n\n\
-             [agent]\nmax_steps = 60\n",
-            server.base_url()
-        );
-        if std::fs::write(dir.path().join("config.toml"), config).is_err() {
-            println!("could not write the benchmark's config");
-            return;
-        }
-        let setup = Setup {
-            server,
-            dir,
-            bin: PathBuf::from(bin),
+        let mode = if store {
+            "with the store"
+        } else {
+            "--no-store"
         };
+        let store_step = per_step(short.store, long.store);
+        let journal_step = per_step(short.journal, long.journal);
         println!(
-            "record_bytes: what the release binary writes per added step (SWE, a 40-line file \
-             viewed each step, {SHORT} → {LONG} steps)"
+            "{mode}: store {store_step:.0} B + journal {journal_step:.0} B = {:.0} B per \
+             added step ({LONG}-step run: {} B in all, {:.0} B per step)",
+            store_step + journal_step,
+            long.store + long.journal,
+            (long.store + long.journal) as f64 / LONG as f64,
         );
-        for store in [true, false] {
-            let (Some(short), Some(long)) =
-                (setup.run(SHORT, store).await, setup.run(LONG, store).await)
-            else {
-                println!("record_bytes: a run of the binary failed");
-                return;
-            };
-            let mode = if store {
-                "with the store"
-            } else {
-                "--no-store"
-            };
-            let store_step = per_step(short.store, long.store);
-            let journal_step = per_step(short.journal, long.journal);
+        if store {
             println!(
-                "{mode}: store {store_step:.0} B + journal {journal_step:.0} B = {:.0} B per \
-                 added step ({LONG}-step run: {} B in all, {:.0} B per step)",
-                store_step + journal_step,
-                long.store + long.journal,
-                (long.store + long.journal) as f64 / LONG as f64,
+                "  of which the WAL: {:.0} B per added step ({} B after the {LONG}-step run)",
+                per_step(short.wal, long.wal),
+                long.wal
             );
-            if store {
-                println!(
-                    "  of which the WAL: {:.0} B per added step ({} B after the {LONG}-step run)",
-                    per_step(short.wal, long.wal),
-                    long.wal
-                );
-            }
-            print_map("store payload", &short.payload, &long.payload);
-            print_map("journal lines", &short.lines, &long.lines);
         }
-        if let Err(violations) = setup.server.verify() {
-            println!("record_bytes: the binary's requests broke the OpenAI rules: {violations}");
-        }
-    });
+        print_map("store payload", &short.payload, &long.payload);
+        print_map("journal lines", &short.lines, &long.lines);
+    }
+    if let Err(violations) = setup.server.verify() {
+        println!("record_bytes: the binary's requests broke the OpenAI rules: {violations}");
+    }
+    Ok(())
 }

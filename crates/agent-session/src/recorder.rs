@@ -17,10 +17,10 @@
 //! killed in the middle of a run loses at most the step in progress, or the steps of the last
 //! [`COMMIT_INTERVAL`] (and the stored memory then ends at a step boundary).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver};
+use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver, RunUsage};
 use agent_store::{
     Batch, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, RunId, RunSummary,
     SessionWriter, Store, StoreError, StoredEvent,
@@ -200,6 +200,9 @@ pub(crate) struct Recorder {
     store: Store,
     id: String,
     queue: Queue,
+    /// The tokens of the events seen since [`Recorder::take_usage`], added up as they are
+    /// emitted (no task of its own follows the bus for it).
+    usage: Arc<Mutex<RunUsage>>,
     events: broadcast::Sender<StoredEvent>,
     writer: Option<JoinHandle<()>>,
 }
@@ -238,7 +241,15 @@ impl Recorder {
         } = pending;
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let sink = queue.clone();
+        let usage = Arc::new(Mutex::new(RunUsage::default()));
+        let tally = Arc::clone(&usage);
         bus.subscribe_with(Arc::new(move |event: &AgentEvent| {
+            if matches!(event, AgentEvent::TokenUsage { .. }) {
+                tally
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .add(event);
+            }
             // Streamed text is not stored: the thought that follows carries it whole.
             matches!(event, AgentEvent::TextDelta { .. }) || sink.send(Item::Agent(event.clone()))
         }));
@@ -256,9 +267,15 @@ impl Recorder {
             store,
             id,
             queue,
+            usage,
             events,
             writer: Some(writer),
         })
+    }
+
+    /// The tokens used since the last call (a run's, when called at its start and end).
+    pub(crate) fn take_usage(&self) -> RunUsage {
+        std::mem::take(&mut *self.usage.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The session's id in the store.

@@ -586,7 +586,15 @@ impl Session {
             None => None,
         };
         let before = snapshot(&self.workspace).await;
-        let forwarder = Forwarder::start(&self.bus, journal.clone());
+        // A recorded session's recorder adds the tokens up as the events are emitted; a journal
+        // has a task of its own that writes the events and adds them up.
+        let forwarder = match &self.recorder {
+            Some(recorder) => {
+                recorder.take_usage();
+                None
+            }
+            None => Some(Forwarder::start(&self.bus, journal.clone())),
+        };
         let token = CancellationToken::new();
         self.canceller.set(Some(token.clone()));
         let result = match &mut self.runner {
@@ -619,7 +627,11 @@ impl Session {
             ))),
         };
         self.canceller.set(None);
-        let usage = forwarder.finish().await;
+        let usage = match (forwarder, &self.recorder) {
+            (Some(forwarder), _) => forwarder.finish().await,
+            (None, Some(recorder)) => recorder.take_usage(),
+            (None, None) => Usage::default(),
+        };
         let result = match result {
             Ok(result) => result,
             Err(error) => {

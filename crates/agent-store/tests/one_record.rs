@@ -18,6 +18,13 @@ async fn file_store(dir: &Path) -> Store {
     Store::open(dir.join("sessions.db")).await.unwrap()
 }
 
+async fn new_session(store: &Store) -> agent_store::SessionRecord {
+    store
+        .create_session(NewSession::new("swe", "/w"))
+        .await
+        .unwrap()
+}
+
 /// How many rows `table` has, read with a connection of its own.
 async fn rows(dir: &Path, table: &str) -> i64 {
     let url = format!("sqlite://{}", dir.join("sessions.db").display());
@@ -39,10 +46,7 @@ fn observation() -> String {
 async fn a_long_text_in_events_memory_and_exchanges_is_stored_once_and_reads_back_equal() {
     let dir = tempfile::tempdir().unwrap();
     let store = file_store(dir.path()).await;
-    let session = store
-        .create_session(NewSession::new("swe", "/w"))
-        .await
-        .unwrap();
+    let session = new_session(&store).await;
     let (run, _) = store.begin_run(&session.id, "view it").await.unwrap();
     let text = observation();
     assert!(text.len() >= MIN_TEXT);
@@ -105,10 +109,7 @@ async fn a_long_text_in_events_memory_and_exchanges_is_stored_once_and_reads_bac
 async fn exchanges_read_back_in_request_order_after_any_request() {
     let dir = tempfile::tempdir().unwrap();
     let store = file_store(dir.path()).await;
-    let session = store
-        .create_session(NewSession::new("swe", "/w"))
-        .await
-        .unwrap();
+    let session = new_session(&store).await;
     assert_eq!(store.next_exchange_seq(&session.id).await.unwrap(), 0);
     let exchange = |seq, part, data| NewExchange {
         run_id: None,
@@ -165,10 +166,7 @@ async fn exchanges_read_back_in_request_order_after_any_request() {
 async fn a_run_text_in_parts_reads_back_whole_and_stores_each_step_result_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = file_store(dir.path()).await;
-    let session = store
-        .create_session(NewSession::new("swe", "/w"))
-        .await
-        .unwrap();
+    let session = new_session(&store).await;
     let result = observation();
     let parts = vec![
         "Step 1: ".to_owned(),
@@ -216,10 +214,7 @@ async fn a_run_text_in_parts_reads_back_whole_and_stores_each_step_result_once()
 async fn a_batch_that_failed_does_not_leave_its_texts_referred_to_but_unwritten() {
     let dir = tempfile::tempdir().unwrap();
     let store = file_store(dir.path()).await;
-    let session = store
-        .create_session(NewSession::new("swe", "/w"))
-        .await
-        .unwrap();
+    let session = new_session(&store).await;
     let data = json!({"observation": observation()});
     let mut writer = store.session_writer(&session.id);
     // No run 999999: the foreign key fails the whole batch, its text included.

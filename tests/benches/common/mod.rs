@@ -1,4 +1,4 @@
-//! What the whole-process benchmarks of a server share: the release binary named by
+//! What the whole-process benchmarks share: the release binary named by
 //! `OPENMANUS_BIN` (`cargo xtask bench` sets it), a one-worker runtime to drive it, percentiles.
 
 use std::fmt::Display;
@@ -29,6 +29,7 @@ pub fn run<E: Display, F: Future<Output = Result<(), E>>>(
 }
 
 /// The `p` quantile (0 to 1) of sorted values, nearest rank.
+#[allow(dead_code)] // Not every benchmark that includes this module takes percentiles.
 pub fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted.get(index).copied().unwrap_or_default()
