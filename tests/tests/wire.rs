@@ -374,6 +374,7 @@ fn task_result(ending: Ending, cost: Option<f64>) -> TaskResult {
             cached_prompt_tokens: 200,
             completion_tokens: 39,
             cost_usd: cost,
+            ..TaskUsage::default()
         },
         worker: "worker-a".into(),
         attempt: 1,
@@ -479,6 +480,7 @@ async fn recorded_store() -> (Store, Vec<StoredEvent>) {
                     cached_prompt_tokens: 200,
                     completion_tokens: 39,
                     cost_usd: cost,
+                    ..TokenUsage::default()
                 },
             };
             stored.push(store.finish_run(run, &summary).await.unwrap());

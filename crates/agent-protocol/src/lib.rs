@@ -5,7 +5,8 @@
 //!
 //! * how a run ends and what a session is: [`Ending`], [`RunState`], [`SessionState`];
 //! * what a stored event is: [`EventKind`], [`RunId`], [`EventId`];
-//! * token usage as stored and sent: [`TokenUsage`];
+//! * token usage — one call's, a run's tally, a run's as stored and sent: [`TokenUsage`], with
+//!   the JSON of each of those wires in [`usage`];
 //! * the workers' messages — [`TaskMessage`], [`TaskEvent`], [`TaskResult`] — and
 //!   [`TaskQueue`], the queue they travel on.
 //!
@@ -26,13 +27,13 @@
 mod error;
 mod queue;
 mod task;
-mod usage;
+pub mod usage;
 mod vocabulary;
 
 pub use error::ProtocolError;
 pub use queue::{QueueError, TaskEvents, TaskQueue};
 pub use task::{TaskEvent, TaskMessage, TaskOptions, TaskResult, TaskUsage};
-pub use usage::TokenUsage;
+pub use usage::{TokenUsage, round_usd};
 pub use vocabulary::{Ending, EventId, EventKind, RunId, RunState, SessionState, UnknownValue};
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.

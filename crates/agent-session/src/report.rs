@@ -18,6 +18,7 @@ pub fn stored_usage(usage: &Usage) -> TokenUsage {
         cached_prompt_tokens: usage.cached_prompt_tokens,
         completion_tokens: usage.completion_tokens,
         cost_usd: usage.is_priced().then_some(usage.cost_usd),
+        ..TokenUsage::default()
     }
 }
 

@@ -75,6 +75,7 @@ fn run_from_row(row: &SqliteRow, texts: &Texts) -> Result<RunRecord, StoreError>
             cached_prompt_tokens: tokens("cached_prompt_tokens")?,
             completion_tokens: tokens("completion_tokens")?,
             cost_usd: row.try_get("cost_usd")?,
+            ..TokenUsage::default()
         },
         started_at: row.try_get("started_at")?,
         finished_at: row.try_get("finished_at")?,
@@ -314,6 +315,7 @@ impl Store {
             cached_prompt_tokens: u64::try_from(cached).unwrap_or_default(),
             completion_tokens: u64::try_from(completion).unwrap_or_default(),
             cost_usd: row.try_get("cost")?,
+            ..TokenUsage::default()
         })
     }
 }

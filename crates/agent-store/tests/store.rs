@@ -48,6 +48,7 @@ fn summary(state: RunState) -> RunSummary {
             cached_prompt_tokens: 4,
             completion_tokens: 3,
             cost_usd: Some(0.0125),
+            ..TokenUsage::default()
         },
     }
 }
