@@ -12,14 +12,14 @@
 // Tests fail loudly: unwrapping and panicking are how they report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use agent_core::{AgentEvent, AgentState, RunUsage, ToolCall};
-use agent_session::{Ending, Usage as ReportUsage};
+use agent_core::{AgentEvent, AgentState, ToolCall};
+use agent_session::Ending;
 use agent_store::{
     EventKind, NewEvent, NewSession, RunState, RunSummary, Store, StoredEvent, TokenUsage,
 };
 use agent_testkit::snapshot::{Snapshot, scrub};
 use agent_tools::{Plan, StepStatus};
-use agent_worker::{TaskEvent, TaskMessage, TaskResult, TaskUsage};
+use agent_worker::{TaskEvent, TaskMessage, TaskResult};
 use agents::FlowEvent;
 use agents::flow::PlanSource;
 use serde::Serialize;
@@ -64,11 +64,17 @@ fn unpriced_usage() -> AgentEvent {
     }
 }
 
-fn run_usage() -> RunUsage {
-    let mut usage = RunUsage::default();
-    usage.add(&priced_usage());
-    usage.add(&unpriced_usage());
+/// A run's tally after `events`, as the agent, the session and the recorder add it up.
+fn tally(events: &[AgentEvent]) -> TokenUsage {
+    let mut usage = TokenUsage::default();
+    for call in events.iter().filter_map(AgentEvent::token_usage) {
+        usage.add_call(&call);
+    }
     usage
+}
+
+fn run_usage() -> TokenUsage {
+    tally(&[priced_usage(), unpriced_usage()])
 }
 
 /// One of every agent event, each with the fields a real run gives it.
@@ -184,7 +190,7 @@ fn agent_events() -> Vec<(&'static str, AgentEvent)> {
             AgentEvent::Finished {
                 status: "max_steps (20)".into(),
                 steps: 20,
-                usage: RunUsage::default(),
+                usage: TokenUsage::default(),
             },
         ),
     ]
@@ -307,16 +313,22 @@ const STORED_USAGE: [(&str, &str); 4] = [
 fn usage_records_and_endings() {
     let mut snap = snapshot("usage");
     // What a run used, added up from its token_usage events (AgentEvent::Finished, RunOutcome).
-    snap.case("run_usage.direct", direct(&run_usage()));
-    snap.case("run_usage.sorted", sorted(&run_usage()));
-    snap.case("run_usage.default", direct(&RunUsage::default()));
-    // The report's usage (the CLI's result line, the journal's result line).
-    let mut report = ReportUsage::default();
-    report.add(&priced_usage());
-    snap.case("report_usage.priced", sorted(&report));
-    report.add(&unpriced_usage());
-    snap.case("report_usage.partly_priced", sorted(&report));
-    snap.case("report_usage.default", sorted(&ReportUsage::default()));
+    // (One type, TokenUsage, written as a tally there.)
+    snap.case("run_usage.direct", direct(&run_usage().as_tally()));
+    snap.case("run_usage.sorted", sorted(&run_usage().as_tally()));
+    snap.case(
+        "run_usage.default",
+        direct(&TokenUsage::default().as_tally()),
+    );
+    // The report's usage (the CLI's result line, the journal's result line): the same tally.
+    let report = tally(&[priced_usage()]);
+    snap.case("report_usage.priced", sorted(&report.as_tally()));
+    let report = tally(&[priced_usage(), unpriced_usage()]);
+    snap.case("report_usage.partly_priced", sorted(&report.as_tally()));
+    snap.case(
+        "report_usage.default",
+        sorted(&TokenUsage::default().as_tally()),
+    );
     // The store's and the workers' usage (run_finished, run records, task results); the
     // older lines (before cached tokens and cost were recorded) still read.
     for (name, line) in STORED_USAGE {
@@ -325,7 +337,8 @@ fn usage_records_and_endings() {
             Err(error) => panic!("{name}: {error}"),
         };
         snap.case(format!("token_usage.{name}"), direct(&token));
-        let task: TaskUsage = serde_json::from_str(line).unwrap();
+        // A task result's usage is the same type as the store's.
+        let task: TokenUsage = serde_json::from_str(line).unwrap();
         snap.case(format!("task_usage.{name}"), direct(&task));
     }
     // A provider's per-call usage (the journal's model_response lines).
@@ -369,12 +382,12 @@ fn task_result(ending: Ending, cost: Option<f64>) -> TaskResult {
         answer: Some("Done.".into()),
         text: "Step 1: Observed output of cmd `bash` executed:\nhi\n".into(),
         changes: json!({"created": ["a.txt"], "modified": [], "deleted": []}),
-        usage: TaskUsage {
+        usage: TokenUsage {
             prompt_tokens: 1240,
             cached_prompt_tokens: 200,
             completion_tokens: 39,
             cost_usd: cost,
-            ..TaskUsage::default()
+            ..TokenUsage::default()
         },
         worker: "worker-a".into(),
         attempt: 1,

@@ -2,13 +2,13 @@
 
 use std::sync::{Arc, PoisonError};
 
+use agent_protocol::TokenUsage;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::budget::{Budget, BudgetExceeded, BudgetMeter};
 use crate::error::AgentError;
-use crate::event::RunUsage;
 use crate::event::{AgentEvent, EventBus};
 use crate::memory::Memory;
 use crate::outcome::{AnswerTracker, FinishReason, RunOutcome, RunStatus, StepRecord};
@@ -92,7 +92,7 @@ pub struct BaseAgent {
     meter: BudgetMeter,
     /// The meter is a flow's: runs do not restart it.
     shared_meter: bool,
-    usage: std::sync::Mutex<RunUsage>,
+    usage: std::sync::Mutex<TokenUsage>,
     state: AgentState,
     current_step: u32,
     stuck_hint: bool,
@@ -186,7 +186,7 @@ impl BaseAgent {
 
     /// Tokens and cost of the current (or last) run's model calls so far.
     #[must_use]
-    pub fn run_usage(&self) -> RunUsage {
+    pub fn run_usage(&self) -> TokenUsage {
         *self.usage.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -276,11 +276,11 @@ impl BaseAgent {
         {
             self.answers().record(content, tool_calls);
         }
-        if matches!(event, AgentEvent::TokenUsage { .. }) {
+        if let Some(call) = event.token_usage() {
             self.usage
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .add(&event);
+                .add_call(&call);
             self.meter.record(&event);
         }
         self.events.emit(event);
@@ -419,7 +419,7 @@ impl BaseAgent {
         self.finish_reason = None;
         self.stuck_hint = false;
         *self.answers() = AnswerTracker::default();
-        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) = RunUsage::default();
+        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) = TokenUsage::default();
         if !self.shared_meter {
             self.meter.restart();
         }
@@ -522,14 +522,14 @@ pub async fn run_loop<A: Agent + ?Sized>(
             base.emit(AgentEvent::Finished {
                 status: RunStatus::Cancelled.to_string(),
                 steps: 0,
-                usage: RunUsage::default(),
+                usage: TokenUsage::default(),
             });
             return Ok(RunOutcome {
                 status: RunStatus::Cancelled,
                 steps: Vec::new(),
                 final_state: base.state(),
                 answer: None,
-                usage: RunUsage::default(),
+                usage: TokenUsage::default(),
             });
         }
         // A run whose future was dropped mid-step left calls unanswered: answer them first.

@@ -1,14 +1,15 @@
 //! The limits a run may use ([`Budget`]: tokens, cost and wall time), measured by a
 //! [`BudgetMeter`] that one agent owns or that a flow shares between its executors. What is
-//! measured is a [`RunUsage`], added up from the run's events.
+//! measured is a [`TokenUsage`], added up from the run's events.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use agent_protocol::TokenUsage;
 use serde::Serialize;
 
-use crate::event::{AgentEvent, RunUsage};
+use crate::event::AgentEvent;
 
 /// Which limit of a [`Budget`] a run reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,7 +89,7 @@ impl Budget {
     /// The first limit that `usage` after `elapsed` has reached, if any (tokens, then cost, then
     /// time). A limit is reached when what was used is at least the limit.
     #[must_use]
-    pub fn check(&self, usage: &RunUsage, elapsed: Duration) -> Option<BudgetExceeded> {
+    pub fn check(&self, usage: &TokenUsage, elapsed: Duration) -> Option<BudgetExceeded> {
         if let Some(max) = self.max_tokens
             && usage.total_tokens() >= max
         {
@@ -99,11 +100,11 @@ impl Budget {
             });
         }
         if let Some(max) = self.max_cost_usd
-            && usage.cost_usd >= max
+            && usage.cost_usd.unwrap_or(0.0) >= max
         {
             return Some(BudgetExceeded {
                 kind: BudgetKind::Cost,
-                used: usage.cost_usd,
+                used: usage.cost_usd.unwrap_or(0.0),
                 limit: max,
             });
         }
@@ -133,7 +134,7 @@ impl Budget {
 #[derive(Debug)]
 struct MeterState {
     started: Instant,
-    usage: RunUsage,
+    usage: TokenUsage,
 }
 
 /// Measures what a budget limits: the usage added since [`BudgetMeter::restart`], and the time
@@ -158,7 +159,7 @@ impl BudgetMeter {
         Self {
             state: Arc::new(Mutex::new(MeterState {
                 started: Instant::now(),
-                usage: RunUsage::default(),
+                usage: TokenUsage::default(),
             })),
         }
     }
@@ -171,17 +172,19 @@ impl BudgetMeter {
     pub fn restart(&self) {
         let mut state = self.lock();
         state.started = Instant::now();
-        state.usage = RunUsage::default();
+        state.usage = TokenUsage::default();
     }
 
-    /// Adds what `event` reports.
+    /// Adds what `event` reports (only an [`AgentEvent::TokenUsage`] reports anything).
     pub fn record(&self, event: &AgentEvent) {
-        self.lock().usage.add(event);
+        if let Some(call) = event.token_usage() {
+            self.lock().usage.add_call(&call);
+        }
     }
 
     /// What was used since the start.
     #[must_use]
-    pub fn usage(&self) -> RunUsage {
+    pub fn usage(&self) -> TokenUsage {
         self.lock().usage
     }
 
@@ -210,11 +213,11 @@ mod tests {
             max_cost_usd: Some(1.0),
             max_duration: Some(Duration::from_secs(60)),
         };
-        let mut usage = RunUsage {
+        let mut usage = TokenUsage {
             prompt_tokens: 90,
             completion_tokens: 9,
-            cost_usd: 0.99,
-            ..RunUsage::default()
+            cost_usd: Some(0.99),
+            ..TokenUsage::default()
         };
         assert_eq!(budget.check(&usage, Duration::from_secs(59)), None);
         usage.completion_tokens = 10;
@@ -225,13 +228,13 @@ mod tests {
             "token budget reached: 100 of 100 tokens used"
         );
         usage.completion_tokens = 0;
-        usage.cost_usd = 1.25;
+        usage.cost_usd = Some(1.25);
         let hit = budget.check(&usage, Duration::ZERO).unwrap();
         assert_eq!(
             hit.to_string(),
             "cost budget reached: $1.2500 of $1.0000 spent"
         );
-        usage.cost_usd = 0.0;
+        usage.cost_usd = None;
         let hit = budget.check(&usage, Duration::from_secs(61)).unwrap();
         assert_eq!(
             hit.to_string(),
@@ -253,6 +256,6 @@ mod tests {
         });
         assert_eq!(meter.usage().total_tokens(), 10);
         meter.restart();
-        assert_eq!(shared.usage(), RunUsage::default());
+        assert_eq!(shared.usage(), TokenUsage::default());
     }
 }

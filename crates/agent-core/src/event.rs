@@ -6,6 +6,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_protocol::TokenUsage;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -138,8 +139,10 @@ pub enum AgentEvent {
         status: String,
         /// Steps executed.
         steps: u32,
-        /// Tokens and cost of the run's model calls.
-        usage: RunUsage,
+        /// Tokens and cost of the run's model calls, in the JSON of a run's tally
+        /// ([`agent_protocol::usage::tally`]: the cost a number, with `unpriced_calls`).
+        #[serde(with = "agent_protocol::usage::tally")]
+        usage: TokenUsage,
     },
 }
 
@@ -229,60 +232,26 @@ impl EventBus {
     }
 }
 
-/// `usd` rounded to a billionth of a dollar, so that sums print as the decimals they are
-/// (`0.000175 + 0.00021` is `0.000385`, not `0.00038500000000000003`) and survive a round trip
-/// through JSON text and SQLite unchanged.
-#[must_use]
-pub fn round_usd(usd: f64) -> f64 {
-    (usd * 1e9).round() / 1e9
-}
-
-/// Tokens and cost, added up over model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunUsage {
-    /// Input tokens.
-    pub prompt_tokens: u64,
-    /// Of the input tokens, those read from the provider's prompt cache.
-    pub cached_prompt_tokens: u64,
-    /// Output tokens.
-    pub completion_tokens: u64,
-    /// The cost of the calls whose model has a price, in US dollars.
-    pub cost_usd: f64,
-    /// Calls whose model has no price (their cost is not in `cost_usd`).
-    pub unpriced_calls: u32,
-}
-
-impl RunUsage {
-    /// Adds what an event reports (only [`AgentEvent::TokenUsage`] reports anything).
-    pub fn add(&mut self, event: &AgentEvent) {
-        if let AgentEvent::TokenUsage {
-            prompt_tokens,
-            cached_prompt_tokens,
-            completion_tokens,
-            cost_usd,
-        } = event
-        {
-            self.prompt_tokens += prompt_tokens;
-            self.cached_prompt_tokens += cached_prompt_tokens;
-            self.completion_tokens += completion_tokens;
-            match cost_usd {
-                Some(cost) => self.cost_usd = round_usd(self.cost_usd + cost),
-                None => self.unpriced_calls += 1,
-            }
+impl AgentEvent {
+    /// The tokens and cost of the model call a [`AgentEvent::TokenUsage`] reports (`None` for
+    /// every other event): what a run's tally adds with [`TokenUsage::add_call`].
+    #[must_use]
+    pub fn token_usage(&self) -> Option<TokenUsage> {
+        match *self {
+            Self::TokenUsage {
+                prompt_tokens,
+                cached_prompt_tokens,
+                completion_tokens,
+                cost_usd,
+            } => Some(TokenUsage {
+                prompt_tokens,
+                cached_prompt_tokens,
+                completion_tokens,
+                cost_usd,
+                ..TokenUsage::default()
+            }),
+            _ => None,
         }
-    }
-
-    /// Every token, in and out.
-    #[must_use]
-    pub fn total_tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-
-    /// Whether any call had a priced model (so `cost_usd` means something): what decides
-    /// between a cost and `null` where usage is stored and sent.
-    #[must_use]
-    pub fn is_priced(&self) -> bool {
-        self.cost_usd > 0.0 || (self.total_tokens() > 0 && self.unpriced_calls == 0)
     }
 }
 
@@ -311,7 +280,7 @@ mod tests {
             AgentEvent::Finished {
                 status: "finished".into(),
                 steps: 3,
-                usage: RunUsage::default(),
+                usage: TokenUsage::default(),
             },
         ];
         for event in events {
@@ -369,22 +338,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn usage_is_priced_when_a_call_had_a_price_or_every_call_did() {
-        let mut usage = RunUsage::default();
-        assert!(!usage.is_priced(), "nothing used, nothing priced");
-        usage.add(&usage_event(10, 2, None));
-        assert!(!usage.is_priced(), "the one call had no price");
-        usage.add(&usage_event(10, 2, Some(0.001)));
-        assert!(usage.is_priced(), "one call had a price");
-        let mut free = RunUsage::default();
-        free.add(&usage_event(10, 2, Some(0.0)));
-        assert!(
-            free.is_priced(),
-            "a priced model that cost nothing is priced"
-        );
-    }
-
     fn usage_event(prompt: u64, completion: u64, cost: Option<f64>) -> AgentEvent {
         AgentEvent::TokenUsage {
             prompt_tokens: prompt,
@@ -395,21 +348,41 @@ mod tests {
     }
 
     #[test]
-    fn usage_adds_token_events_and_counts_unpriced_calls() {
-        let mut usage = RunUsage::default();
-        usage.add(&usage_event(100, 10, Some(0.5)));
-        usage.add(&usage_event(200, 20, None));
-        usage.add(&AgentEvent::Stuck { step: 1 });
+    fn a_token_usage_event_reports_its_call_and_no_other_event_does() {
+        let mut usage = TokenUsage::default();
+        for event in [
+            usage_event(100, 10, Some(0.5)),
+            usage_event(200, 20, None),
+            AgentEvent::Stuck { step: 1 },
+        ] {
+            if let Some(call) = event.token_usage() {
+                usage.add_call(&call);
+            }
+        }
         assert_eq!(usage.total_tokens(), 330);
-        assert!((usage.cost_usd - 0.5).abs() < 1e-12);
+        assert_eq!(usage.cost_usd, Some(0.5));
         assert_eq!(usage.unpriced_calls, 1);
     }
 
     #[test]
-    fn sums_of_costs_stay_short_decimals() {
-        let mut usage = RunUsage::default();
-        usage.add(&usage_event(1, 1, Some(0.000_175)));
-        usage.add(&usage_event(1, 1, Some(0.000_21)));
-        assert_eq!(usage.cost_usd.to_string(), "0.000385");
+    fn finished_carries_the_run_tally_json() {
+        let mut usage = TokenUsage::default();
+        usage.add_call(&TokenUsage {
+            prompt_tokens: 40,
+            completion_tokens: 4,
+            ..TokenUsage::default()
+        });
+        let json = serde_json::to_string(&AgentEvent::Finished {
+            status: "finished".into(),
+            steps: 1,
+            usage,
+        })
+        .unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"finished","status":"finished","steps":1,"usage":{"prompt_tokens":40,"cached_prompt_tokens":0,"completion_tokens":4,"cost_usd":0.0,"unpriced_calls":1}}"#
+        );
+        let back: AgentEvent = serde_json::from_str(&json).unwrap();
+        assert!(matches!(back, AgentEvent::Finished { usage: read, .. } if read == usage));
     }
 }

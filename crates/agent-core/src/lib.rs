@@ -48,9 +48,10 @@ pub use agent::{
     Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, STUCK_PROMPT, StuckDetection,
     cancelled_observation, failed_observation, out_of_time_observation, run_loop,
 };
+pub use agent_protocol::{TokenUsage, round_usd};
 pub use budget::{Budget, BudgetExceeded, BudgetKind, BudgetMeter};
 pub use error::{AgentError, BoxError, TOOL_CALL_REQUIRED};
-pub use event::{AgentEvent, EventBus, EventSink, RunUsage, round_usd};
+pub use event::{AgentEvent, EventBus, EventSink};
 pub use memory::{
     DEFAULT_MAX_MESSAGES, Memory, MemoryChange, MemoryObserver, PairingError, PairingItem,
     PairingViolation, check_pairing, check_tool_pairing, turns,

@@ -3,9 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+use agent_protocol::TokenUsage;
+
 use crate::budget::BudgetExceeded;
 use crate::error::AgentError;
-use crate::event::RunUsage;
 use crate::schema::{AgentState, ToolCall};
 
 /// Why an agent reached `FINISHED`.
@@ -86,7 +87,7 @@ pub struct RunOutcome {
     /// The run's answer (see [`RunOutcome::answer`]).
     pub answer: Option<String>,
     /// Tokens and cost of the run's model calls.
-    pub usage: RunUsage,
+    pub usage: TokenUsage,
 }
 
 impl RunOutcome {

@@ -32,7 +32,7 @@ mod vocabulary;
 
 pub use error::ProtocolError;
 pub use queue::{QueueError, TaskEvents, TaskQueue};
-pub use task::{TaskEvent, TaskMessage, TaskOptions, TaskResult, TaskUsage};
+pub use task::{TaskEvent, TaskMessage, TaskOptions, TaskResult};
 pub use usage::{TokenUsage, round_usd};
 pub use vocabulary::{Ending, EventId, EventKind, RunId, RunState, SessionState, UnknownValue};
 

@@ -151,9 +151,6 @@ pub struct TaskEvent {
     pub data: Value,
 }
 
-/// Tokens a task used: the store's [`TokenUsage`], under the name the workers gave it.
-pub type TaskUsage = TokenUsage;
-
 /// What a task came to, stored once under its id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskResult {
@@ -174,7 +171,7 @@ pub struct TaskResult {
     /// Files created, changed or deleted in the task's workspace.
     pub changes: Value,
     /// Tokens used.
-    pub usage: TaskUsage,
+    pub usage: TokenUsage,
     /// The worker that ran it.
     pub worker: String,
     /// The delivery that ran it to its end (1 unless it was redelivered).

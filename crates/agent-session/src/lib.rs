@@ -27,10 +27,11 @@ pub mod replay;
 mod report;
 mod session;
 
+pub use agent_protocol::TokenUsage;
 pub use journal::JournalReader;
 pub use journal::{JOURNAL_DIR, Journal, JournalHandle, JournaledModel};
 pub use recorder::EventFeed;
-pub use report::{Ending, RunReport, RunResult, Usage, stored_usage};
+pub use report::{Ending, RunReport, RunResult};
 pub use session::{Canceller, Session, SessionError, Target};
 
 /// The session store sessions are recorded in (re-exported: a front end needs no other

@@ -20,7 +20,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver, RunUsage};
+use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver, TokenUsage};
 use agent_store::{
     Batch, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, RunId, RunSummary,
     SessionWriter, Store, StoreError, StoredEvent,
@@ -202,7 +202,7 @@ pub(crate) struct Recorder {
     queue: Queue,
     /// The tokens of the events seen since [`Recorder::take_usage`], added up as they are
     /// emitted (no task of its own follows the bus for it).
-    usage: Arc<Mutex<RunUsage>>,
+    usage: Arc<Mutex<TokenUsage>>,
     events: broadcast::Sender<StoredEvent>,
     writer: Option<JoinHandle<()>>,
 }
@@ -241,14 +241,14 @@ impl Recorder {
         } = pending;
         let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
         let sink = queue.clone();
-        let usage = Arc::new(Mutex::new(RunUsage::default()));
+        let usage = Arc::new(Mutex::new(TokenUsage::default()));
         let tally = Arc::clone(&usage);
         bus.subscribe_with(Arc::new(move |event: &AgentEvent| {
-            if matches!(event, AgentEvent::TokenUsage { .. }) {
+            if let Some(call) = event.token_usage() {
                 tally
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .add(event);
+                    .add_call(&call);
             }
             // Streamed text is not stored: the thought that follows carries it whole.
             matches!(event, AgentEvent::TextDelta { .. }) || sink.send(Item::Agent(event.clone()))
@@ -274,7 +274,7 @@ impl Recorder {
     }
 
     /// The tokens used since the last call (a run's, when called at its start and end).
-    pub(crate) fn take_usage(&self) -> RunUsage {
+    pub(crate) fn take_usage(&self) -> TokenUsage {
         std::mem::take(&mut *self.usage.lock().unwrap_or_else(PoisonError::into_inner))
     }
 

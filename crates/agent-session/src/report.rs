@@ -1,26 +1,9 @@
 //! [`RunReport`]: what one task of a session came to.
 
-use agent_core::{FinishReason, RunOutcome, RunStatus, RunUsage};
-use agent_store::TokenUsage;
+use agent_core::{FinishReason, RunOutcome, RunStatus};
+use agent_protocol::TokenUsage;
 use agents::WorkspaceChanges;
 use agents::flow::FlowOutcome;
-
-/// Tokens used by a run, as the model reported them, and what they cost: the run's
-/// [`RunUsage`] (one usage type for the run, the report and the CLI's result line).
-pub type Usage = RunUsage;
-
-/// A run's usage as it is stored and sent (the store's run records, `run_finished`, the workers'
-/// results): the cost is `null` unless a call had a priced model.
-#[must_use]
-pub fn stored_usage(usage: &Usage) -> TokenUsage {
-    TokenUsage {
-        prompt_tokens: usage.prompt_tokens,
-        cached_prompt_tokens: usage.cached_prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-        cost_usd: usage.is_priced().then_some(usage.cost_usd),
-        ..TokenUsage::default()
-    }
-}
 
 /// What ran: an agent's outcome or a flow's.
 #[derive(Debug, Clone)]
@@ -45,14 +28,16 @@ pub struct RunReport {
     pub text: String,
     /// Files the run created, changed or deleted in the workspace.
     pub changes: WorkspaceChanges,
-    /// Tokens used.
-    pub usage: Usage,
+    /// Tokens used, added up from the run's `token_usage` events: stored and sent as it is (the
+    /// store's run records, `run_finished`, the workers' results), written as a tally
+    /// ([`TokenUsage::as_tally`]) in the journal's and `--json`'s result lines.
+    pub usage: TokenUsage,
     /// The run's id in the session store (`None` when the session is not recorded).
     pub run_id: Option<agent_store::RunId>,
 }
 
 impl RunReport {
-    pub(crate) fn new(result: RunResult, changes: WorkspaceChanges, usage: Usage) -> Self {
+    pub(crate) fn new(result: RunResult, changes: WorkspaceChanges, usage: TokenUsage) -> Self {
         let (answer, text) = match &result {
             RunResult::Agent(outcome) => (outcome.answer().map(str::to_owned), outcome.text()),
             RunResult::Flow(outcome) => (outcome.summary.clone(), outcome.text()),

@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_core::{AgentError, AgentEvent, CancellationToken, EventBus};
+use agent_core::{AgentError, AgentEvent, CancellationToken, EventBus, TokenUsage};
 use agent_llm::{ChatModel, LlmError};
 use agent_store::{NewSession, RunState, RunSummary, Store, StoreError, StoredEvent};
 use agents::flow::{Flow, FlowError, FlowEvent};
@@ -21,7 +21,7 @@ use tracing::warn;
 
 use crate::journal::{Journal, JournalHandle};
 use crate::recorder::{EventFeed, Pending, Recorder};
-use crate::report::{RunReport, RunResult, Usage, stored_usage};
+use crate::report::{RunReport, RunResult};
 
 /// What a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -630,7 +630,7 @@ impl Session {
         let usage = match (forwarder, &self.recorder) {
             (Some(forwarder), _) => forwarder.finish().await,
             (None, Some(recorder)) => recorder.take_usage(),
-            (None, None) => Usage::default(),
+            (None, None) => TokenUsage::default(),
         };
         let result = match result {
             Ok(result) => result,
@@ -646,7 +646,7 @@ impl Session {
                         text: String::new(),
                         text_parts: None,
                         changes: Value::Null,
-                        usage: stored_usage(&usage),
+                        usage,
                     };
                     if let Err(error) = recorder.finish_run(summary).await {
                         warn!(%error, "the run's end could not be recorded");
@@ -671,7 +671,7 @@ impl Session {
                     "status": report.status_text(),
                     "answer": report.answer,
                     "changes": report.changes,
-                    "usage": report.usage,
+                    "usage": report.usage.as_tally(),
                     "text": report.text,
                 }),
             );
@@ -747,7 +747,7 @@ impl agents::ModelSource for SessionModels<'_> {
 /// the run before its result.
 struct Forwarder {
     stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Usage>,
+    task: tokio::task::JoinHandle<TokenUsage>,
 }
 
 impl Forwarder {
@@ -755,13 +755,15 @@ impl Forwarder {
         let mut events = bus.subscribe();
         let (stop, mut stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let mut usage = Usage::default();
+            let mut usage = TokenUsage::default();
             let mut record = |event: &AgentEvent| {
                 // Streamed text is for live views: the thought that follows carries it whole.
                 if matches!(event, AgentEvent::TextDelta { .. }) {
                     return;
                 }
-                usage.add(event);
+                if let Some(call) = event.token_usage() {
+                    usage.add_call(&call);
+                }
                 // An image is in the journal already, in the request that carries it.
                 if let Some(journal) = &journal
                     && !matches!(event, AgentEvent::Image { .. })
@@ -789,7 +791,7 @@ impl Forwarder {
         Self { stop, task }
     }
 
-    async fn finish(self) -> Usage {
+    async fn finish(self) -> TokenUsage {
         let _ = self.stop.send(());
         self.task.await.unwrap_or_default()
     }
@@ -827,7 +829,7 @@ fn summary_of(report: &RunReport) -> RunSummary {
         text: report.text.clone(),
         text_parts: text_parts(report),
         changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
-        usage: stored_usage(&report.usage),
+        usage: report.usage,
     }
 }
 

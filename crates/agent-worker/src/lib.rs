@@ -40,7 +40,7 @@ pub use nats::{Names, Nats, NatsOptions, QueueSettings};
 pub use submit::{EventStream, Submitted, Submitter};
 // The messages are agent-protocol's (the web server speaks them without the workers); they
 // are re-exported here, where they always were.
-pub use agent_protocol::{TaskEvent, TaskMessage, TaskOptions, TaskResult, TaskUsage};
+pub use agent_protocol::{TaskEvent, TaskMessage, TaskOptions, TaskResult, TokenUsage};
 pub use task::target_of;
 pub use worker::{Worker, WorkerOptions, WorkerSummary};
 

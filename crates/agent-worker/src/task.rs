@@ -1,8 +1,8 @@
 //! The workers' side of the messages of [`agent_protocol`]: a task's target, its events from the
 //! session store's and its result from the session's report.
 
-use agent_protocol::{Ending, TaskEvent, TaskMessage, TaskResult, TaskUsage};
-use agent_session::{RunReport, Target, stored_usage};
+use agent_protocol::{Ending, TaskEvent, TaskMessage, TaskResult, TokenUsage};
+use agent_session::{RunReport, Target};
 use agent_store::StoredEvent;
 use serde_json::Value;
 
@@ -52,7 +52,7 @@ pub(crate) fn result_of(
         answer: report.answer.clone(),
         text: report.text.clone(),
         changes: serde_json::to_value(&report.changes).unwrap_or(Value::Null),
-        usage: stored_usage(&report.usage),
+        usage: report.usage,
         ..result(task, report.ending(), report.status_text(), worker, attempt)
     }
 }
@@ -84,7 +84,7 @@ fn result(
         answer: None,
         text: String::new(),
         changes: Value::Null,
-        usage: TaskUsage::default(),
+        usage: TokenUsage::default(),
         worker: worker.to_owned(),
         attempt,
         events: 0,

@@ -103,7 +103,7 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
         // `budget`), the same for an agent and the flow; `status_text` is the words for it.
         say(&json!({"type": "result", "status": report.ending(),
                     "status_text": report.status_text(), "answer": report.answer,
-                    "text": report.text, "changes": report.changes, "usage": report.usage,
+                    "text": report.text, "changes": report.changes, "usage": report.usage.as_tally(),
                     "workspace": workspace})
         .to_string());
         return;
@@ -151,7 +151,7 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
                     usage.prompt_tokens,
                     usage.cached_prompt_tokens,
                     usage.completion_tokens,
-                    usage.is_priced().then_some(usage.cost_usd)
+                    usage.cost_usd
                 )
             ));
         }

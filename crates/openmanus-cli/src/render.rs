@@ -583,7 +583,8 @@ fn text(style: &Style, event: &AgentEvent) {
         } => {
             err(&style.bold(&format!("■ {status} after {steps} step(s)")));
             if usage.total_tokens() > 0 {
-                let cost = (usage.unpriced_calls == 0).then_some(usage.cost_usd);
+                // The cost only when every call was priced (the result line shows a partial one).
+                let cost = usage.cost_usd.filter(|_| usage.unpriced_calls == 0);
                 err(&style.dim(&format!(
                     "  run total: {}",
                     usage_line(

@@ -166,7 +166,7 @@ fn show_text(session: &SessionRecord, runs: &[RunRecord], messages: usize, event
         if let Some(status) = &run.status {
             say(&format!("  outcome: {status}"));
         }
-        if run.usage.prompt_tokens + run.usage.completion_tokens > 0 {
+        if run.usage.total_tokens() > 0 {
             say(&format!(
                 "  tokens:  {}",
                 crate::render::usage_line(
