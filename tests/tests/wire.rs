@@ -13,6 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use agent_core::{AgentEvent, AgentState, ToolCall};
+use agent_protocol::usage::reply;
 use agent_session::Ending;
 use agent_store::{
     EventKind, NewEvent, NewSession, RunState, RunSummary, Store, StoredEvent, TokenUsage,
@@ -341,7 +342,8 @@ fn usage_records_and_endings() {
         let task: TokenUsage = serde_json::from_str(line).unwrap();
         snap.case(format!("task_usage.{name}"), direct(&task));
     }
-    // A provider's per-call usage (the journal's model_response lines).
+    // A provider's per-call usage (the journal's model_response lines, the stored exchanges):
+    // TokenUsage written as a reply's.
     for (name, line) in [
         (
             "cached",
@@ -352,8 +354,8 @@ fn usage_records_and_endings() {
             r#"{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}"#,
         ),
     ] {
-        let usage: agent_llm::Usage = serde_json::from_str(line).unwrap();
-        snap.case(format!("llm_usage.{name}"), direct(&usage));
+        let usage = reply::deserialize(&mut serde_json::Deserializer::from_str(line)).unwrap();
+        snap.case(format!("llm_usage.{name}"), direct(&usage.as_reply()));
     }
     for ending in ENDINGS {
         snap.case(format!("ending.{ending:?}"), direct(&ending));

@@ -9,7 +9,8 @@
 //! `[store]` says where sessions are recorded ([`StoreSettings`]).
 //! `mcp.json` beside the file lists MCP servers ([`McpServerConfig`]).
 //!
-//! These are plain settings types: this crate depends on no crate of ours. The `[llm]` section is
+//! These are plain settings types: this crate depends on no crate of ours but `agent-protocol`,
+//! whose `TokenUsage` is what a [`Price`] applies to. The `[llm]` section is
 //! [`LlmSettings`] (with [`ApiType`], [`ToolCallMode`], [`ApiKey`] and [`Price`]), which
 //! `agent-llm` reads and re-exports. Each crate that uses a section converts it itself, so
 //! configuration flows one way: `agent_llm::LlmClient::new(config.default_llm().clone())`,
@@ -90,7 +91,7 @@ mod source;
 pub use config::Config;
 pub use error::ConfigError;
 pub use llm::VISION;
-pub use llm_settings::{ApiKey, ApiType, LlmSettings, Price, TokenCounts, ToolCallMode};
+pub use llm_settings::{ApiKey, ApiType, LlmSettings, Price, ToolCallMode};
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use overrides::{ConfigOverride, OverrideSyntaxError};

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use agent_protocol::{TokenUsage, round_usd};
 use serde::{Deserialize, Serialize};
 
 /// Which wire flavour of the chat-completions API the endpoint speaks.
@@ -370,19 +371,18 @@ impl Price {
     /// A model that costs nothing (a local server).
     pub const FREE: Self = Self::new(0.0, 0.0);
 
-    /// The cost of `usage` (one call's tokens, e.g. `agent_llm::Usage`) in US dollars, to a
-    /// billionth (as `agent_core::round_usd` rounds): uncached input at `input`, cached input at
-    /// `cached_input`, output at `output`.
+    /// The cost of `usage` (one call's tokens) in US dollars, to a billionth ([`round_usd`]):
+    /// uncached input at `input`, cached input at `cached_input`, output at `output`.
     #[must_use]
-    pub fn cost(&self, usage: &impl TokenCounts) -> f64 {
-        let prompt = usage.prompt_tokens();
-        let cached = usage.cached_prompt_tokens().min(prompt);
+    pub fn cost(&self, usage: &TokenUsage) -> f64 {
+        let prompt = usage.prompt_tokens;
+        let cached = usage.cached_prompt_tokens.min(prompt);
         let uncached = prompt - cached;
         let per_token = |price: f64| price / 1_000_000.0;
         let usd = uncached as f64 * per_token(self.input)
             + cached as f64 * per_token(self.cached_input.unwrap_or(self.input))
-            + usage.completion_tokens() as f64 * per_token(self.output);
-        (usd * 1e9).round() / 1e9
+            + usage.completion_tokens as f64 * per_token(self.output);
+        round_usd(usd)
     }
 
     /// Whether every figure is finite and not negative (what a configured price must be).
@@ -391,17 +391,6 @@ impl Price {
         let ok = |v: f64| v.is_finite() && v >= 0.0;
         ok(self.input) && ok(self.output) && self.cached_input.is_none_or(ok)
     }
-}
-
-/// The token counts a [`Price`] is applied to: one model call's input (of it, read from the
-/// provider's prompt cache) and output tokens.
-pub trait TokenCounts {
-    /// Input tokens.
-    fn prompt_tokens(&self) -> u64;
-    /// Of the input tokens, those read from the prompt cache.
-    fn cached_prompt_tokens(&self) -> u64;
-    /// Output tokens.
-    fn completion_tokens(&self) -> u64;
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::request::{Body, StreamOptions, WireTool};
 use crate::settings::{ApiType, LlmSettings};
 use crate::tokens::TokenCounter;
 use crate::wire::{StreamAssembler, parse_completion};
-use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, Usage};
+use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, TokenUsage};
 
 /// Azure's `api-version` when the settings give none.
 pub const DEFAULT_AZURE_API_VERSION: &str = "2024-10-21";
@@ -189,11 +189,10 @@ impl LlmClient {
                         })
                         .sum::<usize>();
                 let completion = u64::try_from(completion).unwrap_or(u64::MAX);
-                Usage {
+                TokenUsage {
                     prompt_tokens: input,
                     completion_tokens: completion,
-                    total_tokens: input.saturating_add(completion),
-                    cached_prompt_tokens: 0,
+                    ..TokenUsage::default()
                 }
             }
         };

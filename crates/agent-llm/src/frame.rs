@@ -26,7 +26,7 @@ use crate::models::{ModelProfile, model_profile};
 use crate::retry::RetryPolicy;
 use crate::settings::LlmSettings;
 use crate::tokens::TokenCounter;
-use crate::{LlmError, Price, Usage};
+use crate::{LlmError, Price, TokenUsage};
 
 /// Cumulative token counts of one client (input and completion, since it was built).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -214,7 +214,7 @@ impl ClientFrame {
 
     /// Adds a call's `usage` to the totals and logs the `Token usage` line; returns the new
     /// totals.
-    pub(crate) fn record_usage(&self, usage: &Usage) -> TokenTotals {
+    pub(crate) fn record_usage(&self, usage: &TokenUsage) -> TokenTotals {
         let totals = {
             let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
             totals.input = totals.input.saturating_add(usage.prompt_tokens);
@@ -292,11 +292,10 @@ mod tests {
         );
         let capped = frame(|s| s.max_input_tokens = Some(100));
         assert_eq!(capped.check_budget(|| 60), Ok(Some(60)));
-        let totals = capped.record_usage(&Usage {
+        let totals = capped.record_usage(&TokenUsage {
             prompt_tokens: 60,
             completion_tokens: 5,
-            total_tokens: 65,
-            cached_prompt_tokens: 0,
+            ..TokenUsage::default()
         });
         assert_eq!(
             totals,

@@ -1,7 +1,8 @@
 //! # agent-llm — the model side
 //!
 //! The [`ChatModel`] trait every agent talks to, the request/response types of an
-//! OpenAI-compatible chat completion ([`ChatRequest`], [`ChatResponse`], [`Usage`]) and the error
+//! OpenAI-compatible chat completion ([`ChatRequest`], [`ChatResponse`], [`TokenUsage`]: the
+//! workspace's one usage type, re-exported from `agent-protocol`) and the error
 //! taxonomy ([`LlmError`]) that separates retryable failures from permanent ones. The clients
 //! for real endpoints implement this trait: [`LlmClient`] (OpenAI-compatible), [`AnthropicClient`]
 //! (Anthropic's Messages API) and, with the `bedrock` feature, `bedrock::BedrockClient` (Amazon
@@ -58,6 +59,7 @@ mod wire;
 
 use async_trait::async_trait;
 
+pub use agent_protocol::TokenUsage;
 pub use anthropic::AnthropicClient;
 pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient};
 pub use error::{LlmError, classify, parse_retry_after};
@@ -70,7 +72,7 @@ pub use settings::{
     ApiKey, ApiType, LlmSettings, ToolCallMode, effective_context_window, effective_price,
 };
 pub use tokens::TokenCounter;
-pub use types::{ChatRequest, ChatResponse, Usage};
+pub use types::{ChatRequest, ChatResponse};
 pub use wire::{StreamAssembler, parse_completion, parse_usage};
 
 use agent_core::{Message, ToolChoice, ToolDefinition};

@@ -1,6 +1,7 @@
 //! What a model call costs: [`Price`] (US dollars per million input, cached input and output
 //! tokens), the shipped table of common OpenAI, Anthropic, Google and open-model prices
-//! ([`default_price`]), and the cost of one call's [`Usage`](crate::Usage) ([`Price::cost`]).
+//! ([`default_price`]), and the cost of one call's [`TokenUsage`](crate::TokenUsage)
+//! ([`Price::cost`]).
 //!
 //! The table is a snapshot of the providers' public list prices (standard tier, no batch
 //! discount) and lags behind them; an `[llm]` section's `price` overrides it for that model. A
@@ -128,14 +129,14 @@ pub fn default_price(model: &str) -> Option<Price> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Usage;
+    use crate::TokenUsage;
 
-    fn usage(prompt: u64, cached: u64, completion: u64) -> Usage {
-        Usage {
+    fn usage(prompt: u64, cached: u64, completion: u64) -> TokenUsage {
+        TokenUsage {
             prompt_tokens: prompt,
             completion_tokens: completion,
-            total_tokens: prompt + completion,
             cached_prompt_tokens: cached,
+            ..TokenUsage::default()
         }
     }
 

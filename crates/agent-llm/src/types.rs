@@ -1,6 +1,7 @@
 //! Chat-completion request and response types.
 
 use agent_core::{Message, ToolCall, ToolChoice, ToolDefinition};
+use agent_protocol::TokenUsage;
 use serde::{Deserialize, Serialize};
 
 /// One chat-completion request, before the client shapes it for a provider.
@@ -70,39 +71,6 @@ impl ChatRequest {
     }
 }
 
-/// Token counts reported by the provider for one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    /// Input tokens.
-    pub prompt_tokens: u64,
-    /// Output tokens.
-    pub completion_tokens: u64,
-    /// Their sum, as reported.
-    pub total_tokens: u64,
-    /// Of the input tokens, those read from the provider's prompt cache (OpenAI's
-    /// `prompt_tokens_details.cached_tokens`, Anthropic's and Bedrock's cache reads); they are
-    /// billed at the cached-input price.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cached_prompt_tokens: u64,
-}
-
-impl agent_config::TokenCounts for Usage {
-    fn prompt_tokens(&self) -> u64 {
-        self.prompt_tokens
-    }
-    fn cached_prompt_tokens(&self) -> u64 {
-        self.cached_prompt_tokens
-    }
-    fn completion_tokens(&self) -> u64 {
-        self.completion_tokens
-    }
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// The assistant's reply to one request.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChatResponse {
@@ -112,9 +80,11 @@ pub struct ChatResponse {
     /// Requested tool calls (arguments are raw JSON text).
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
-    /// Token usage, when the provider reports it.
-    #[serde(default)]
-    pub usage: Option<Usage>,
+    /// Token usage, when the provider reports it: the call's counts, no cost. Its JSON is a
+    /// reply's ([`agent_protocol::usage::reply`]: `prompt_tokens`, `completion_tokens`,
+    /// `total_tokens` as the provider reported it, `cached_prompt_tokens` when any).
+    #[serde(default, with = "agent_protocol::usage::reply::option")]
+    pub usage: Option<TokenUsage>,
     /// Why generation stopped (`stop`, `tool_calls`, `length`, ...).
     #[serde(default)]
     pub finish_reason: Option<String>,
@@ -143,7 +113,7 @@ impl ChatResponse {
 
     /// Attaches usage figures.
     #[must_use]
-    pub fn with_usage(mut self, usage: Usage) -> Self {
+    pub fn with_usage(mut self, usage: TokenUsage) -> Self {
         self.usage = Some(usage);
         self
     }

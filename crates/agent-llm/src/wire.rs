@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use agent_core::ToolCall;
 use serde_json::Value;
 
-use crate::{ChatResponse, LlmError, Usage};
+use crate::{ChatResponse, LlmError, TokenUsage};
 
 mod chunk;
 
@@ -81,12 +81,12 @@ fn unique_ids(mut calls: Vec<ToolCall>) -> Vec<ToolCall> {
 
 /// Reads `usage` from a response or chunk.
 #[must_use]
-pub fn parse_usage(value: &Value) -> Option<Usage> {
+pub fn parse_usage(value: &Value) -> Option<TokenUsage> {
     value.get("usage").and_then(usage_from)
 }
 
 /// Reads a `usage` object (`None` for anything else).
-fn usage_from(usage: &Value) -> Option<Usage> {
+fn usage_from(usage: &Value) -> Option<TokenUsage> {
     if !usage.is_object() {
         return None;
     }
@@ -98,15 +98,14 @@ fn usage_from(usage: &Value) -> Option<Usage> {
         .pointer("/prompt_tokens_details/cached_tokens")
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    Some(Usage {
+    // A total of 0 (or none) is not reported; one that is not input plus output is kept.
+    let sum = prompt_tokens.saturating_add(completion_tokens);
+    Some(TokenUsage {
         prompt_tokens,
         completion_tokens,
-        total_tokens: if total == 0 {
-            prompt_tokens + completion_tokens
-        } else {
-            total
-        },
         cached_prompt_tokens,
+        reported_total_tokens: (total != 0 && total != sum).then_some(total),
+        ..TokenUsage::default()
     })
 }
 
@@ -179,7 +178,7 @@ struct PartialCall {
 pub struct StreamAssembler {
     content: String,
     calls: Vec<(u64, PartialCall)>,
-    usage: Option<Usage>,
+    usage: Option<TokenUsage>,
     finish_reason: Option<String>,
     received_tokens: bool,
 }
@@ -331,11 +330,11 @@ mod tests {
         );
         assert_eq!(
             response.usage,
-            Some(Usage {
+            Some(TokenUsage {
                 prompt_tokens: 10,
                 completion_tokens: 5,
-                total_tokens: 15,
                 cached_prompt_tokens: 4,
+                ..TokenUsage::default()
             })
         );
         assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
@@ -385,7 +384,7 @@ mod tests {
                 ToolCall::new("c2", "echo", "{}")
             ]
         );
-        assert_eq!(response.usage.map(|u| u.total_tokens), Some(7));
+        assert_eq!(response.usage.map(|u| u.total_tokens()), Some(7));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use agent_core::{AgentEvent, EventBus, Message, ToolCall, ToolChoice, ToolDefinition};
 use agent_llm::bedrock::BedrockClient;
-use agent_llm::{ApiType, ChatModel, ChatRequest, LlmError, LlmSettings, Usage};
+use agent_llm::{ApiType, ChatModel, ChatRequest, LlmError, LlmSettings, TokenUsage};
 use agent_testkit::{BedrockReply, Completion, MockBedrock, StreamGate, converse_stream_body};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_bedrockruntime::config::{Credentials, SharedCredentialsProvider};
@@ -82,11 +82,10 @@ async fn converse_stream_with_tools_images_usage_and_retries() {
     assert_eq!(first.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(
         first.usage,
-        Some(Usage {
+        Some(TokenUsage {
             prompt_tokens: 30,
             completion_tokens: 7,
-            total_tokens: 37,
-            cached_prompt_tokens: 0,
+            ..TokenUsage::default()
         })
     );
     messages.push(Message::from_tool_calls(

@@ -5,8 +5,8 @@
 //!
 //! * how a run ends and what a session is: [`Ending`], [`RunState`], [`SessionState`];
 //! * what a stored event is: [`EventKind`], [`RunId`], [`EventId`];
-//! * token usage — one call's, a run's tally, a run's as stored and sent: [`TokenUsage`], with
-//!   the JSON of each of those wires in [`usage`];
+//! * token usage — one call's, a run's tally, a run's as stored and sent: [`TokenUsage`], the
+//!   workspace's one usage type, with the JSON of each of those wires in [`usage`];
 //! * the workers' messages — [`TaskMessage`], [`TaskEvent`], [`TaskResult`] — and
 //!   [`TaskQueue`], the queue they travel on.
 //!

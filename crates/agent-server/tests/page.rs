@@ -276,11 +276,10 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     let usage: String = eval(&page, "document.getElementById('usage').textContent").await;
     let price = agent_llm::default_price("gpt-4o").expect("gpt-4o has a price");
     let cost = |prompt, completion| {
-        price.cost(&agent_llm::Usage {
+        price.cost(&agent_llm::TokenUsage {
             prompt_tokens: prompt,
             completion_tokens: completion,
-            total_tokens: prompt + completion,
-            cached_prompt_tokens: 0,
+            ..agent_llm::TokenUsage::default()
         })
     };
     let dollars = |text: &str, prefix: &str| -> f64 {

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
 
 use agent_core::{Message, Role, ToolCall, check_tool_pairing};
-use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, Usage};
+use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmError, TokenUsage};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
@@ -182,12 +182,11 @@ impl ScriptedModel {
 
     /// A usage figure for tests of token accounting.
     #[must_use]
-    pub fn usage(prompt_tokens: u64, completion_tokens: u64) -> Usage {
-        Usage {
+    pub fn usage(prompt_tokens: u64, completion_tokens: u64) -> TokenUsage {
+        TokenUsage {
             prompt_tokens,
             completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
-            cached_prompt_tokens: 0,
+            ..TokenUsage::default()
         }
     }
 }

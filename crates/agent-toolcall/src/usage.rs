@@ -3,7 +3,10 @@
 use agent_core::AgentEvent;
 
 /// The [`AgentEvent::TokenUsage`] of one call of a model with `price`.
-pub(crate) fn usage_event(usage: &agent_llm::Usage, price: Option<agent_llm::Price>) -> AgentEvent {
+pub(crate) fn usage_event(
+    usage: &agent_llm::TokenUsage,
+    price: Option<agent_llm::Price>,
+) -> AgentEvent {
     AgentEvent::TokenUsage {
         prompt_tokens: usage.prompt_tokens,
         cached_prompt_tokens: usage.cached_prompt_tokens,

@@ -5,13 +5,13 @@ use serde_json::Value;
 
 use super::wire::{embedded_error, finish_reason, usage};
 use crate::blocks::{Block, assemble};
-use crate::{ChatResponse, LlmError, Usage};
+use crate::{ChatResponse, LlmError, TokenUsage};
 
 /// The reply so far.
 #[derive(Debug, Default)]
 pub(crate) struct MessageAssembler {
     blocks: Vec<(u64, Block)>,
-    input: Option<Usage>,
+    input: Option<TokenUsage>,
     output_tokens: u64,
     stop_reason: Option<String>,
     stopped: bool,
@@ -128,11 +128,9 @@ impl MessageAssembler {
     /// The assembled reply.
     pub(crate) fn finish(self) -> ChatResponse {
         let (content, tool_calls) = assemble(self.blocks);
-        let usage = self.input.map(|input| Usage {
-            prompt_tokens: input.prompt_tokens,
+        let usage = self.input.map(|input| TokenUsage {
             completion_tokens: self.output_tokens,
-            total_tokens: input.prompt_tokens + self.output_tokens,
-            cached_prompt_tokens: input.cached_prompt_tokens,
+            ..input
         });
         ChatResponse {
             content,
@@ -181,11 +179,10 @@ mod tests {
         assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(
             reply.usage,
-            Some(Usage {
+            Some(TokenUsage {
                 prompt_tokens: 112,
                 completion_tokens: 30,
-                total_tokens: 142,
-                cached_prompt_tokens: 0,
+                ..TokenUsage::default()
             })
         );
     }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use tracing::warn;
 
 use crate::blocks::{Image, tool_input, tool_use_id};
-use crate::{ChatRequest, ChatResponse, LlmError, Usage};
+use crate::{ChatRequest, ChatResponse, LlmError, TokenUsage};
 
 /// The API version header every request carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -216,17 +216,16 @@ pub(crate) fn finish_reason(stop_reason: &str) -> String {
 }
 
 /// Usage from a `usage` object: cached input (read and written) counts as input.
-pub(crate) fn usage(value: &Value) -> Usage {
+pub(crate) fn usage(value: &Value) -> TokenUsage {
     let number = |key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
     let input = number("input_tokens")
-        + number("cache_creation_input_tokens")
-        + number("cache_read_input_tokens");
-    let output = number("output_tokens");
-    Usage {
+        .saturating_add(number("cache_creation_input_tokens"))
+        .saturating_add(number("cache_read_input_tokens"));
+    TokenUsage {
         prompt_tokens: input,
-        completion_tokens: output,
-        total_tokens: input + output,
+        completion_tokens: number("output_tokens"),
         cached_prompt_tokens: number("cache_read_input_tokens"),
+        ..TokenUsage::default()
     }
 }
 
@@ -378,11 +377,11 @@ mod tests {
         assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(
             reply.usage,
-            Some(Usage {
+            Some(TokenUsage {
                 prompt_tokens: 100,
                 completion_tokens: 5,
-                total_tokens: 105,
                 cached_prompt_tokens: 90,
+                ..TokenUsage::default()
             })
         );
         let error = parse_message(

@@ -9,38 +9,38 @@
 use aws_sdk_bedrockruntime::error::SdkError;
 use aws_sdk_bedrockruntime::types::error::ConverseStreamOutputError;
 use aws_sdk_bedrockruntime::types::{
-    ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, TokenUsage,
+    ContentBlockDelta, ContentBlockStart, ConverseStreamOutput, TokenUsage as BedrockUsage,
 };
 use aws_smithy_types::event_stream::RawMessage;
 
 use super::wire::finish_reason;
 use crate::blocks::{Block, assemble};
 use crate::error::error_chain;
-use crate::{ChatResponse, LlmError, Usage, classify};
+use crate::{ChatResponse, LlmError, TokenUsage, classify};
 
 /// The reply so far.
 #[derive(Debug, Default)]
 pub(crate) struct StreamAssembler {
     blocks: Vec<(i32, Block)>,
-    usage: Option<Usage>,
+    usage: Option<TokenUsage>,
     stop_reason: Option<String>,
     stopped: bool,
     received_tokens: bool,
 }
 
 /// Our usage from Bedrock's (cache reads and writes are input, as in the Converse reply).
-pub(crate) fn usage(u: &TokenUsage) -> Usage {
+pub(crate) fn usage(u: &BedrockUsage) -> TokenUsage {
     let count = |n: i32| u64::try_from(n).unwrap_or(0);
     let cached = count(u.cache_read_input_tokens.unwrap_or(0));
     let input = count(u.input_tokens)
         .saturating_add(cached)
         .saturating_add(count(u.cache_write_input_tokens.unwrap_or(0)));
     let output = count(u.output_tokens);
-    Usage {
+    TokenUsage {
         prompt_tokens: input,
         completion_tokens: output,
-        total_tokens: input.saturating_add(output),
         cached_prompt_tokens: cached,
+        ..TokenUsage::default()
     }
 }
 
@@ -267,7 +267,7 @@ mod tests {
             ConverseStreamOutput::Metadata(
                 ConverseStreamMetadataEvent::builder()
                     .usage(
-                        TokenUsage::builder()
+                        BedrockUsage::builder()
                             .input_tokens(12)
                             .output_tokens(30)
                             .total_tokens(42)
@@ -300,11 +300,11 @@ mod tests {
         assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(
             reply.usage,
-            Some(Usage {
+            Some(TokenUsage {
                 prompt_tokens: 112,
                 completion_tokens: 30,
-                total_tokens: 142,
                 cached_prompt_tokens: 100,
+                ..TokenUsage::default()
             })
         );
     }

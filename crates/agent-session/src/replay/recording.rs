@@ -4,7 +4,7 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use agent_llm::{ChatResponse, Usage};
+use agent_llm::{ChatResponse, TokenUsage};
 use agent_store::{Store, StoreError};
 use agents::AgentKind;
 use serde::Serialize;
@@ -294,12 +294,11 @@ impl Recording {
                                 .map(str::to_owned);
                         }
                         "token_usage" => {
-                            usage = Some(Usage {
+                            usage = Some(TokenUsage {
                                 prompt_tokens: number(event, "prompt_tokens"),
                                 completion_tokens: number(event, "completion_tokens"),
-                                total_tokens: number(event, "prompt_tokens")
-                                    + number(event, "completion_tokens"),
                                 cached_prompt_tokens: number(event, "cached_prompt_tokens"),
+                                ..TokenUsage::default()
                             });
                         }
                         "thought" => {

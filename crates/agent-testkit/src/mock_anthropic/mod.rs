@@ -37,7 +37,7 @@ use crate::server::{LocalServer, Shutdown};
 use crate::violation::{ProtocolViolation, ViolationList};
 
 /// What the mock answers next.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AnthropicReply {
     /// A message: text and tool calls (`tool_use` blocks; arguments must be JSON objects).
     Message(Completion),

@@ -39,7 +39,7 @@ use crate::server::{LocalServer, Shutdown};
 use crate::violation::{ProtocolViolation, ViolationList};
 
 /// What the mock answers next.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum BedrockReply {
     /// A Converse reply: text and `toolUse` blocks (arguments must be JSON objects).
     Message(Completion),

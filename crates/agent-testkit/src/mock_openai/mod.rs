@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agent_core::ToolCall;
-use agent_llm::Usage;
+use agent_llm::TokenUsage;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -755,7 +755,7 @@ fn estimate_tokens(bytes: usize) -> u64 {
     u64::try_from(bytes.div_ceil(4).max(1)).unwrap_or(u64::MAX)
 }
 
-fn usage_for(completion: &Completion, recorded: &RecordedRequest) -> Usage {
+fn usage_for(completion: &Completion, recorded: &RecordedRequest) -> TokenUsage {
     completion.usage.unwrap_or_else(|| {
         let reply_bytes = completion.content.as_deref().map_or(0, str::len)
             + completion
@@ -765,11 +765,10 @@ fn usage_for(completion: &Completion, recorded: &RecordedRequest) -> Usage {
                 .sum::<usize>();
         let prompt_tokens = estimate_tokens(recorded.raw_body.len());
         let completion_tokens = estimate_tokens(reply_bytes);
-        Usage {
+        TokenUsage {
             prompt_tokens,
             completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
-            cached_prompt_tokens: 0,
+            ..TokenUsage::default()
         }
     })
 }

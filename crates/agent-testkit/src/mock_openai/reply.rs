@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use agent_core::ToolCall;
-use agent_llm::Usage;
+use agent_llm::TokenUsage;
 
 /// A successful assistant reply: text, tool calls, or both.
 ///
 /// Rendered as a `chat.completion` object, or as a stream of `chat.completion.chunk` events
 /// when the request asked for `"stream": true`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Completion {
     /// The text; `None` is sent as `"content": null`.
     pub content: Option<String>,
@@ -17,7 +17,7 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     /// Token usage to report; `None` reports a rough estimate (about four bytes a token of the
     /// request body and of the reply).
-    pub usage: Option<Usage>,
+    pub usage: Option<TokenUsage>,
     /// `finish_reason`; `None` sends `"tool_calls"` when there are tool calls, else `"stop"`.
     pub finish_reason: Option<String>,
 }
@@ -43,11 +43,10 @@ impl Completion {
     /// Reports these token counts (`total_tokens` is their sum).
     #[must_use]
     pub fn with_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Self {
-        self.usage = Some(Usage {
+        self.usage = Some(TokenUsage {
             prompt_tokens,
             completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
-            cached_prompt_tokens: 0,
+            ..TokenUsage::default()
         });
         self
     }
@@ -61,11 +60,11 @@ impl Completion {
         cached: u64,
         completion_tokens: u64,
     ) -> Self {
-        self.usage = Some(Usage {
+        self.usage = Some(TokenUsage {
             prompt_tokens,
             completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
             cached_prompt_tokens: cached,
+            ..TokenUsage::default()
         });
         self
     }
@@ -90,7 +89,7 @@ impl Completion {
 
 /// A scripted failure. Each one consumes one queue entry when it fires and is never counted as a
 /// violation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Fault {
     /// 429, code `rate_limit_exceeded`, with a `Retry-After: <seconds>` header when given.
     RateLimited {
@@ -192,7 +191,7 @@ impl Fault {
 }
 
 /// One entry of the mock's script.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum MockReply {
     /// Answer normally.
     Completion(Completion),

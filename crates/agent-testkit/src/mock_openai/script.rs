@@ -43,7 +43,7 @@ use thiserror::Error;
 use super::reply::{Completion, Fault, MockReply};
 
 /// One parsed script entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScriptEntry {
     /// The conversation key it is queued for (`None`: the default queue).
     pub conversation: Option<String>,
@@ -237,7 +237,7 @@ mod tests {
             calls.tool_calls[1].function.arguments,
             r#"{"command":"pwd"}"#
         );
-        assert_eq!(calls.usage.map(|u| u.total_tokens), Some(150));
+        assert_eq!(calls.usage.map(|u| u.total_tokens()), Some(150));
         assert_eq!(entries[2].conversation.as_deref(), Some("Fix the bug"));
         assert_eq!(entries[3].reply, MockReply::Fault(Fault::rate_limited(2)));
         assert_eq!(

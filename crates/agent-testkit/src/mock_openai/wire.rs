@@ -2,7 +2,7 @@
 
 use std::io;
 
-use agent_llm::Usage;
+use agent_llm::TokenUsage;
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -67,11 +67,11 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
         .into_response()
 }
 
-fn usage_json(usage: Usage) -> Value {
+fn usage_json(usage: TokenUsage) -> Value {
     let mut value = json!({
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
+        "total_tokens": usage.total_tokens(),
     });
     if usage.cached_prompt_tokens > 0 {
         value["prompt_tokens_details"] = json!({ "cached_tokens": usage.cached_prompt_tokens });
@@ -94,7 +94,11 @@ fn tool_calls_json(completion: &Completion) -> Value {
 }
 
 /// The non-streaming `chat.completion` object.
-pub(crate) fn completion_json(completion: &Completion, envelope: &Envelope, usage: Usage) -> Value {
+pub(crate) fn completion_json(
+    completion: &Completion,
+    envelope: &Envelope,
+    usage: TokenUsage,
+) -> Value {
     let mut message = json!({"role": "assistant", "content": completion.content});
     if !completion.tool_calls.is_empty() {
         message["tool_calls"] = tool_calls_json(completion);
@@ -139,7 +143,7 @@ pub(crate) fn fragments(text: &str) -> Vec<&str> {
 pub(crate) fn stream_chunks(
     completion: &Completion,
     envelope: &Envelope,
-    usage: Usage,
+    usage: TokenUsage,
     include_usage: bool,
 ) -> Vec<Value> {
     let chunk = |delta: Value, finish_reason: Option<&str>| {

@@ -491,7 +491,7 @@ mod tests {
             parsed.tool_calls[0].function.arguments,
             r#"{"status":"success"}"#
         );
-        assert_eq!(parsed.usage.map(|u| u.total_tokens), Some(7));
+        assert_eq!(parsed.usage.map(|u| u.total_tokens()), Some(7));
         assert!(state.violations.is_empty());
 
         // The script is over, and an unpaired tool message is a violation.
