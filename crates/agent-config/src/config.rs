@@ -12,6 +12,7 @@ use crate::env::Env;
 use crate::error::ConfigError;
 use crate::llm::{self, LlmProfiles, VISION};
 use crate::overrides::ConfigOverride;
+use crate::permissions::PermissionsSettings;
 use crate::sections::{
     A2aSettings, AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings,
     RunflowSettings, SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
@@ -67,6 +68,8 @@ pub struct Config {
     pub nats: NatsSettings,
     /// `[a2a]`.
     pub a2a: A2aSettings,
+    /// `[permissions]`.
+    pub permissions: PermissionsSettings,
 }
 
 impl Config {
@@ -99,6 +102,7 @@ impl Config {
             server: ServerSettings::default(),
             nats: NatsSettings::default(),
             a2a: A2aSettings::default(),
+            permissions: PermissionsSettings::default(),
         }
     }
 
@@ -147,6 +151,7 @@ impl Config {
             server: sections.server,
             nats: sections.nats,
             a2a: sections.a2a,
+            permissions: sections.permissions,
         })
     }
 

@@ -83,6 +83,7 @@ mod llm_settings;
 mod loader;
 mod mcp;
 mod overrides;
+mod permissions;
 mod policies;
 mod secrets;
 mod sections;
@@ -95,6 +96,7 @@ pub use llm_settings::{ApiKey, ApiType, LlmSettings, Price, ToolCallMode};
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use overrides::{ConfigOverride, OverrideSyntaxError};
+pub use permissions::{DEFAULT_HIDDEN, PermissionsSettings, SandboxMode, UnknownSandboxMode};
 pub use policies::{
     AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation, RequestTrimming,
     TrimPolicy,

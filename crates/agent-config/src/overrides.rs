@@ -81,6 +81,17 @@ impl ConfigOverride {
         }
     }
 
+    /// The override `--sandbox MODE` makes: `permissions.sandbox = "MODE"`.
+    #[must_use]
+    pub fn sandbox(mode: crate::SandboxMode) -> Self {
+        Self {
+            kind: Kind::Key(vec!["permissions".to_owned(), "sandbox".to_owned()]),
+            value: toml::Value::String(mode.as_str().to_owned()),
+            written: Written::Text(mode.as_str().to_owned()),
+            text: format!("--sandbox {mode}"),
+        }
+    }
+
     /// The dotted key (`llm.model` for [`ConfigOverride::model`]).
     #[must_use]
     pub fn key(&self) -> String {

@@ -631,4 +631,5 @@ pub(crate) struct Sections {
     pub(crate) server: ServerSettings,
     pub(crate) nats: NatsSettings,
     pub(crate) a2a: A2aSettings,
+    pub(crate) permissions: crate::permissions::PermissionsSettings,
 }
