@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+pub mod confine;
 mod display;
 #[cfg(feature = "docker")]
 mod docker;
@@ -63,6 +64,7 @@ mod sessions;
 mod settings;
 pub mod tools;
 
+pub use confine::{ConfineError, Confinement, ConfinementOptions, Mechanism, shim_main};
 pub use display::{
     DEFAULT_SCREEN, DEFAULT_X_SERVER, DISPLAY_NUMBER, DisplayEndpoint, x_server_path,
 };
