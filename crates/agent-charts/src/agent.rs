@@ -1,6 +1,6 @@
 //! The DataAnalysis agent.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_llm::ChatModel;
@@ -35,7 +35,7 @@ you do next. If a tool returned an error, find the cause and fix it before movin
 /// `visualization_preparation`, `data_visualization` (asking `llm` for chart specs) and
 /// `terminate`; [`DATA_ANALYSIS_MAX_STEPS`] steps, observations cut at 15,000 characters.
 pub fn data_analysis(llm: Arc<dyn ChatModel>, workspace: &Path) -> ToolCallAgent {
-    build(llm, workspace, None)
+    data_analysis_with_runner(llm, workspace, &PythonRunner::default())
 }
 
 /// [`data_analysis`] with the Python code run by `python` (an interpreter that has the
@@ -45,15 +45,37 @@ pub fn data_analysis_with_python(
     workspace: &Path,
     python: &Path,
 ) -> ToolCallAgent {
-    build(llm, workspace, Some(python))
+    let runner = PythonRunner {
+        interpreter: Some(python.to_path_buf()),
+        ..PythonRunner::default()
+    };
+    data_analysis_with_runner(llm, workspace, &runner)
 }
 
-fn build(llm: Arc<dyn ChatModel>, workspace: &Path, python: Option<&Path>) -> ToolCallAgent {
+/// How DataAnalysis starts its Python.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PythonRunner {
+    /// The interpreter (default: `python3` from `PATH`).
+    pub interpreter: Option<PathBuf>,
+    /// The launcher it starts under: a confinement's or a sandbox's (default: none).
+    pub launcher: Vec<String>,
+}
+
+/// [`data_analysis`] with its Python started as `runner` says.
+pub fn data_analysis_with_runner(
+    llm: Arc<dyn ChatModel>,
+    workspace: &Path,
+    runner: &PythonRunner,
+) -> ToolCallAgent {
     let mut analysis = AnalysisPythonExecute::new(workspace);
     let mut preparation = VisualizationPrepare::new(workspace);
-    if let Some(python) = python {
+    if let Some(python) = &runner.interpreter {
         analysis = analysis.with_interpreter(python);
         preparation = preparation.with_interpreter(python);
+    }
+    if !runner.launcher.is_empty() {
+        analysis = analysis.with_launcher(runner.launcher.clone());
+        preparation = preparation.with_launcher(runner.launcher.clone());
     }
     let mut tools = ToolCollection::new();
     tools.add_tool(analysis);

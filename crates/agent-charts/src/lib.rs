@@ -38,7 +38,8 @@ use std::path::PathBuf;
 
 pub use agent::{
     DATA_ANALYSIS, DATA_ANALYSIS_MAX_STEPS, DATA_ANALYSIS_NEXT_STEP_PROMPT,
-    DATA_ANALYSIS_SYSTEM_PROMPT, data_analysis, data_analysis_with_python,
+    DATA_ANALYSIS_SYSTEM_PROMPT, PythonRunner, data_analysis, data_analysis_with_python,
+    data_analysis_with_runner,
 };
 pub use data::{Column, Table};
 pub use insights::{Insight, InsightKind, MAX_INSIGHTS, compute_insights, to_markdown};

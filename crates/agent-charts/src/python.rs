@@ -106,6 +106,16 @@ impl AnalysisPythonExecute {
             ..self
         }
     }
+
+    /// Starts the interpreter through `launcher` (a confinement's or a sandbox's; see
+    /// `agent_tools::PythonExecute::with_launcher`).
+    #[must_use]
+    pub fn with_launcher(self, launcher: Vec<String>) -> Self {
+        Self {
+            python: self.python.with_launcher(launcher),
+            ..self
+        }
+    }
 }
 
 #[async_trait]
@@ -174,6 +184,16 @@ impl VisualizationPrepare {
     pub fn with_interpreter(self, program: impl Into<PathBuf>) -> Self {
         Self {
             python: self.python.with_interpreter(program),
+            ..self
+        }
+    }
+
+    /// Starts the interpreter through `launcher` (a confinement's or a sandbox's; see
+    /// `agent_tools::PythonExecute::with_launcher`).
+    #[must_use]
+    pub fn with_launcher(self, launcher: Vec<String>) -> Self {
+        Self {
+            python: self.python.with_launcher(launcher),
             ..self
         }
     }

@@ -62,6 +62,23 @@ impl McpToolServer {
         Self::new(SERVER_NAME, tools)
     }
 
+    /// [`McpToolServer::openmanus_with`], confined: `bash` started under `launcher` (a
+    /// confinement's, `agent_sandbox::Confinement::launcher`) in `directory`, and
+    /// `str_replace_editor` confined to `directory`.
+    #[must_use]
+    pub fn openmanus_confined(
+        extra: Vec<Arc<dyn Tool>>,
+        directory: &std::path::Path,
+        launcher: Vec<String>,
+    ) -> Self {
+        let mut tools = ToolCollection::new();
+        tools.add_tool(Bash::new().with_cwd(directory).with_launcher(launcher));
+        tools.add_tools(extra);
+        tools.add_tool(StrReplaceEditor::new().with_workspace_root(directory));
+        tools.add_tool(Terminate);
+        Self::new(SERVER_NAME, tools)
+    }
+
     /// The names of the served tools.
     #[must_use]
     pub fn tool_names(&self) -> Vec<&str> {

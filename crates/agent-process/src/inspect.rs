@@ -33,6 +33,36 @@ pub fn processes_with(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// The pid of `inner` as this process sees it, when `inner` is a pid inside a PID namespace
+/// (a confined tool's `$$`) of a descendant of `ancestor`; `inner` itself when it is a
+/// descendant of `ancestor` in this namespace. `None` when no such process runs.
+#[must_use]
+pub fn host_pid(inner: i32, ancestor: i32) -> Option<i32> {
+    let descends = |mut pid: i32| {
+        for _ in 0..4096 {
+            match parent_of(pid) {
+                Some(parent) if parent == ancestor => return true,
+                Some(parent) if parent > 1 => pid = parent,
+                _ => return false,
+            }
+        }
+        false
+    };
+    table()
+        .into_iter()
+        .filter(|(_, stat)| !stat.zombie)
+        .map(|(pid, _)| pid)
+        .find(|&pid| {
+            let nested = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|status| {
+                    let line = status.lines().find(|line| line.starts_with("NSpid:"))?;
+                    line.split_whitespace().last()?.parse::<i32>().ok()
+                });
+            nested == Some(inner) && descends(pid)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use agent_config::{Config, McpServerConfig};
 use agent_core::Agent;
 use agent_llm::{ChatModel, LlmError};
 use agent_mcp::{McpClientOptions, McpClients};
-use agent_sandbox::Sandbox;
+use agent_sandbox::{Confinement, ConfinementOptions, Sandbox};
 use agent_toolcall::Policies;
 use agent_tools::HumanInput;
 use agent_web::WebSearch;
@@ -207,6 +207,10 @@ pub enum FactoryError {
         #[source]
         source: agent_sandbox::SandboxError,
     },
+    /// The code-running tools cannot be confined here (`[permissions] sandbox`), and the
+    /// configuration did not say to run them unconfined.
+    #[error(transparent)]
+    Confinement(#[from] agent_sandbox::ConfineError),
     /// A section of the configuration cannot be turned into settings.
     #[error("invalid [{section}] settings: {message}")]
     Settings {
@@ -355,13 +359,14 @@ impl AgentFactory {
     }
 
     /// The options every agent gets: `[agent]` (steps, observation limit, policies),
-    /// `[browser]`, `[search]`, the workspace and, with `with_sandbox` and `[sandbox]
-    /// use_sandbox = true`, the sandbox the tools run in.
+    /// `[browser]`, `[search]`, the workspace and, with `with_sandbox`, what confines the
+    /// code-running tools: the sandbox with `[sandbox] use_sandbox = true`, else the host
+    /// confinement of `[permissions] sandbox` (none for `full-access`).
     ///
     /// # Errors
     ///
-    /// A section that cannot be turned into settings, a workspace that cannot be created, or
-    /// a sandbox that cannot run.
+    /// A section that cannot be turned into settings, a workspace that cannot be created, a
+    /// sandbox that cannot run, or a confinement that cannot be made here.
     pub async fn options(&self, with_sandbox: bool) -> Result<AgentOptions, FactoryError> {
         let workspace = self.create_workspace()?;
         let config = &self.config;
@@ -410,6 +415,11 @@ impl AgentFactory {
                 ..options
             }
             .with_sandbox(sandbox);
+        } else if with_sandbox {
+            // Confined on the host unless told otherwise: no fallback to full access either.
+            let wanted = ConfinementOptions::from_settings(&config.permissions, &workspace)
+                .hiding(config.secret_files());
+            options.confinement = Confinement::new(&wanted).await?.map(Arc::new);
         }
         Ok(options)
     }
@@ -539,6 +549,7 @@ impl AgentFactory {
                 kind,
                 agent,
                 sandbox,
+                _confinement: options.confinement.clone(),
                 warnings,
                 workspace: options.workspace,
             }),
@@ -588,12 +599,11 @@ impl AgentFactory {
         options: &AgentOptions,
         llm: Arc<dyn ChatModel>,
     ) -> Result<agent_toolcall::ToolCallAgent, FactoryError> {
-        let agent = match &self.python {
-            Some(python) => {
-                agent_charts::data_analysis_with_python(llm, &options.workspace, python)
-            }
-            None => agent_charts::data_analysis(llm, &options.workspace),
+        let runner = agent_charts::PythonRunner {
+            interpreter: self.python.clone(),
+            launcher: options.launcher().unwrap_or_default(),
         };
+        let agent = agent_charts::data_analysis_with_runner(llm, &options.workspace, &runner);
         Ok(options.apply(agent))
     }
 
@@ -650,6 +660,7 @@ impl AgentFactory {
             Ok(flow) => Ok(BuiltFlow {
                 flow,
                 sandbox,
+                _confinement: options.confinement.clone(),
                 workspace: options.workspace,
             }),
             Err(error) => {
@@ -697,6 +708,8 @@ pub struct BuiltAgent {
     kind: AgentKind,
     agent: Box<dyn Agent>,
     sandbox: Option<Arc<dyn Sandbox>>,
+    /// Kept for the tools it launches (its private temporary directory).
+    _confinement: Option<Arc<Confinement>>,
     warnings: Vec<String>,
     workspace: PathBuf,
 }
@@ -757,6 +770,8 @@ impl BuiltAgent {
 pub struct BuiltFlow {
     flow: PlanningFlow,
     sandbox: Option<Arc<dyn Sandbox>>,
+    /// Kept for the tools it launches (its private temporary directory).
+    _confinement: Option<Arc<Confinement>>,
     workspace: PathBuf,
 }
 

@@ -9,7 +9,7 @@ use agent_browser::{BrowserConfig, BrowserUseTool};
 use agent_core::Budget;
 #[cfg(feature = "browser")]
 use agent_llm::ChatModel;
-use agent_sandbox::{Sandbox, SandboxFileOperator};
+use agent_sandbox::{Confinement, Sandbox, SandboxFileOperator};
 use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks};
 use agent_tools::{AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput};
 use agent_web::WebSearch;
@@ -44,6 +44,12 @@ pub struct AgentOptions {
     /// [`LocalSandboxOptions::mirrored`](agent_sandbox::LocalSandboxOptions::mirrored) over
     /// `workspace`, so that paths are the same inside the sandbox and in the prompts.
     pub sandbox: Option<Arc<dyn Sandbox>>,
+    /// Confines `bash`, `python_execute` and the DataAnalysis Python on the host (`[permissions]
+    /// sandbox`, `--sandbox`; the factory builds it, `workspace-write` by default). Ignored when
+    /// [`AgentOptions::sandbox`] is set (the sandbox confines them). `None`: they run with the
+    /// user's full authority. Keep it alive as long as the tools (its private temporary
+    /// directory is theirs).
+    pub confinement: Option<Arc<Confinement>>,
     /// How Manus's `browser_use` starts or reaches Chromium (`[browser]`); the browser is
     /// launched at the first browser action, not before. Only with the `browser` feature.
     #[cfg(feature = "browser")]
@@ -64,7 +70,8 @@ impl std::fmt::Debug for AgentOptions {
             .field("max_steps", &self.max_steps)
             .field("max_observe", &self.max_observe)
             .field("policies", &self.policies)
-            .field("sandbox", &self.sandbox.as_ref().map(|s| s.workspace()));
+            .field("sandbox", &self.sandbox.as_ref().map(|s| s.workspace()))
+            .field("confinement", &self.confinement);
         #[cfg(feature = "browser")]
         debug.field("browser", &self.browser);
         debug.finish_non_exhaustive()
@@ -86,6 +93,7 @@ impl AgentOptions {
             python_timeout: None,
             bash_timeout: None,
             sandbox: None,
+            confinement: None,
             #[cfg(feature = "browser")]
             browser: BrowserConfig::default(),
             web_search: None,
@@ -121,8 +129,8 @@ impl AgentOptions {
         if let Some(timeout) = self.python_timeout {
             python = python.with_timeout(timeout);
         }
-        if let Some(sandbox) = &self.sandbox {
-            python = python.with_launcher(sandbox.launcher());
+        if let Some(launcher) = self.launcher() {
+            python = python.with_launcher(launcher);
         }
         python
     }
@@ -132,10 +140,21 @@ impl AgentOptions {
         if let Some(timeout) = self.bash_timeout {
             bash = bash.with_timeout(timeout);
         }
-        if let Some(sandbox) = &self.sandbox {
-            bash = bash.with_launcher(sandbox.launcher());
+        if let Some(launcher) = self.launcher() {
+            bash = bash.with_launcher(launcher);
         }
         bash
+    }
+
+    /// The launcher the code-running tools start under: the sandbox's, else the confinement's;
+    /// `None` when they run unconfined.
+    #[must_use]
+    pub fn launcher(&self) -> Option<Vec<String>> {
+        match (&self.sandbox, &self.confinement) {
+            (Some(sandbox), _) => Some(sandbox.launcher()),
+            (None, Some(confinement)) => Some(confinement.launcher()),
+            (None, None) => None,
+        }
     }
 
     pub(crate) fn ask_human(&self) -> AskHuman {

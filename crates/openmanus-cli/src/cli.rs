@@ -77,6 +77,12 @@ pub struct GlobalArgs {
     /// The workspace directory (default: from the config, else ./workspace).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// What bash, python_execute and the DataAnalysis Python may do (`[permissions] sandbox`):
+    /// read-only; workspace-write (the default: write only in the workspace and a private /tmp,
+    /// secrets such as ~/.ssh hidden, no network); full-access (unconfined, the user's full
+    /// authority).
+    #[arg(long, global = true, value_name = "MODE")]
+    pub sandbox: Option<agent_config::SandboxMode>,
     /// JSON only on standard output, one object a line: a run's events instead of the live
     /// view, then its `result`; the other commands' answers as objects. (`completions` and
     /// `mcp-server` refuse it.)
@@ -125,11 +131,13 @@ impl Cli {
 }
 
 impl GlobalArgs {
-    /// Every override of the command line, in order: `-c`, then `--set`, then `--model`.
+    /// Every override of the command line, in order: `-c`, then `--set`, then `--model`, then
+    /// `--sandbox`.
     pub fn overrides(&self) -> Vec<ConfigOverride> {
         let mut all = self.short_set.clone();
         all.extend(self.set.iter().cloned());
         all.extend(self.model.as_deref().map(ConfigOverride::model));
+        all.extend(self.sandbox.map(ConfigOverride::sandbox));
         all
     }
 }

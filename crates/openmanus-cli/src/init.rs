@@ -373,7 +373,13 @@ fn render(choices: &Choices) -> String {
          # [search]\n\
          # engine = \"DuckDuckGo\"\n\
          \n\
-         # Run code-executing tools in a Docker sandbox.\n\
+         # What bash and python may do: read-only, workspace-write (write only in the\n\
+         # workspace, secrets hidden, no network) or full-access (--sandbox MODE for one run).\n\
+         # [permissions]\n\
+         # sandbox = \"workspace-write\"\n\
+         # network = false\n\
+         \n\
+         # Or run them in the sandbox (bubblewrap or Docker), with limits.\n\
          # [sandbox]\n\
          # use_sandbox = false\n\
          \n\

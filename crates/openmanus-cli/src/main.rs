@@ -45,6 +45,10 @@ use crate::output::{EXIT_FAILED, note, report_error};
 use crate::run::{Interrupts, Job};
 
 fn main() -> ExitCode {
+    // Started as the Landlock shim of a confined tool: confine, then become the tool.
+    if let Some(code) = agent_sandbox::shim_main() {
+        return code;
+    }
     let mut cli = Cli::parse();
     cli.gather_overrides();
     init_logging(&cli.global);
@@ -239,7 +243,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         }) => {
             mcp::refuse_ignored_flags(global, transport, host.is_some() || port.is_some())?;
             let host = host.as_deref().unwrap_or("127.0.0.1");
-            mcp::serve(transport, host, port.unwrap_or(8000)).await
+            mcp::serve(transport, host, port.unwrap_or(8000), global.sandbox).await
         }
         None => {
             let kind = cli.agent;

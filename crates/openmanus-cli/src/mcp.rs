@@ -80,7 +80,7 @@ pub fn refuse_ignored_flags(
         (global.json, "--json"),
         (global.model.is_some(), "--model"),
         (
-            !global.overrides().is_empty() && global.model.is_none(),
+            !global.set.is_empty() || !global.short_set.is_empty(),
             "--set",
         ),
         (global.no_store, "--no-store"),
@@ -100,19 +100,28 @@ pub fn refuse_ignored_flags(
     if !ignored.is_empty() {
         anyhow::bail!(
             "mcp-server does not use {}: it serves bash, str_replace_editor, browser_use and \
-             terminate in the current directory, with no configuration",
+             terminate in the current directory, with no configuration (only --sandbox)",
             ignored.join(", ")
         );
     }
     Ok(())
 }
 
-/// `openmanus mcp-server`.
+/// `openmanus mcp-server`: `bash` confined as `sandbox` says (default `workspace-write` over
+/// the current directory), `str_replace_editor` confined to that directory unless `full-access`.
 ///
 /// # Errors
 ///
-/// The address cannot be bound, or the server fails.
-pub async fn serve(transport: McpServe, host: &str, port: u16) -> Result<u8> {
+/// The tools cannot be confined here, the address cannot be bound, or the server fails.
+pub async fn serve(
+    transport: McpServe,
+    host: &str,
+    port: u16,
+    sandbox: Option<agent_config::SandboxMode>,
+) -> Result<u8> {
+    let directory = std::env::current_dir().context("cannot read the current directory")?;
+    let options = agent_sandbox::ConfinementOptions::new(sandbox.unwrap_or_default(), &directory);
+    let confinement = agent_sandbox::Confinement::new(&options).await?;
     #[cfg(feature = "browser")]
     let extra: Vec<Arc<dyn agent_tools::Tool>> =
         vec![Arc::new(agent_browser::BrowserUseTool::new())];
@@ -123,7 +132,12 @@ pub async fn serve(transport: McpServe, host: &str, port: u16) -> Result<u8> {
         );
         Vec::new()
     };
-    let server = agent_mcp::McpToolServer::openmanus_with(extra);
+    let server = match &confinement {
+        Some(confinement) => {
+            agent_mcp::McpToolServer::openmanus_confined(extra, &directory, confinement.launcher())
+        }
+        None => agent_mcp::McpToolServer::openmanus_with(extra),
+    };
     match transport {
         McpServe::Stdio => server
             .serve_stdio()
