@@ -26,10 +26,15 @@ fn factory(server: &MockOpenAi, workspace: &Path) -> AgentFactory {
 }
 
 /// The pid written to `path` by the tool.
+/// The pid a tool wrote in `path`, as this process sees it: the confined tools run in a PID
+/// namespace of their own, where `$$` and `$!` are that namespace's numbers.
 fn pid_in(path: &Path) -> i32 {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{} was not written: {e}", path.display()));
-    text.trim().parse().unwrap()
+    let inner = text.trim().parse().unwrap();
+    let me = i32::try_from(std::process::id()).unwrap();
+    agent_process::host_pid(inner, me)
+        .unwrap_or_else(|| panic!("no process {inner} under this test runs"))
 }
 
 /// The session id of `pid` (field 6 of `/proc/<pid>/stat`), while it lives.

@@ -94,7 +94,10 @@ async fn a_run_completes_when_the_nats_server_restarts_in_its_middle() {
     let mock = MockOpenAi::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let nats = connect(&server, &QueueSettings::default()).await;
-    let flag = dir.path().join("go");
+    // The flag is outside the task's workspace, readable by the confined bash: not under
+    // /tmp, which the confinement replaces with a private one.
+    let flags = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let flag = flags.path().join("go");
     let task = TaskMessage::new("swe", "Outlive the queue");
     // The tool waits for the test to say go: the server restarts while it waits.
     mock.push_for(

@@ -301,16 +301,20 @@ async fn ctrl_c_in_the_middle_of_a_bash_command_leaves_no_child_and_a_closed_jou
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let openmanus = i32::try_from(child.id().unwrap()).unwrap();
+    // The confined bash writes its PID namespace's numbers: seen from here, they are others.
     let shell: i32 = wait_for_file(&setup.workspace().join("shell.pid"))
         .await
         .trim()
         .parse()
         .unwrap();
+    let shell = agent_process::host_pid(shell, openmanus).unwrap();
     let background: i32 = wait_for_file(&setup.workspace().join("bg.pid"))
         .await
         .trim()
         .parse()
         .unwrap();
+    let background = agent_process::host_pid(background, openmanus).unwrap();
     assert!(alive(shell) && alive(background));
 
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
@@ -650,6 +654,9 @@ async fn a_second_ctrl_c_exits_at_once_and_still_kills_every_tool_process() {
         .trim()
         .parse()
         .unwrap();
+    // The confined shell wrote its PID namespace's number.
+    let openmanus = i32::try_from(child.id().unwrap()).unwrap();
+    let shell = agent_process::host_pid(shell, openmanus).unwrap();
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     // Wait for the first press to be seen before the second one.
@@ -690,13 +697,16 @@ async fn a_second_ctrl_c_exits_at_once_and_still_kills_every_tool_process() {
 async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
+    // The server's bash is confined to the server's directory by default.
+    let elsewhere = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = elsewhere.path().join("outside.txt");
     server
         .push(Completion::tool_calls(
             None,
             [call(
                 "c1",
                 "mcp_server_bash",
-                json!({"command": "echo via-mcp"}),
+                json!({"command": format!("echo via-mcp; echo x > {} || echo outside-refused", outside.display())}),
             )],
         ))
         .push(Completion::tool_calls(
@@ -722,6 +732,10 @@ async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
     assert!(
         stderr.contains("via-mcp"),
         "the server's bash ran:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("outside-refused") && !outside.exists(),
+        "the server's bash wrote outside its directory:\n{stderr}"
     );
     assert_eq!(text(&output.stdout).trim(), "The server answered.");
     let browsed = server.requests()[2].body["messages"].to_string();

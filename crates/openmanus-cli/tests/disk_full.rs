@@ -131,7 +131,11 @@ async fn a_full_disk_gives_error_observations_and_a_reported_journal_failure() {
             .env("TMPDIR", &outside)
             // The JSONL journal is the record under test (a session kept in the store writes
             // none).
+            // Unconfined: the shell writes its pid outside the workspace, and the number must
+            // be this machine's (the full disk, not the confinement, is under test here).
             .args([
+                "--sandbox",
+                "full-access",
                 "--agent",
                 "swe",
                 "--no-store",

@@ -85,14 +85,31 @@ fn group_alive(pgid: i32) -> bool {
         })
 }
 
-/// The pid written to `path` (waited for); `log` is openmanus's stderr, shown on failure.
-async fn pid_in(path: &Path, log: &Path) -> i32 {
+/// The process group of `pid` (field 5 of `/proc/<pid>/stat`).
+fn group_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    fields[2].parse().unwrap()
+}
+
+/// The pid written to `path` (waited for) by a process under `openmanus`, as this process sees
+/// it (a confined tool writes its PID namespace's number); `log` is openmanus's stderr, shown on
+/// failure.
+async fn pid_in(path: &Path, log: &Path, openmanus: &tokio::process::Child) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(60);
+    let ancestor = i32::try_from(openmanus.id().unwrap()).unwrap();
     loop {
         if let Ok(text) = std::fs::read_to_string(path)
             && text.ends_with('\n')
         {
-            return text.trim().parse().unwrap();
+            let inner = text.trim().parse().unwrap();
+            return agent_process::host_pid(inner, ancestor)
+                .unwrap_or_else(|| panic!("no process {inner} runs under openmanus"));
         }
         assert!(
             Instant::now() < deadline,
@@ -163,33 +180,39 @@ async fn two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive() {
         .unwrap();
 
     let leaders = [
-        ("the MCP server", pid_in(&root.join("mcp.pid"), &log).await),
+        (
+            "the MCP server",
+            pid_in(&root.join("mcp.pid"), &log, &child).await,
+        ),
         (
             "the Python interpreter",
-            pid_in(&workspace.join("py.pid"), &log).await,
+            pid_in(&workspace.join("py.pid"), &log, &child).await,
         ),
-        ("bash", pid_in(&workspace.join("bash.pid"), &log).await),
+        (
+            "bash",
+            pid_in(&workspace.join("bash.pid"), &log, &child).await,
+        ),
     ];
     let children = [
         (
             "the MCP server's child",
-            pid_in(&root.join("mcp-child.pid"), &log).await,
+            pid_in(&root.join("mcp-child.pid"), &log, &child).await,
         ),
         (
             "the Python child",
-            pid_in(&workspace.join("py-child.pid"), &log).await,
+            pid_in(&workspace.join("py-child.pid"), &log, &child).await,
         ),
         (
             "bash's background job",
-            pid_in(&workspace.join("bash-child.pid"), &log).await,
+            pid_in(&workspace.join("bash-child.pid"), &log, &child).await,
         ),
         (
             "the Python child in a session of its own",
-            pid_in(&workspace.join("py-escaped.pid"), &log).await,
+            pid_in(&workspace.join("py-escaped.pid"), &log, &child).await,
         ),
         (
             "bash's setsid job",
-            pid_in(&workspace.join("bash-escaped.pid"), &log).await,
+            pid_in(&workspace.join("bash-escaped.pid"), &log, &child).await,
         ),
     ];
     for (what, pid) in leaders.iter().chain(&children) {
@@ -198,8 +221,19 @@ async fn two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive() {
             "{what} ({pid}) is not running before the interrupt"
         );
     }
-    for (what, pgid) in &leaders {
-        assert!(group_alive(*pgid), "{what} does not lead a process group");
+    // Each tool runs in a process group of its own: led by the tool itself, or, when confined,
+    // by the init of its sandbox.
+    let groups: Vec<(&str, i32)> = leaders
+        .iter()
+        .map(|(what, pid)| (*what, group_of(*pid)))
+        .collect();
+    for (what, pgid) in &groups {
+        assert!(group_alive(*pgid), "{what}'s process group is gone");
+        assert_ne!(
+            *pgid,
+            group_of(i32::try_from(child.id().unwrap()).unwrap()),
+            "{what} is in openmanus's own process group"
+        );
     }
 
     let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
@@ -230,7 +264,7 @@ async fn two_ctrl_cs_leave_no_bash_python_or_mcp_process_alive() {
             .filter(|(_, pid)| alive(*pid))
             .map(|(what, _)| *what)
             .chain(
-                leaders
+                groups
                     .iter()
                     .filter(|(_, pgid)| group_alive(*pgid))
                     .map(|(what, _)| *what),
@@ -288,8 +322,8 @@ async fn one_ctrl_c_leaves_no_process_that_left_its_group() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let interpreter = pid_in(&workspace.join("py.pid"), &log).await;
-    let escaped = pid_in(&workspace.join("escaped.pid"), &log).await;
+    let interpreter = pid_in(&workspace.join("py.pid"), &log, &child).await;
+    let escaped = pid_in(&workspace.join("escaped.pid"), &log, &child).await;
     assert!(alive(escaped), "the escapee is not running");
     let pid = Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
     kill(pid, Signal::SIGINT).unwrap();
