@@ -271,7 +271,13 @@ async fn sdk_1_input_required_round_trip() {
 }
 
 async fn cancel(sdk: Sdk) {
-    let server = TestServer::start().await;
+    // Unconfined: the sleep's pid is read after the run, so it must be this machine's number
+    // (cancelling a confined run is covered by the CLI's Ctrl-C tests).
+    let server = TestServer::start_configured(
+        |_| {},
+        |config| config.permissions.sandbox = agent_config::SandboxMode::FullAccess,
+    )
+    .await;
     let pid_file = server.dir.path().join("sleep.pid");
     let command = format!("sh -c 'echo $$ > {}; exec sleep 300'", pid_file.display());
     server.mock.push(Completion::tool_calls(

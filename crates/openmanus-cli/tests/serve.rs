@@ -57,7 +57,9 @@ async fn a_server_killed_mid_run_resumes_the_session_after_a_restart() {
     std::fs::write(
         dir.path().join("config/config.toml"),
         format!(
-            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-serve-test\"\nmax_attempts = 1\n",
+            // Unconfined: the tools record their pids outside the workspace, as this machine
+            // numbers them (the keeper, not the confinement, is under test).
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-serve-test\"\nmax_attempts = 1\n\n[permissions]\nsandbox = \"full-access\"\n",
             server.base_url()
         ),
     )

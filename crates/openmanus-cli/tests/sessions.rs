@@ -426,6 +426,8 @@ async fn a_run_killed_mid_tool_is_resumed_with_every_tool_call_answered() {
         .parse()
         .unwrap();
     let openmanus = i32::try_from(child.id().unwrap()).unwrap();
+    // The confined interpreter wrote its PID namespace's number.
+    let python = agent_process::host_pid(python, openmanus).unwrap();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(openmanus),
         nix::sys::signal::Signal::SIGKILL,

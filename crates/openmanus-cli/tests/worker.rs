@@ -42,11 +42,14 @@ impl Setup {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
         std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
+        // Unconfined: the tools record their pids outside the workspace, as this machine numbers
+        // them (the workers' keeper, not the confinement, is under test).
         std::fs::write(
             dir.path().join("config/config.toml"),
             format!(
                 "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-worker-test\"\nmax_attempts = 1\n\n\
-                 [nats]\nurl = \"{}\"\nack_wait_secs = {ack_wait_secs}\nprogress_secs = 1\n",
+                 [nats]\nurl = \"{}\"\nack_wait_secs = {ack_wait_secs}\nprogress_secs = 1\n\n\
+                 [permissions]\nsandbox = \"full-access\"\n",
                 mock.base_url(),
                 nats.url()
             ),
