@@ -22,8 +22,9 @@ use std::time::Duration;
 use agent_config::SandboxMode;
 use agent_sandbox::{Confinement, ConfinementOptions, Mechanism, shim_main};
 
-/// A home with a secret, a workspace and a place outside it, under the target directory (not
-/// under `/tmp`, which bubblewrap replaces anyway: the test must not pass for that reason).
+/// A home with a secret, a workspace and a place outside it, under `/var/tmp` (not under
+/// `/tmp`, which bubblewrap replaces anyway: the test must not pass for that reason; the target
+/// directory itself may be under `/tmp`).
 struct Place {
     _dir: tempfile::TempDir,
     home: PathBuf,
@@ -33,7 +34,12 @@ struct Place {
 
 impl Place {
     fn new() -> Self {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+        Self::new_in(Path::new("/var/tmp"))
+    }
+
+    /// A place under `parent` (under `/tmp`: a workspace the private `/tmp` must not hide).
+    fn new_in(parent: &Path) -> Self {
+        let dir = tempfile::tempdir_in(parent).expect("tempdir");
         let root = dir.path().canonicalize().expect("canonical");
         let home = root.join("home");
         std::fs::create_dir_all(home.join(".ssh")).expect("mkdir");
@@ -126,7 +132,11 @@ fn secrets_are_hidden_and_writes_stay_inside(
 }
 
 fn read_only_writes_nowhere_but_tmp(runtime: &tokio::runtime::Runtime, mechanism: Mechanism) {
-    let place = Place::new();
+    read_only_in(runtime, mechanism, &Place::new());
+    read_only_in(runtime, mechanism, &Place::new_in(&std::env::temp_dir()));
+}
+
+fn read_only_in(runtime: &tokio::runtime::Runtime, mechanism: Mechanism, place: &Place) {
     let confinement = confine(runtime, &place.options(SandboxMode::ReadOnly), mechanism);
     std::fs::write(place.workspace.join("given.txt"), "given\n").expect("write");
     let out = bash(

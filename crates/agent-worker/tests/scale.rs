@@ -10,7 +10,7 @@ use std::time::Duration;
 use agent_session::Ending;
 use agent_testkit::{Completion, MockOpenAi, NatsServer};
 use agent_worker::{QueueSettings, Submitter, TaskMessage, WorkerOptions};
-use common::{PATIENCE, RunningWorker, call, connect, factory, finish, name, until};
+use common::{PATIENCE, RunningWorker, call, connect, factory, factory_with, finish, name, until};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -94,10 +94,7 @@ async fn a_run_completes_when_the_nats_server_restarts_in_its_middle() {
     let mock = MockOpenAi::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let nats = connect(&server, &QueueSettings::default()).await;
-    // The flag is outside the task's workspace, readable by the confined bash: not under
-    // /tmp, which the confinement replaces with a private one.
-    let flags = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let flag = flags.path().join("go");
+    let flag = dir.path().join("go");
     let task = TaskMessage::new("swe", "Outlive the queue");
     // The tool waits for the test to say go: the server restarts while it waits.
     mock.push_for(
@@ -117,7 +114,10 @@ async fn a_run_completes_when_the_nats_server_restarts_in_its_middle() {
     submitter.submit(&task).await.unwrap();
     let worker = RunningWorker::start(
         nats.clone(),
-        factory(&mock, &dir.path().join("default")),
+        // Unconfined: the bash waits on a flag outside its workspace, in the host's /tmp.
+        factory_with(&mock, &dir.path().join("default"), |config| {
+            config.permissions.sandbox = agent_config::SandboxMode::FullAccess;
+        }),
         WorkerOptions::new(dir.path().join("tasks")),
     );
     until(&mut events, |e| name(e) == "tool_call_started").await;

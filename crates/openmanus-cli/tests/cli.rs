@@ -698,7 +698,7 @@ async fn openmanus_mcp_runs_the_mcp_agent_on_our_own_mcp_server() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
     // The server's bash is confined to the server's directory by default.
-    let elsewhere = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let elsewhere = tempfile::tempdir_in("/var/tmp").unwrap();
     let outside = elsewhere.path().join("outside.txt");
     server
         .push(Completion::tool_calls(

@@ -3,11 +3,16 @@
 
 use std::path::PathBuf;
 
+use agent_config::SandboxMode;
+
 use super::{ConfineError, ConfinementOptions, text};
 
 /// One mount over the read-only root, applied shallowest first so that a hidden directory
 /// inside a writable one stays hidden and a writable one inside a hidden one stays writable.
 enum Mount {
+    /// Bound back read-only: the workspace in `read-only` mode, which would be invisible
+    /// under the private `/tmp` otherwise.
+    Visible(PathBuf),
     Writable(PathBuf),
     Hidden(PathBuf),
 }
@@ -15,7 +20,7 @@ enum Mount {
 impl Mount {
     fn path(&self) -> &PathBuf {
         match self {
-            Self::Writable(path) | Self::Hidden(path) => path,
+            Self::Visible(path) | Self::Writable(path) | Self::Hidden(path) => path,
         }
     }
 }
@@ -39,10 +44,13 @@ pub(super) fn launcher(options: &ConfinementOptions) -> Result<Vec<String>, Conf
     push(&["--die-with-parent", "--new-session", "--cap-drop", "ALL"]);
     push(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
     push(&["--tmpfs", "/tmp"]);
-    let mut mounts: Vec<Mount> = options
-        .writable_dirs()
+    let visible = (options.mode == SandboxMode::ReadOnly)
+        .then(|| std::fs::canonicalize(&options.workspace).ok())
+        .flatten();
+    let mut mounts: Vec<Mount> = visible
         .into_iter()
-        .map(Mount::Writable)
+        .map(Mount::Visible)
+        .chain(options.writable_dirs().into_iter().map(Mount::Writable))
         .chain(options.hidden_paths().into_iter().map(Mount::Hidden))
         .collect();
     // Shallowest first; at equal depth the hidden after the writable (hidden wins).
@@ -54,6 +62,10 @@ pub(super) fn launcher(options: &ConfinementOptions) -> Result<Vec<String>, Conf
     });
     for mount in &mounts {
         match mount {
+            Mount::Visible(path) => {
+                let path = text(path)?;
+                push(&["--ro-bind", &path, &path]);
+            }
             Mount::Writable(path) => {
                 let path = text(path)?;
                 push(&["--bind", &path, &path]);
@@ -75,7 +87,6 @@ pub(super) fn launcher(options: &ConfinementOptions) -> Result<Vec<String>, Conf
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_config::SandboxMode;
 
     fn pairs(args: &[String], flag: &str) -> Vec<String> {
         args.windows(2)

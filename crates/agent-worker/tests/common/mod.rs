@@ -22,9 +22,21 @@ use tokio_util::sync::CancellationToken;
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
 pub fn factory(mock: &MockOpenAi, root: &Path) -> AgentFactory {
+    factory_with(mock, root, |_| {})
+}
+
+/// [`factory`] with the configuration changed by `change`.
+#[allow(dead_code)] // not every test binary changes it
+pub fn factory_with(
+    mock: &MockOpenAi,
+    root: &Path,
+    change: impl FnOnce(&mut Config),
+) -> AgentFactory {
     let mut llm = LlmSettings::new("gpt-4o", mock.base_url()).with_api_key("sk-worker");
     llm.max_attempts = 1;
-    AgentFactory::new(Config::new(llm)).with_workspace(root)
+    let mut config = Config::new(llm);
+    change(&mut config);
+    AgentFactory::new(config).with_workspace(root)
 }
 
 pub fn call(id: &str, name: &str, args: &serde_json::Value) -> ToolCall {
