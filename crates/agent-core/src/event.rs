@@ -127,6 +127,24 @@ pub enum AgentEvent {
         /// The image, base64-encoded as it goes to the model.
         image: String,
     },
+    /// A tool call needed more than its confinement allows (a write outside the workspace,
+    /// the network, …), and this was decided: the audit of the approval policy.
+    Permission {
+        /// Step number.
+        step: u32,
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// What the call needed, in words (`write outside the workspace`, `the network`).
+        request: String,
+        /// What was decided.
+        decision: agent_protocol::PermissionDecision,
+        /// Who decided.
+        by: agent_protocol::Decider,
+        /// Why, and how to allow it when denied.
+        detail: String,
+    },
     /// Stuck detection fired after this step.
     Stuck {
         /// Step number.

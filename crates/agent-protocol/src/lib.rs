@@ -34,7 +34,10 @@ pub use error::ProtocolError;
 pub use queue::{QueueError, TaskEvents, TaskQueue};
 pub use task::{TaskEvent, TaskMessage, TaskOptions, TaskResult};
 pub use usage::{TokenUsage, round_usd};
-pub use vocabulary::{Ending, EventId, EventKind, RunId, RunState, SessionState, UnknownValue};
+pub use vocabulary::{
+    Decider, Ending, EventId, EventKind, PermissionDecision, RunId, RunState, SessionState,
+    UnknownValue,
+};
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
 #[cfg(doctest)]

@@ -145,6 +145,30 @@ impl RunState {
 }
 
 text_enum!(
+    /// What was decided about a tool call that needed more than its confinement allows.
+    PermissionDecision, "permission decision" {
+        /// It ran with more (unconfined), once or under a standing permission.
+        Allowed = "allowed",
+        /// It was refused (or kept to what the confinement allowed).
+        Denied = "denied",
+    }
+);
+
+text_enum!(
+    /// Who made a [`PermissionDecision`].
+    Decider, "decider" {
+        /// The approval policy (`[permissions] approval`), with nobody asked.
+        Policy = "policy",
+        /// A rule (`[[permissions.rules]]`, or one an "always" answer wrote).
+        Rule = "rule",
+        /// A hook command.
+        Hook = "hook",
+        /// The person driving the run, asked.
+        Person = "person",
+    }
+);
+
+text_enum!(
     /// What a stored event is.
     EventKind, "event kind" {
         /// An `agent_core::AgentEvent` (its JSON, tagged by `type`).

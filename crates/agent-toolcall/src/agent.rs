@@ -14,6 +14,7 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use crate::compaction::{Compaction, compact_if_needed, estimate_tokens};
+use crate::gate::{Gated, PermissionRecord, ToolGate, Verdict};
 use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
     AutoTextReply, NextStepPromptMode, Policies, cap_observation_bytes, truncate_observation,
@@ -62,6 +63,9 @@ pub struct ToolCallCore {
     /// directory and variables, a Python interpreter's state) across the runs of a multi-turn
     /// session; [`Agent::shutdown`] cleans them up when the session ends.
     pub cleanup_tools_each_run: bool,
+    /// Decides what a call may do beyond its confinement (the approval policy); `None` (the
+    /// default) runs every call as its tool is.
+    pub gate: Option<Arc<dyn ToolGate>>,
     tool_calls: Vec<ToolCall>,
 }
 
@@ -76,6 +80,7 @@ impl std::fmt::Debug for ToolCallCore {
             .field("max_observe", &self.max_observe)
             .field("policies", &self.policies)
             .field("compaction", &self.compaction)
+            .field("gated", &self.gate.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -102,6 +107,8 @@ struct Execution {
     observation: String,
     /// The tool's result, when the tool ran and returned one.
     result: Option<ToolResult>,
+    /// What the gate decided on the way.
+    records: Vec<PermissionRecord>,
 }
 
 impl Execution {
@@ -109,6 +116,7 @@ impl Execution {
         Self {
             observation,
             result: None,
+            records: Vec::new(),
         }
     }
 
@@ -149,6 +157,7 @@ impl ToolCallAgent<()> {
                 policies: Policies::default(),
                 compaction: Compaction::default(),
                 cleanup_tools_each_run: true,
+                gate: None,
                 tool_calls: Vec::new(),
             },
             hooks: (),
@@ -259,6 +268,13 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         self
     }
 
+    /// Puts `gate` around every tool call (see [`ToolGate`]).
+    #[must_use]
+    pub fn with_gate(mut self, gate: Arc<dyn ToolGate>) -> Self {
+        self.core.gate = Some(gate);
+        self
+    }
+
     /// Sets the limits of every run (tokens, cost, wall time).
     #[must_use]
     pub fn with_budget(mut self, budget: agent_core::Budget) -> Self {
@@ -334,13 +350,32 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         };
         info!(tool = name, "activating tool");
         let ctx = ToolContext::new(self.core.base.cancellation_token(), call.id.clone());
-        let result = match self.core.tools.execute(name, args, &ctx).await {
-            Ok(result) => result,
-            Err(error) => {
-                warn!(tool = name, %error, "tool raised an error");
-                return Execution::error(format!(
-                    "Error: ⚠️ Tool '{name}' encountered a problem: {error}"
-                ));
+        let gate = self.core.gate.clone();
+        let verdict = match &gate {
+            Some(gate) => gate.before(call, &args, &ctx).await,
+            None => Verdict::Run(Vec::new()),
+        };
+        let Gated { result, records } = match verdict {
+            Verdict::Answered(gated) => gated,
+            Verdict::Run(mut records) => {
+                let result = match self.core.tools.execute(name, args.clone(), &ctx).await {
+                    Ok(result) => result,
+                    Err(error) => {
+                        warn!(tool = name, %error, "tool raised an error");
+                        let mut execution = Execution::error(format!(
+                            "Error: ⚠️ Tool '{name}' encountered a problem: {error}"
+                        ));
+                        execution.records = records;
+                        return execution;
+                    }
+                };
+                let mut gated = match &gate {
+                    Some(gate) => gate.after(call, &args, result, &ctx).await,
+                    None => Gated::untouched(result),
+                };
+                records.append(&mut gated.records);
+                gated.records = records;
+                gated
             }
         };
         let observation = if result.is_empty() {
@@ -351,6 +386,7 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         Execution {
             observation,
             result: Some(result),
+            records,
         }
     }
 
@@ -538,6 +574,17 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                 call: call.clone(),
             });
             let execution = self.execute_tool(&call).await;
+            for record in &execution.records {
+                self.core.base.emit(AgentEvent::Permission {
+                    step,
+                    call_id: call.id.clone(),
+                    name: call.function.name.clone(),
+                    request: record.request.clone(),
+                    decision: record.decision,
+                    by: record.by,
+                    detail: record.detail.clone(),
+                });
+            }
             let success = execution.success();
             let observation = self.observe(execution.observation);
             info!(tool = %call.function.name, "🎯 tool completed; result: {observation}");

@@ -38,6 +38,7 @@
 
 mod agent;
 pub mod compaction;
+pub mod gate;
 mod hooks;
 mod policy;
 pub mod trimming;
@@ -48,6 +49,7 @@ pub use agent::{
     DEFAULT_SYSTEM_PROMPT, NO_CONTENT, TOOL_CALL_REQUIRED, ToolCallAgent, ToolCallCore,
 };
 pub use compaction::{Compaction, CompactionStrategy};
+pub use gate::{Gated, PermissionRecord, ToolGate, Verdict};
 pub use hooks::{BeforeThink, ToolCallHooks};
 pub use policy::{
     AutoTextReply, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,
