@@ -96,7 +96,10 @@ pub use llm_settings::{ApiKey, ApiType, LlmSettings, Price, ToolCallMode};
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use overrides::{ConfigOverride, OverrideSyntaxError};
-pub use permissions::{DEFAULT_HIDDEN, PermissionsSettings, SandboxMode, UnknownSandboxMode};
+pub use permissions::{
+    ApprovalPolicy, DEFAULT_HIDDEN, PermissionRule, PermissionsSettings, RuleDecision, RulesFile,
+    RulesFileError, SandboxMode, UnknownApprovalPolicy, UnknownSandboxMode,
+};
 pub use policies::{
     AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation, RequestTrimming,
     TrimPolicy,

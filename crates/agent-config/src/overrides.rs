@@ -84,11 +84,27 @@ impl ConfigOverride {
     /// The override `--sandbox MODE` makes: `permissions.sandbox = "MODE"`.
     #[must_use]
     pub fn sandbox(mode: crate::SandboxMode) -> Self {
+        Self::word(&["permissions", "sandbox"], mode.as_str(), "--sandbox")
+    }
+
+    /// The override `--ask-for-approval POLICY` makes: `permissions.approval = "POLICY"`.
+    #[must_use]
+    pub fn approval(policy: crate::ApprovalPolicy) -> Self {
+        Self::word(
+            &["permissions", "approval"],
+            policy.as_str(),
+            "--ask-for-approval",
+        )
+    }
+
+    /// The override a flag of the command line makes: the key at `path` set to the string
+    /// `word`, shown as `flag word`.
+    fn word(path: &[&str], word: &str, flag: &str) -> Self {
         Self {
-            kind: Kind::Key(vec!["permissions".to_owned(), "sandbox".to_owned()]),
-            value: toml::Value::String(mode.as_str().to_owned()),
-            written: Written::Text(mode.as_str().to_owned()),
-            text: format!("--sandbox {mode}"),
+            kind: Kind::Key(path.iter().map(|part| (*part).to_owned()).collect()),
+            value: toml::Value::String(word.to_owned()),
+            written: Written::Text(word.to_owned()),
+            text: format!("{flag} {word}"),
         }
     }
 

@@ -92,12 +92,213 @@ pub const DEFAULT_HIDDEN: &[&str] = &[
     "/var/run/docker.sock",
 ];
 
+/// When a tool call that needs more than its sandbox mode allows is asked about
+/// (`[permissions] approval`, `--ask-for-approval`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    /// `"untrusted"`: ask before any code-running call not known to be harmless (a few
+    /// read-only commands such as `ls`, `cat`, `git status`), and when the sandbox refuses one.
+    Untrusted,
+    /// `"on-request"`: calls run confined; one the sandbox refused is offered to run again
+    /// unconfined, asked of whoever drives the run. The default.
+    #[default]
+    OnRequest,
+    /// `"never"`: never ask; what the sandbox refuses stays refused, and the observation says
+    /// so and how to allow it.
+    Never,
+}
+
+impl ApprovalPolicy {
+    /// Every policy.
+    pub const ALL: [ApprovalPolicy; 3] = [Self::Untrusted, Self::OnRequest, Self::Never];
+
+    /// The spelling in the configuration and on the command line.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Untrusted => "untrusted",
+            Self::OnRequest => "on-request",
+            Self::Never => "never",
+        }
+    }
+}
+
+impl fmt::Display for ApprovalPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A word that is not an [`ApprovalPolicy`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not an approval policy (untrusted, on-request or never)")]
+pub struct UnknownApprovalPolicy(pub String);
+
+impl FromStr for ApprovalPolicy {
+    type Err = UnknownApprovalPolicy;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|policy| policy.as_str() == text)
+            .ok_or_else(|| UnknownApprovalPolicy(text.to_owned()))
+    }
+}
+
+/// What a [`PermissionRule`] decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleDecision {
+    /// The matching call runs unconfined, unasked.
+    Allow,
+    /// The matching call is refused, unasked.
+    Deny,
+}
+
+/// One rule (`[[permissions.rules]]`, or a line of the rules file an "always" answer wrote):
+/// every given field must match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionRule {
+    /// The tool (`bash`, `python_execute`); any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The command (bash) or code (Python) starts with this, after leading blanks (`git
+    /// status`, `pip install`); any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Only in this workspace (its absolute path); everywhere when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// Allow or deny.
+    pub decision: RuleDecision,
+}
+
+impl PermissionRule {
+    /// Whether the rule applies to `tool` running `text` in `workspace`.
+    #[must_use]
+    pub fn matches(&self, tool: &str, text: &str, workspace: &std::path::Path) -> bool {
+        self.tool.as_deref().is_none_or(|wanted| wanted == tool)
+            && self
+                .prefix
+                .as_deref()
+                .is_none_or(|prefix| text.trim_start().starts_with(prefix))
+            && self
+                .workspace
+                .as_deref()
+                .is_none_or(|wanted| std::path::Path::new(wanted) == workspace)
+    }
+}
+
+/// The rules file: `[[rules]]` entries, where an "always" answer appends one
+/// (`$XDG_CONFIG_HOME/openmanus/rules.toml` or `~/.config/openmanus/rules.toml`, hidden from
+/// the tools).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RulesFile {
+    /// The rules, in order.
+    #[serde(default)]
+    pub rules: Vec<PermissionRule>,
+}
+
+/// The rules file cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesFileError {
+    /// Reading or writing it failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It is not a rules file.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl RulesFile {
+    /// Where the rules file is, from the environment's `XDG_CONFIG_HOME` and `HOME`.
+    #[must_use]
+    pub fn default_path() -> Option<PathBuf> {
+        let absolute = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        let dir =
+            absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|h| h.join(".config")))?;
+        Some(dir.join("openmanus").join("rules.toml"))
+    }
+
+    /// The rules in `path`; none when it does not exist.
+    ///
+    /// # Errors
+    ///
+    /// It cannot be read, or is not a rules file.
+    pub fn load(path: &std::path::Path) -> Result<Self, RulesFileError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::default());
+            }
+            Err(source) => {
+                return Err(RulesFileError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        toml::from_str(&text).map_err(|error| RulesFileError::Invalid {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        })
+    }
+
+    /// Appends `rule` to the file at `path` (created, with its directory, when missing).
+    ///
+    /// # Errors
+    ///
+    /// It cannot be read or written.
+    pub fn append(path: &std::path::Path, rule: PermissionRule) -> Result<(), RulesFileError> {
+        let mut file = Self::load(path)?;
+        file.rules.push(rule);
+        let io = |source| RulesFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let text = toml::to_string(&file).map_err(|error| RulesFileError::Invalid {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        })?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        std::fs::write(
+            path,
+            format!("# openmanus permission rules (`openmanus rules`)\n{text}"),
+        )
+        .map_err(io)
+    }
+}
+
 /// `[permissions]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PermissionsSettings {
     /// The sandbox mode of the code-running tools. Default `"workspace-write"`.
     pub sandbox: SandboxMode,
+    /// When to ask. Default `"on-request"`; with nobody to ask, `"never"`.
+    pub approval: ApprovalPolicy,
+    /// Rules, checked before the rules file's, first match wins.
+    pub rules: Vec<PermissionRule>,
     /// In `workspace-write`, the tools may use the network. Default `false`. (The model's own
     /// requests are openmanus's and are never confined; `browser_use` keeps its network.)
     pub network: bool,
@@ -111,6 +312,8 @@ impl Default for PermissionsSettings {
     fn default() -> Self {
         Self {
             sandbox: SandboxMode::WorkspaceWrite,
+            approval: ApprovalPolicy::OnRequest,
+            rules: Vec::new(),
             network: false,
             writable: Vec::new(),
             hidden: Vec::new(),
@@ -167,6 +370,37 @@ mod tests {
         let error = "danger".parse::<SandboxMode>().unwrap_err();
         assert!(error.to_string().contains("workspace-write"), "{error}");
         assert_eq!(SandboxMode::default(), SandboxMode::WorkspaceWrite);
+    }
+
+    #[test]
+    fn rules_match_on_every_given_field_and_the_file_keeps_what_is_appended() {
+        let rule = PermissionRule {
+            tool: Some("bash".into()),
+            prefix: Some("git status".into()),
+            workspace: None,
+            decision: RuleDecision::Allow,
+        };
+        let ws = Path::new("/w");
+        assert!(rule.matches("bash", "  git status --short", ws));
+        assert!(!rule.matches("python_execute", "git status", ws));
+        assert!(!rule.matches("bash", "git push", ws));
+        let pinned = PermissionRule {
+            workspace: Some("/other".into()),
+            ..rule.clone()
+        };
+        assert!(!pinned.matches("bash", "git status", ws));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/rules.toml");
+        assert_eq!(RulesFile::load(&path).unwrap(), RulesFile::default());
+        RulesFile::append(&path, rule.clone()).unwrap();
+        RulesFile::append(&path, pinned.clone()).unwrap();
+        assert_eq!(RulesFile::load(&path).unwrap().rules, [rule, pinned]);
+        std::fs::write(&path, "[[rules]]\nverdict = 1\n").unwrap();
+        assert!(RulesFile::load(&path).is_err());
+        for policy in ApprovalPolicy::ALL {
+            assert_eq!(policy.as_str().parse::<ApprovalPolicy>(), Ok(policy));
+        }
+        assert!("sometimes".parse::<ApprovalPolicy>().is_err());
     }
 
     #[test]

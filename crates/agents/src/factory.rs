@@ -14,6 +14,7 @@ use std::time::Duration;
 
 #[cfg(feature = "browser")]
 use agent_browser::BrowserConfig;
+use agent_config::RulesFile;
 use agent_config::{Config, McpServerConfig};
 use agent_core::Agent;
 use agent_llm::{ChatModel, LlmError};
@@ -417,9 +418,26 @@ impl AgentFactory {
             .with_sandbox(sandbox);
         } else if with_sandbox {
             // Confined on the host unless told otherwise: no fallback to full access either.
+            // The rules file is hidden too: a tool must not write itself a permission.
+            let rules_file = RulesFile::default_path();
             let wanted = ConfinementOptions::from_settings(&config.permissions, &workspace)
-                .hiding(config.secret_files());
+                .hiding(config.secret_files())
+                .hiding(rules_file.clone());
             options.confinement = Confinement::new(&wanted).await?.map(Arc::new);
+            options.approval = config.permissions.approval;
+            options.rules.clone_from(&config.permissions.rules);
+            if let Some(path) = &rules_file {
+                match RulesFile::load(path) {
+                    Ok(file) => options.rules.extend(file.rules),
+                    Err(source) => {
+                        return Err(FactoryError::Settings {
+                            section: "permissions",
+                            message: format!("the rules file: {source}"),
+                        });
+                    }
+                }
+            }
+            options.rules_file = rules_file;
         }
         Ok(options)
     }

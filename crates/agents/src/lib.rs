@@ -44,6 +44,7 @@ mod factory;
 pub mod flow;
 pub mod manus;
 mod options;
+pub mod permissions;
 pub mod prompts;
 pub mod workspace;
 

@@ -6,11 +6,14 @@ use std::time::Duration;
 
 #[cfg(feature = "browser")]
 use agent_browser::{BrowserConfig, BrowserUseTool};
+use agent_config::{ApprovalPolicy, PermissionRule};
 use agent_core::Budget;
 #[cfg(feature = "browser")]
 use agent_llm::ChatModel;
 use agent_sandbox::{Confinement, Sandbox, SandboxFileOperator};
-use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks};
+use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks, ToolGate};
+
+use crate::permissions::{GateOptions, SandboxGate};
 use agent_tools::{AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput};
 use agent_web::WebSearch;
 
@@ -50,6 +53,14 @@ pub struct AgentOptions {
     /// user's full authority. Keep it alive as long as the tools (its private temporary
     /// directory is theirs).
     pub confinement: Option<Arc<Confinement>>,
+    /// When a call the confinement refused is asked about (`[permissions] approval`); the
+    /// question goes to [`AgentOptions::human`] (the terminal by default; nobody there means
+    /// `never`). Only with a confinement.
+    pub approval: ApprovalPolicy,
+    /// Permission rules: the configuration's, then the rules file's.
+    pub rules: Vec<PermissionRule>,
+    /// Where an "always" answer writes its rule (`None`: it lasts the session).
+    pub rules_file: Option<PathBuf>,
     /// How Manus's `browser_use` starts or reaches Chromium (`[browser]`); the browser is
     /// launched at the first browser action, not before. Only with the `browser` feature.
     #[cfg(feature = "browser")]
@@ -94,6 +105,9 @@ impl AgentOptions {
             bash_timeout: None,
             sandbox: None,
             confinement: None,
+            approval: ApprovalPolicy::default(),
+            rules: Vec::new(),
+            rules_file: None,
             #[cfg(feature = "browser")]
             browser: BrowserConfig::default(),
             web_search: None,
@@ -157,6 +171,41 @@ impl AgentOptions {
         }
     }
 
+    /// The approval gate around `bash` and `python_execute` when they are confined (not in a
+    /// sandbox, which has no "more" to give): their unconfined twins run what is allowed.
+    #[must_use]
+    pub fn gate(&self) -> Option<Arc<dyn ToolGate>> {
+        let confinement = self
+            .confinement
+            .as_ref()
+            .filter(|_| self.sandbox.is_none())?;
+        let mut python = PythonExecute::new().with_cwd(&self.workspace);
+        if let Some(program) = &self.python {
+            python = python.with_interpreter(program);
+        }
+        if let Some(timeout) = self.python_timeout {
+            python = python.with_timeout(timeout);
+        }
+        let mut bash = Bash::new().with_cwd(&self.workspace);
+        if let Some(timeout) = self.bash_timeout {
+            bash = bash.with_timeout(timeout);
+        }
+        let human: Arc<dyn HumanInput> = match &self.human {
+            Some(input) => Arc::clone(input),
+            None => Arc::new(TerminalInput),
+        };
+        Some(Arc::new(SandboxGate::new(GateOptions {
+            mode: confinement.mode(),
+            policy: self.approval,
+            network_off: !confinement.network_allowed(),
+            workspace: self.workspace.clone(),
+            human,
+            rules: self.rules.clone(),
+            rules_file: self.rules_file.clone(),
+            twins: vec![Arc::new(bash), Arc::new(python)],
+        })))
+    }
+
     pub(crate) fn ask_human(&self) -> AskHuman {
         match &self.human {
             Some(input) => AskHuman::with_input(SharedInput(input.clone())),
@@ -183,6 +232,9 @@ impl AgentOptions {
         }
         if let Some(max_observe) = self.max_observe {
             agent = agent.with_max_observe(max_observe);
+        }
+        if let Some(gate) = self.gate() {
+            agent = agent.with_gate(gate);
         }
         agent
             .with_policies(self.policies)
