@@ -83,6 +83,12 @@ pub struct GlobalArgs {
     /// authority).
     #[arg(long, global = true, value_name = "MODE")]
     pub sandbox: Option<agent_config::SandboxMode>,
+    /// When a call that needs more than the sandbox allows is asked about (`[permissions]
+    /// approval`): untrusted (ask before code not known to be harmless), on-request (the
+    /// default: ask when the sandbox refused a call), never. With nobody at a terminal
+    /// (`--json` without one, `-p` with standard input not a terminal), it is never.
+    #[arg(long = "ask-for-approval", global = true, value_name = "POLICY")]
+    pub approval: Option<agent_config::ApprovalPolicy>,
     /// JSON only on standard output, one object a line: a run's events instead of the live
     /// view, then its `result`; the other commands' answers as objects. (`completions` and
     /// `mcp-server` refuse it.)
@@ -132,12 +138,13 @@ impl Cli {
 
 impl GlobalArgs {
     /// Every override of the command line, in order: `-c`, then `--set`, then `--model`, then
-    /// `--sandbox`.
+    /// `--sandbox`, then `--ask-for-approval`.
     pub fn overrides(&self) -> Vec<ConfigOverride> {
         let mut all = self.short_set.clone();
         all.extend(self.set.iter().cloned());
         all.extend(self.model.as_deref().map(ConfigOverride::model));
         all.extend(self.sandbox.map(ConfigOverride::sandbox));
+        all.extend(self.approval.map(ConfigOverride::approval));
         all
     }
 }
@@ -307,6 +314,9 @@ pub enum Command {
         #[command(flatten)]
         overrides: ShortOverrides,
     },
+    /// List the permission rules: the configuration's `[[permissions.rules]]`, then the rules
+    /// file's (where an "always" answer writes), first match wins.
+    Rules,
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]

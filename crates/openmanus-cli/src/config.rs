@@ -212,6 +212,69 @@ pub fn factory(global: &GlobalArgs, config: Config) -> AgentFactory {
     }
 }
 
+/// `openmanus rules`: the permission rules, in the order they are checked.
+///
+/// # Errors
+///
+/// The configuration or the rules file cannot be read.
+pub fn rules(global: &GlobalArgs) -> Result<u8> {
+    let config = load(global)?;
+    let path = agent_config::RulesFile::default_path();
+    let file = match &path {
+        Some(path) => agent_config::RulesFile::load(path)?,
+        None => agent_config::RulesFile::default(),
+    };
+    let listed: Vec<(&str, &agent_config::PermissionRule)> = config
+        .permissions
+        .rules
+        .iter()
+        .map(|rule| ("config", rule))
+        .chain(file.rules.iter().map(|rule| ("rules file", rule)))
+        .collect();
+    if global.json {
+        say(&json!({
+            "approval": config.permissions.approval.as_str(),
+            "sandbox": config.permissions.sandbox.as_str(),
+            "rules_file": path,
+            "rules": listed.iter().map(|(from, rule)| {
+                json!({"from": from, "tool": rule.tool, "prefix": rule.prefix,
+                       "workspace": rule.workspace, "decision": rule.decision})
+            }).collect::<Vec<_>>(),
+        })
+        .to_string());
+        return Ok(EXIT_OK);
+    }
+    say(&format!(
+        "sandbox: {}; approval: {}",
+        config.permissions.sandbox, config.permissions.approval
+    ));
+    match &path {
+        Some(path) => say(&format!("rules file: {}", path.display())),
+        None => say("rules file: none (no HOME or XDG_CONFIG_HOME)"),
+    }
+    if listed.is_empty() {
+        say("no rules: every refused call is asked about (or refused with nobody to ask)");
+    }
+    for (n, (from, rule)) in listed.iter().enumerate() {
+        let decision = match rule.decision {
+            agent_config::RuleDecision::Allow => "allow",
+            agent_config::RuleDecision::Deny => "deny",
+        };
+        say(&format!(
+            "{}. {decision} {} {}{} ({from})",
+            n + 1,
+            rule.tool.as_deref().unwrap_or("any tool"),
+            rule.prefix
+                .as_deref()
+                .map_or_else(|| "anything".to_owned(), |prefix| format!("{prefix:?}…")),
+            rule.workspace
+                .as_deref()
+                .map_or_else(String::new, |ws| format!(" in {ws}")),
+        ));
+    }
+    Ok(EXIT_OK)
+}
+
 /// `openmanus config check`: the file, the overrides, the workspace, each model setting (the
 /// key redacted), the MCP servers of `mcp.json`, and warnings about keys that do nothing; with
 /// `--json`, one JSON object with the same facts.

@@ -161,6 +161,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Some(Command::Config {
             action: ConfigAction::Check { .. },
         }) => config::check(global),
+        Some(Command::Rules) => config::rules(global),
         Some(Command::Config {
             action: ConfigAction::Init(args),
         }) => init::init(&args, global.model.as_deref(), global.json),

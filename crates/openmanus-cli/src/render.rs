@@ -544,6 +544,20 @@ fn text(style: &Style, event: &AgentEvent) {
                 *delay_ms as f64 / 1000.0
             )));
         }
+        AgentEvent::Permission {
+            name,
+            request,
+            decision,
+            by,
+            detail,
+            ..
+        } => {
+            let line = format!("  ⚖ {name}: {request}: {decision} by the {by} ({detail})");
+            err(&match decision {
+                agent_protocol::PermissionDecision::Allowed => style.yellow(&line),
+                agent_protocol::PermissionDecision::Denied => style.red(&line),
+            });
+        }
         AgentEvent::Stuck { .. } => {
             err(&style.yellow("  ⚠ the agent is repeating itself; asking it to change approach"));
         }

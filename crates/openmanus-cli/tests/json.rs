@@ -48,6 +48,7 @@ json_tests! {
     json_worker: "worker",
     json_submit: "submit",
     json_config_check: "config check",
+    json_rules: "rules",
     json_config_init: "config init",
     json_doctor: "doctor",
     json_completions_is_refused: "completions",
@@ -616,6 +617,44 @@ mod cases {
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert_eq!(lines[0]["ok"], true);
         assert_eq!(lines[0]["llm"]["default"]["model"], "gpt-4o");
+    }
+
+    pub async fn json_rules() {
+        let server = MockOpenAi::start().await.unwrap();
+        let setup = Setup::new(&server);
+        let file = setup.dir.path().join("xdg/openmanus/rules.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &file,
+            "[[rules]]\ntool = \"bash\"\nprefix = \"curl\"\ndecision = \"deny\"\n",
+        )
+        .unwrap();
+        let lines = run_json(
+            &setup,
+            &[
+                "rules",
+                "--json",
+                "--ask-for-approval",
+                "never",
+                "--set",
+                "permissions.rules=[{prefix = \"git status\", decision = \"allow\"}]",
+            ],
+            0,
+        )
+        .await;
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let listed = &lines[0];
+        assert_eq!(listed["approval"], "never", "{listed}");
+        assert_eq!(listed["sandbox"], "workspace-write", "{listed}");
+        assert_eq!(listed["rules_file"], json!(file), "{listed}");
+        let rules = listed["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 2, "{listed}");
+        assert_eq!(rules[0]["from"], "config");
+        assert_eq!(rules[0]["prefix"], "git status");
+        assert_eq!(rules[0]["decision"], "allow");
+        assert_eq!(rules[1]["from"], "rules file");
+        assert_eq!(rules[1]["tool"], "bash");
+        assert_eq!(rules[1]["decision"], "deny");
     }
 
     pub async fn json_doctor() {

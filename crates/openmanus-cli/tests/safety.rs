@@ -60,8 +60,9 @@ impl Attacker {
     }
 }
 
-/// A home with a key, and a place outside the workspace, under the target directory rather
-/// than `/tmp` (which the bubblewrap confinement replaces: the test must not pass for that).
+/// A home with a key, and a place outside the workspace, under `/var/tmp` rather than `/tmp`
+/// (which the bubblewrap confinement replaces with a private one: the test must neither pass
+/// nor fail for that; the target directory itself may be under `/tmp`).
 struct Victim {
     _dir: tempfile::TempDir,
     home: PathBuf,
@@ -71,7 +72,7 @@ struct Victim {
 
 impl Victim {
     fn new() -> Self {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let root = dir.path().canonicalize().unwrap();
         let home = root.join("home");
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
@@ -143,6 +144,29 @@ fn observations(server: &MockOpenAi) -> String {
         .join("\n")
 }
 
+/// The refusals are events: `permission` lines of `--json`, denied by the policy (nobody is
+/// there to ask), naming what the call needed.
+fn assert_refusals_recorded(output: &std::process::Output, tool: &str) {
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|event: &serde_json::Value| event["type"] == "permission")
+        .collect();
+    assert!(!events.is_empty(), "no permission event");
+    for event in &events {
+        assert_eq!(event["name"], tool, "{event}");
+        assert_eq!(event["decision"], "denied", "{event}");
+        assert_eq!(event["by"], "policy", "{event}");
+        assert!(
+            event["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("nobody is there to ask"),
+            "{event}"
+        );
+    }
+}
+
 fn assert_wrote_inside(workspace: &Path, output: &std::process::Output) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
@@ -203,6 +227,7 @@ open("summary.txt", "w").write("notes read\n")
         ));
     let output = run(&setup, &victim, "manus").await;
     assert_wrote_inside(&setup.workspace(), &output);
+    assert_refusals_recorded(&output, "python_execute");
     // The browser keeps its network (it is its job): the page was read.
     assert!(
         attacker
@@ -220,6 +245,10 @@ open("summary.txt", "w").write("notes read\n")
             "`{what}` was not refused:\n{observations}"
         );
     }
+    assert!(
+        observations.contains("[openmanus] The sandbox (workspace-write) refused"),
+        "the observation says what was refused and how to allow it:\n{observations}"
+    );
     victim.nothing_escaped(&attacker, &observations);
 }
 
@@ -251,6 +280,7 @@ async fn swe_steered_by_a_page_reads_no_secret_writes_nothing_outside_and_sends_
         ));
     let output = run(&setup, &victim, "swe").await;
     assert_wrote_inside(&setup.workspace(), &output);
+    assert_refusals_recorded(&output, "bash");
     let observations = observations(&server);
     // The private /tmp is writable (what was written there is gone with the tool's sandbox).
     for what in ["read", "outside", "send"] {

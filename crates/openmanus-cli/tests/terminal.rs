@@ -419,6 +419,24 @@ impl Tmux {
         assert!(output.status.success(), "{}", text(&output.stderr));
     }
 
+    /// Starts the session `cli` (200 by 60) running `command`.
+    async fn start(&self, command: &str) {
+        let started = self
+            .run(&[
+                "new-session",
+                "-d",
+                "-s",
+                "cli",
+                "-x",
+                "200",
+                "-y",
+                "60",
+                command,
+            ])
+            .await;
+        assert!(started.status.success(), "{}", text(&started.stderr));
+    }
+
     async fn screen(&self) -> String {
         text(&self.run(&["capture-pane", "-p", "-t", "cli"]).await.stdout)
     }
@@ -466,20 +484,7 @@ async fn interactive_mode_edits_lines_and_recalls_history() {
         setup.path().join("home").display(),
         data.display()
     );
-    let started = tmux
-        .run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "cli",
-            "-x",
-            "160",
-            "-y",
-            "50",
-            &command,
-        ])
-        .await;
-    assert!(started.status.success(), "{}", text(&started.stderr));
+    tmux.start(&command).await;
     tmux.wait_for("Task (empty line to quit):", 1).await;
 
     // Type, then fix a typo in the middle with the arrow keys: "count the fles" -> "files".
@@ -596,4 +601,108 @@ async fn an_image_reaches_the_model_as_an_image_part() {
         text(&output.stderr)
     );
     assert_eq!(server.request_count(), 1);
+}
+
+/// `on-request` at a terminal (issue 32): a bash call that needs the network is refused by the
+/// sandbox and asked about; "deny" gives the model an observation saying so; "always" runs it
+/// unconfined and writes a rule; the next identical call runs unconfined without a question.
+#[tokio::test]
+async fn a_refused_call_is_asked_about_denied_then_always_allowed_by_a_rule() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (received, mut arrivals) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let received = received.clone();
+            tokio::spawn(async move {
+                let mut text = String::new();
+                let _ = tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut text).await;
+                let _ = received.send(text);
+            });
+        }
+    });
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let command = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{port} && echo ping >&3 && exec 3>&- && echo connected"
+    );
+    for id in ["c1", "c2", "c3"] {
+        server.push(Completion::tool_calls(
+            None,
+            [call(id, "bash", json!({"command": command}))],
+        ));
+    }
+    finish(&server, "Reached it.");
+    let tmux = Tmux {
+        socket: setup.path().join("tmux.sock"),
+    };
+    let run = format!(
+        "cd {} && env -u OPENMANUS_CONFIG -u XDG_CONFIG_HOME HOME={} TERM=xterm NO_COLOR=1 {BIN} --no-store --agent swe -p 'Reach the local server.'; sleep 600",
+        setup.path().display(),
+        setup.path().join("home").display(),
+    );
+    tmux.start(&run).await;
+    let question = "Run it without the sandbox?";
+    let screen = tmux.wait_for(question, 1).await;
+    assert!(
+        screen.contains("needs more than the sandbox (workspace-write) allows"),
+        "{screen}"
+    );
+    tmux.keys(&["-l", "d"]).await;
+    tmux.keys(&["Enter"]).await;
+    tmux.wait_for(question, 2).await;
+    tmux.keys(&["-l", "always"]).await;
+    tmux.keys(&["Enter"]).await;
+    let screen = tmux.wait_for("Reached it.", 1).await;
+    assert_eq!(
+        screen.matches(question).count(),
+        2,
+        "the third call, under the rule, was asked:\n{screen}"
+    );
+    // The allowed calls reached the server, the denied one did not.
+    let mut pings = Vec::new();
+    while pings.len() < 2 {
+        let ping = tokio::time::timeout(Duration::from_secs(60), arrivals.recv())
+            .await
+            .expect("the allowed calls reached the server")
+            .unwrap();
+        pings.push(ping);
+    }
+    assert_eq!(pings, ["ping\n", "ping\n"]);
+    assert!(
+        arrivals.try_recv().is_err(),
+        "more connections than allowed calls"
+    );
+
+    let rules = std::fs::read_to_string(setup.path().join("home/.config/openmanus/rules.toml"))
+        .expect("the rules file was written");
+    assert!(
+        rules.contains("decision = \"allow\"")
+            && rules.contains(&format!("/dev/tcp/127.0.0.1/{port}")),
+        "{rules}"
+    );
+
+    let tool_messages = |request: usize| -> Vec<String> {
+        server.requests()[request]
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let after_deny = tool_messages(1);
+    assert!(
+        after_deny[0].contains(
+            "[openmanus] The sandbox (workspace-write) refused this bash call (the network)"
+        ),
+        "{after_deny:?}"
+    );
+    let at_end = tool_messages(3);
+    for allowed in &at_end[1..] {
+        assert!(
+            allowed.contains("Run again without the sandbox") && allowed.contains("connected"),
+            "{at_end:?}"
+        );
+    }
+    server.verify().unwrap();
 }

@@ -55,6 +55,8 @@ impl Setup {
             .env_remove("OPENMANUS_CONFIG")
             .env("NO_COLOR", "1")
             .env("TMPDIR", self.tmp())
+            // The permission rules file (`openmanus rules`) is the test's own.
+            .env("XDG_CONFIG_HOME", self.dir.path().join("xdg"))
             .stdin(Stdio::null())
             .kill_on_drop(true);
         command
