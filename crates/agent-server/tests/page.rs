@@ -1,6 +1,7 @@
 //! The web page driven end to end in headless Chromium: a session made in the page, a Manus task
-//! typed and sent, its steps appearing live, an `ask_human` question answered in the page, a
-//! reload while the run waits (every stored event shown once, in order), the created file
+//! typed and sent, its steps appearing live, an `ask_human` question answered in the page (its
+//! form hit-tested wherever the page is scrolled, then answered by mouse clicks at coordinates),
+//! a reload while the run waits (every stored event shown once, in order), the created file
 //! listed, and a second task cancelled. Screenshots go to `target/e2e/` for review.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -13,8 +14,10 @@ use std::time::{Duration, Instant};
 use agent_browser::{Browser, BrowserConfig};
 use agent_testkit::{Completion, Fault, MockReply};
 use chromiumoxide::Page;
+use chromiumoxide::layout::Point;
 use chromiumoxide::page::ScreenshotParams;
 use common::{PATIENCE, TestServer, call};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
@@ -81,6 +84,103 @@ async fn type_into(page: &Page, selector: &str, text: &str) {
         .unwrap_or_else(|e| panic!("typing into {selector}: {e}"));
 }
 
+/// Where a reader may have scrolled while the agent waits: a name, and the script that scrolls
+/// there (instantly).
+const SCROLLS: [(&str, &str); 5] = [
+    ("where the page left it", ""),
+    ("at the top of the page", "window.scrollTo(0, 0)"),
+    (
+        "with the middle of the feed at the viewport's centre",
+        "document.getElementById('feed').scrollIntoView({block: 'center'})",
+    ),
+    (
+        "with the question's end brought to the viewport's bottom",
+        "document.getElementById('question').scrollIntoView({block: 'end'})",
+    ),
+    (
+        "at the bottom of the page",
+        "window.scrollTo(0, document.documentElement.scrollHeight)",
+    ),
+];
+
+/// What is under the centre of an element: what a mouse click there would land on.
+#[derive(Debug, Deserialize)]
+struct Hit {
+    /// The element's id.
+    id: String,
+    /// The centre of its bounding rect, in viewport pixels.
+    x: f64,
+    y: f64,
+    /// What `document.elementFromPoint` found there: `#id`, else `tag.class`; none when the
+    /// point is outside the viewport.
+    found: Option<String>,
+    /// Whether that is the element or inside it.
+    inside: bool,
+}
+
+impl Hit {
+    fn point(&self) -> Point {
+        Point {
+            x: self.x,
+            y: self.y,
+        }
+    }
+}
+
+/// Scrolls with `scroll`, then hit-tests the centre of each element of `ids`.
+async fn hit_test(page: &Page, scroll: &str, ids: &[&str]) -> (Vec<Hit>, String) {
+    let ids = serde_json::to_string(ids).unwrap();
+    let script = format!(
+        "(() => {{
+            {scroll};
+            const hits = {ids}.map((id) => {{
+                const node = document.getElementById(id);
+                const rect = node.getBoundingClientRect();
+                const x = rect.left + rect.width / 2, y = rect.top + rect.height / 2;
+                const found = document.elementFromPoint(x, y);
+                const name = found && (found.id ? `#${{found.id}}` : `${{found.tagName.toLowerCase()}}.${{found.className}}`);
+                return {{ id, x, y, found: name, inside: Boolean(found) && node.contains(found) }};
+            }});
+            const view = `viewport ${{innerWidth}}x${{innerHeight}}, scrolled to ${{scrollY}} of ${{document.documentElement.scrollHeight}}`;
+            return [hits, view];
+        }})()"
+    );
+    eval(page, &script).await
+}
+
+/// The answer input and the Answer button are each what a click at its centre lands on, wherever
+/// the reader has scrolled (nothing covers a form the agent waits on, and it is on screen).
+async fn answer_form_is_uncovered(page: &Page, when: &str) {
+    for (position, scroll) in SCROLLS {
+        let (hits, view) = hit_test(page, scroll, &["answer", "answer-button"]).await;
+        for hit in hits {
+            assert!(
+                hit.inside,
+                "{when}, {position}: a click at the centre of #{} ({:.0}, {:.0}) lands on {} ({view})",
+                hit.id,
+                hit.x,
+                hit.y,
+                hit.found.as_deref().unwrap_or("nothing: it is off screen"),
+            );
+        }
+    }
+}
+
+/// Clicks the centre of the element `id` with the mouse, where it is now (no scrolling), after
+/// checking that the click lands on it.
+async fn click_at_centre(page: &Page, id: &str) {
+    let (hits, view) = hit_test(page, "", &[id]).await;
+    let hit = &hits[0];
+    assert!(
+        hit.inside,
+        "a click at the centre of #{id} ({:.0}, {:.0}) would land on {:?} ({view})",
+        hit.x, hit.y, hit.found
+    );
+    page.click(hit.point())
+        .await
+        .unwrap_or_else(|e| panic!("clicking at the centre of #{id}: {e}"));
+}
+
 async fn screenshot(page: &Page, name: &str) {
     let path = artifacts().join(name);
     page.save_screenshot(ScreenshotParams::builder().full_page(true).build(), &path)
@@ -144,15 +244,20 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     assert_eq!(session["agent"], "manus", "{session}");
     let workspace = PathBuf::from(session["workspace"].as_str().unwrap());
 
-    // The model asks whom to greet, writes the greeting to a file, and finishes.
+    // The model asks whom to greet, writes the greeting to a file, and finishes. It thinks at
+    // length first, as in a long run: the page scrolls, and the question comes at its end.
     let task = "Write a greeting for someone";
     let greeting = workspace.join("greeting.txt");
+    let mut thinking = String::from("First I need a **name**. What I will do:\n\n");
+    for n in 1..=40 {
+        thinking.push_str(&format!("{n}. a step of the plan, on a line of its own\n"));
+    }
     server
         .mock
         .push_for(
             task,
             Completion::tool_calls(
-                Some("First I need a **name**.".into()),
+                Some(thinking),
                 [call(
                     "q1",
                     "ask_human",
@@ -197,6 +302,13 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
         "!document.getElementById('question').hidden && document.getElementById('question-text').textContent === 'Whom should I greet?'",
     )
     .await;
+    until(
+        &page,
+        "the long first step to make the page scroll",
+        "document.documentElement.scrollHeight > innerHeight * 1.5",
+    )
+    .await;
+    answer_form_is_uncovered(&page, "when the question comes").await;
     screenshot(&page, "serve-question.png").await;
 
     // Reload while the run waits: the page replays the session and shows each event once.
@@ -227,9 +339,31 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     );
     assert_eq!(repeats, 0);
 
-    // The answer, typed in the page, reaches the model as the tool's result.
-    type_into(&page, "#answer", "Ada").await;
-    click(&page, "#answer-button").await;
+    // The answer, typed in the page, reaches the model as the tool's result. The form is hit-tested
+    // again, then used with the mouse where it is, the page scrolled as when the question's end
+    // is brought to the viewport's bottom (where a box over the page's bottom would cover it).
+    answer_form_is_uncovered(&page, "after the reload").await;
+    let _: bool = eval(
+        &page,
+        "(document.getElementById('question').scrollIntoView({block: 'end'}), document.activeElement.blur(), true)",
+    )
+    .await;
+    click_at_centre(&page, "answer").await;
+    let focused: String = eval(&page, "document.activeElement.id").await;
+    assert_eq!(focused, "answer", "the click on the answer box focuses it");
+    page.find_element("#answer")
+        .await
+        .unwrap()
+        .type_str("Ada")
+        .await
+        .unwrap();
+    let typed: (String, String) = eval(
+        &page,
+        "[document.getElementById('answer').value, document.getElementById('task-text').value]",
+    )
+    .await;
+    assert_eq!(typed, ("Ada".to_owned(), String::new()));
+    click_at_centre(&page, "answer-button").await;
     until(
         &page,
         "the final answer",
