@@ -7,7 +7,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   sessions: [], current: null, source: null, seen: new Set(), order: [], repeats: 0, steps: new Map(),
   calls: new Map(), runs: new Map(), currentStep: null, usage: { prompt: 0, completion: 0, cost: null },
-  workspace: "", filesTimer: null, agent: "", titled: false, statusVersion: -1,
+  workspace: "", filesTimer: null, agent: "", titled: false, statusVersion: -1, questionShown: null,
 };
 // For tests and curious readers: what the page has rendered.
 window.openmanus = state;
@@ -219,6 +219,17 @@ function agentEvent(data, html) {
         el("img", { src: `data:${imageType(data.image)};base64,${data.image}`, alt: data.caption || "image" }),
         data.caption ? el("figcaption", { text: data.caption }) : null));
       break;
+    case "permission": {
+      // The audit: who decided what about a call that needed more than the sandbox allows.
+      const card = state.calls.get(data.call_id);
+      const line = el("div", {
+        class: `permission ${data.decision}`,
+        text: `${data.decision === "allowed" ? "✓ allowed" : "✗ denied"} by ${data.by} (${data.request}): ${data.detail}`,
+      });
+      if (card) card.append(line);
+      else (state.currentStep || $("feed")).append(line);
+      break;
+    }
     case "retry":
       (state.currentStep || $("feed")).append(el("div", { class: "meta", text: `↻ retry ${data.attempt}: ${data.reason}` }));
       break;
@@ -265,11 +276,30 @@ function showStatus(status) {
   $("queue").textContent = status.queue_position ? `waiting: #${status.queue_position} in line` : "";
   $("question").hidden = !status.question;
   if (status.question) {
-    if ($("question-text").textContent !== status.question) {
+    const choices = status.choices || [];
+    const key = JSON.stringify([status.question, choices]);
+    if (state.questionShown !== key) {
+      state.questionShown = key;
       $("question-text").textContent = status.question;
+      // A question with choices (an approval) is answered by its buttons; a free one by text.
+      $("free-answer").hidden = choices.length > 0;
+      $("answer").required = choices.length === 0;
+      $("choices").replaceChildren(...choices.map((choice) => {
+        const button = el("button", {
+          type: "button",
+          id: `choice-${choice.answer}`,
+          class: choice.answer === "deny" ? "danger" : "",
+          text: choice.label,
+        });
+        button.onclick = () => sendAnswer(choice.answer);
+        return button;
+      }));
       $("answer").value = "";
-      $("answer").focus();
+      if (choices.length === 0) $("answer").focus();
+      else $("choices").firstChild.focus();
     }
+  } else {
+    state.questionShown = null;
   }
   $("error").hidden = !status.error;
   $("error").textContent = status.error || "";
@@ -336,9 +366,7 @@ $("task-text").addEventListener("keydown", (event) => {
 
 $("cancel").onclick = () => api(`/api/sessions/${state.current}/cancel`, { method: "POST" }).catch(() => {});
 
-$("question").onsubmit = async (event) => {
-  event.preventDefault();
-  const answer = $("answer").value;
+async function sendAnswer(answer) {
   try {
     await api(`/api/sessions/${state.current}/answer`, { method: "POST", body: JSON.stringify({ answer }) });
     $("question").hidden = true;
@@ -346,6 +374,11 @@ $("question").onsubmit = async (event) => {
     $("error").hidden = false;
     $("error").textContent = error.message;
   }
+}
+
+$("question").onsubmit = (event) => {
+  event.preventDefault();
+  sendAnswer($("answer").value);
 };
 
 // ---- start ----

@@ -228,7 +228,10 @@ impl Live {
             .take();
         let Some(reply) = reply else { return false };
         let answered = reply.send(Some(answer)).is_ok();
-        self.update(|status| status.question = None);
+        self.update(|status| {
+            status.question = None;
+            status.choices.clear();
+        });
         answered
     }
 
@@ -307,6 +310,7 @@ impl Live {
             self.update(|status| {
                 status.busy = false;
                 status.question = None;
+                status.choices.clear();
                 status.error = error;
             });
         }
@@ -347,7 +351,10 @@ impl Live {
     async fn watch_questions(self: Arc<Self>, mut questions: mpsc::Receiver<Question>) {
         while let Some(question) = questions.recv().await {
             *self.question.lock().unwrap_or_else(PoisonError::into_inner) = Some(question.reply);
-            self.update(|status| status.question = Some(question.inquire));
+            self.update(|status| {
+                status.question = Some(question.inquire);
+                status.choices = question.choices;
+            });
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the server's own notices about the session (its place in the line, a question waiting for an
 //! answer, the end of a run), which are live only.
 
+use agent_tools::Choice;
 use agent_store::StoredEvent;
 use serde::Serialize;
 
@@ -25,6 +26,10 @@ pub struct Status {
     pub queue_position: Option<usize>,
     /// The question `ask_human` is waiting to have answered.
     pub question: Option<String>,
+    /// The answers the question offers (an approval's allow once / … / deny), as buttons;
+    /// empty for a free question.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
     /// Why the last task could not run, if it could not.
     pub error: Option<String>,
     /// Grows with every change, also across restarts of the server (it is at least the time

@@ -2,7 +2,8 @@
 //! typed and sent, its steps appearing live, an `ask_human` question answered in the page (its
 //! form hit-tested wherever the page is scrolled, then answered by mouse clicks at coordinates),
 //! a reload while the run waits (every stored event shown once, in order), the created file
-//! listed, and a second task cancelled. Screenshots go to `target/e2e/` for review.
+//! listed, and a second task cancelled; a call the sandbox refused approved with the page's
+//! buttons. Screenshots go to `target/e2e/` for review.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -151,8 +152,14 @@ async fn hit_test(page: &Page, scroll: &str, ids: &[&str]) -> (Vec<Hit>, String)
 /// The answer input and the Answer button are each what a click at its centre lands on, wherever
 /// the reader has scrolled (nothing covers a form the agent waits on, and it is on screen).
 async fn answer_form_is_uncovered(page: &Page, when: &str) {
+    form_is_uncovered(page, when, &["answer", "answer-button"]).await;
+}
+
+/// Each element of `ids` is what a click at its centre lands on, wherever the reader has
+/// scrolled.
+async fn form_is_uncovered(page: &Page, when: &str, ids: &[&str]) {
     for (position, scroll) in SCROLLS {
-        let (hits, view) = hit_test(page, scroll, &["answer", "answer-button"]).await;
+        let (hits, view) = hit_test(page, scroll, ids).await;
         for hit in hits {
             assert!(
                 hit.inside,
@@ -568,6 +575,143 @@ async fn a_browser_screenshot_the_model_sees_is_shown_in_the_page() {
     assert_eq!(order, stored);
     assert_eq!(repeats, 0);
     screenshot(&page, "serve-screenshot.png").await;
+    browser.close().await;
+    server.mock.verify().unwrap();
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_the_sandbox_refused_is_approved_from_the_page() {
+    // The tools run in the default sandbox (workspace-write, no network) with the default
+    // policy (on-request): a call that needs the network is asked about in the page.
+    let server = TestServer::start().await;
+    let id = server.create("manus").await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (heard_tx, heard) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        let _ = heard_tx.send(text);
+    });
+    let code = format!(
+        "import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=30)\n\
+         s.sendall(b'hello from the tool')\ns.close()\nprint('sent')\n"
+    );
+    let task = "Tell the local service hello";
+    server
+        .mock
+        .push_for(
+            task,
+            Completion::tool_calls(
+                Some("Connecting.".into()),
+                [call("p1", "python_execute", &json!({ "code": code }))],
+            ),
+        )
+        .push_for(
+            task,
+            Completion::tool_calls(
+                Some("Done.".into()),
+                [call("t1", "terminate", &json!({"status": "success"}))],
+            ),
+        );
+    let mut browser = Browser::launch(&BrowserConfig {
+        viewport_width: 1100,
+        viewport_height: 700,
+        launch_timeout: PATIENCE,
+        action_timeout: PATIENCE,
+        ..BrowserConfig::default()
+    })
+    .await
+    .expect("headless Chromium (the chromium package) is needed for the page test");
+    let page = browser
+        .open_tab(&format!("{}/#{id}", server.url))
+        .await
+        .unwrap()
+        .clone();
+    until(
+        &page,
+        "the session view",
+        "window.openmanus && window.openmanus.current",
+    )
+    .await;
+    let (status, body) = server
+        .post(
+            &format!("/api/sessions/{id}/tasks"),
+            json!({ "task": task }),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+
+    // The question names the tool and shows the code; it is answered with buttons only.
+    until(
+        &page,
+        "the approval question with its buttons",
+        "!document.getElementById('question').hidden && document.getElementById('choice-once')",
+    )
+    .await;
+    let question: (String, Vec<String>, bool) = eval(
+        &page,
+        "[document.getElementById('question-text').textContent, \
+          [...document.querySelectorAll('#choices button')].map((b) => b.textContent), \
+          document.getElementById('free-answer').hidden]",
+    )
+    .await;
+    assert!(question.0.contains("`python_execute`"), "{question:?}");
+    assert!(question.0.contains("create_connection"), "{question:?}");
+    assert_eq!(
+        question.1,
+        [
+            "Allow once",
+            "Allow for this session",
+            "Always allow (a rule)",
+            "Deny"
+        ],
+    );
+    assert!(question.2, "no free-text box for an approval");
+    form_is_uncovered(
+        &page,
+        "when the approval is asked",
+        &["choice-once", "choice-session", "choice-always", "choice-deny"],
+    )
+    .await;
+    screenshot(&page, "serve-approval.png").await;
+    click_at_centre(&page, "choice-once").await;
+
+    // Allowed once: the call ran again with the network, and the local service heard it.
+    let said = tokio::time::timeout(PATIENCE, heard)
+        .await
+        .expect("the approved call reaches the local service")
+        .unwrap();
+    assert_eq!(said, "hello from the tool");
+    until(
+        &page,
+        "the final answer",
+        "document.querySelector('#feed .answer')",
+    )
+    .await;
+    let audit: Vec<String> = eval(
+        &page,
+        "[...document.querySelectorAll('#feed .call[data-call=\"p1\"] .permission.allowed')].map((p) => p.textContent)",
+    )
+    .await;
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert!(audit[0].contains("allowed by person"), "{audit:?}");
+    assert!(audit[0].contains("allowed once"), "{audit:?}");
+    let observed = server.mock.requests()[1]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(observed.contains("without the sandbox (allowed)"), "{observed}");
+    assert!(observed.contains("sent"), "{observed}");
+    let hidden: bool = eval(&page, "document.getElementById('question').hidden").await;
+    assert!(hidden, "the answered question is gone");
+    screenshot(&page, "serve-approved.png").await;
     browser.close().await;
     server.mock.verify().unwrap();
     server.stop().await;

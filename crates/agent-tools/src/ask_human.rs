@@ -35,6 +35,42 @@ pub trait HumanInput: Send + Sync {
     ///
     /// When asking failed (an I/O error, for example).
     async fn ask(&self, inquire: &str) -> Result<Option<String>, ToolError>;
+
+    /// Asks `inquire` with the answers that fit (`choices`, such as `once` / `deny`), for a
+    /// front end that can offer them as buttons; the answer is still free text, read by the
+    /// asker. By default the choices are left to the question's text and [`HumanInput::ask`]
+    /// asks it.
+    ///
+    /// # Errors
+    ///
+    /// When asking failed (an I/O error, for example).
+    async fn choose(
+        &self,
+        inquire: &str,
+        choices: &[Choice],
+    ) -> Result<Option<String>, ToolError> {
+        let _ = choices;
+        self.ask(inquire).await
+    }
+}
+
+/// One answer a question offers: what is answered, and how a button shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Choice {
+    /// The answer sent back when this is chosen (`once`).
+    pub answer: String,
+    /// What a button shows (`Allow once`).
+    pub label: String,
+}
+
+impl Choice {
+    /// The choice `label` that answers `answer`.
+    pub fn new(answer: impl Into<String>, label: impl Into<String>) -> Self {
+        Self {
+            answer: answer.into(),
+            label: label.into(),
+        }
+    }
 }
 
 /// Prompts on the terminal: `Bot: {inquire}\n\nYou: ` on standard error (standard output is
@@ -73,6 +109,8 @@ impl HumanInput for TerminalInput {
 pub struct Question {
     /// What the model asked.
     pub inquire: String,
+    /// The answers that fit, when the asker offers some (empty for a free question).
+    pub choices: Vec<Choice>,
     /// Send the answer here (`None`: nobody can answer).
     pub reply: oneshot::Sender<Option<String>>,
 }
@@ -95,9 +133,18 @@ impl ChannelInput {
 #[async_trait]
 impl HumanInput for ChannelInput {
     async fn ask(&self, inquire: &str) -> Result<Option<String>, ToolError> {
+        self.choose(inquire, &[]).await
+    }
+
+    async fn choose(
+        &self,
+        inquire: &str,
+        choices: &[Choice],
+    ) -> Result<Option<String>, ToolError> {
         let (reply, answer) = oneshot::channel();
         let question = Question {
             inquire: inquire.to_owned(),
+            choices: choices.to_vec(),
             reply,
         };
         if self.sender.send(question).await.is_err() {

@@ -11,7 +11,7 @@ use agent_config::{ApprovalPolicy, PermissionRule, RuleDecision, RulesFile, Sand
 use agent_core::ToolCall;
 use agent_protocol::{Decider, PermissionDecision};
 use agent_toolcall::{Gated, PermissionRecord, ToolGate, Verdict};
-use agent_tools::{HumanInput, Tool, ToolContext, ToolResult};
+use agent_tools::{Choice, HumanInput, Tool, ToolContext, ToolResult};
 use async_trait::async_trait;
 use serde_json::Value;
 use tracing::warn;
@@ -53,6 +53,17 @@ pub enum Approval {
 }
 
 impl Approval {
+    /// The answers a question of the gate offers, for a front end's buttons.
+    #[must_use]
+    pub fn choices() -> [Choice; 4] {
+        [
+            Choice::new("once", "Allow once"),
+            Choice::new("session", "Allow for this session"),
+            Choice::new("always", "Always allow (a rule)"),
+            Choice::new("deny", "Deny"),
+        ]
+    }
+
     /// Reads an answer: `o`/`y`/`once`/`yes`, `s`/`session`, `a`/`always`; anything else denies.
     #[must_use]
     pub fn parse(answer: &str) -> Self {
@@ -168,7 +179,7 @@ impl SandboxGate {
             mode = self.mode,
             text = shown(text),
         );
-        match self.human.ask(&question).await {
+        match self.human.choose(&question, &Approval::choices()).await {
             Ok(Some(answer)) => Some(Approval::parse(&answer)),
             Ok(None) => None,
             Err(error) => {
