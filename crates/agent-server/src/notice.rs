@@ -2,8 +2,8 @@
 //! the server's own notices about the session (its place in the line, a question waiting for an
 //! answer, the end of a run), which are live only.
 
-use agent_tools::Choice;
 use agent_store::StoredEvent;
+use agent_tools::Choice;
 use serde::Serialize;
 
 /// One item of a session's live stream.

@@ -270,6 +270,89 @@ async fn sdk_1_input_required_round_trip() {
     input_required(Sdk::V1).await;
 }
 
+/// A call the sandbox refused (it needs the network) is asked about through `input-required`;
+/// the SDK client answers "once", and the call runs again with the network.
+async fn approval(sdk: Sdk) {
+    let server = TestServer::start().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heard = std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        text
+    });
+    let code = format!(
+        "import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=30)\n\
+         s.sendall(b'hello over A2A')\ns.close()\nprint('sent')\n"
+    );
+    server
+        .mock
+        .push(Completion::tool_calls(
+            None,
+            [call("p", "python_execute", &json!({ "code": code }))],
+        ))
+        .push(finish("Said hello."));
+    let lines = sdk.run(&server, "approve", &[]).await;
+    let asked = step(&lines, "asked");
+    assert!(state_is(&asked["state"], "input-required"), "{lines:?}");
+    let question = asked["question"].as_str().unwrap_or_default();
+    assert!(question.contains("`python_execute`"), "{question}");
+    assert!(question.contains("[o]nce"), "{question}");
+    let answered = step(&lines, "answered");
+    assert_eq!(answered["task"], asked["task"]);
+    assert!(state_is(&answered["state"], "completed"), "{lines:?}");
+    assert_eq!(heard.join().unwrap(), "hello over A2A");
+    // The model saw the call run again, allowed; the decision is in the session's record.
+    let second = &server.mock.requests()[1];
+    assert!(
+        second.messages().iter().any(|m| m["role"] == "tool"
+            && m["content"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("without the sandbox (allowed)")),
+        "{:?}",
+        second.messages()
+    );
+    let context = asked_context(&server).await;
+    let events = server
+        .hub
+        .store()
+        .events_after(&context, None, 10_000)
+        .await
+        .unwrap();
+    let decisions: Vec<(&Value, &Value)> = events
+        .iter()
+        .filter(|e| e.data["type"] == "permission")
+        .map(|e| (&e.data["decision"], &e.data["by"]))
+        .collect();
+    assert_eq!(
+        decisions,
+        [(&json!("allowed"), &json!("person"))],
+        "{events:?}"
+    );
+    server.mock.verify().unwrap();
+    server.stop().await;
+}
+
+/// The one session of `server` (the A2A context).
+async fn asked_context(server: &TestServer) -> String {
+    let sessions = server.hub.store().list_sessions().await.unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    sessions[0].id.clone()
+}
+
+#[tokio::test]
+async fn sdk_0_2_approves_a_refused_call_through_input_required() {
+    approval(Sdk::V0_2).await;
+}
+
+#[tokio::test]
+async fn sdk_1_approves_a_refused_call_through_input_required() {
+    approval(Sdk::V1).await;
+}
+
 async fn cancel(sdk: Sdk) {
     // Unconfined: the sleep's pid is read after the run, so it must be this machine's number
     // (cancelling a confined run is covered by the CLI's Ctrl-C tests).

@@ -674,7 +674,12 @@ async fn a_call_the_sandbox_refused_is_approved_from_the_page() {
     form_is_uncovered(
         &page,
         "when the approval is asked",
-        &["choice-once", "choice-session", "choice-always", "choice-deny"],
+        &[
+            "choice-once",
+            "choice-session",
+            "choice-always",
+            "choice-deny",
+        ],
     )
     .await;
     screenshot(&page, "serve-approval.png").await;
@@ -707,7 +712,10 @@ async fn a_call_the_sandbox_refused_is_approved_from_the_page() {
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect::<Vec<_>>()
         .join("\n");
-    assert!(observed.contains("without the sandbox (allowed)"), "{observed}");
+    assert!(
+        observed.contains("without the sandbox (allowed)"),
+        "{observed}"
+    );
     assert!(observed.contains("sent"), "{observed}");
     let hidden: bool = eval(&page, "document.getElementById('question').hidden").await;
     assert!(hidden, "the answered question is gone");

@@ -44,11 +44,7 @@ pub trait HumanInput: Send + Sync {
     /// # Errors
     ///
     /// When asking failed (an I/O error, for example).
-    async fn choose(
-        &self,
-        inquire: &str,
-        choices: &[Choice],
-    ) -> Result<Option<String>, ToolError> {
+    async fn choose(&self, inquire: &str, choices: &[Choice]) -> Result<Option<String>, ToolError> {
         let _ = choices;
         self.ask(inquire).await
     }
@@ -136,11 +132,7 @@ impl HumanInput for ChannelInput {
         self.choose(inquire, &[]).await
     }
 
-    async fn choose(
-        &self,
-        inquire: &str,
-        choices: &[Choice],
-    ) -> Result<Option<String>, ToolError> {
+    async fn choose(&self, inquire: &str, choices: &[Choice]) -> Result<Option<String>, ToolError> {
         let (reply, answer) = oneshot::channel();
         let question = Question {
             inquire: inquire.to_owned(),

@@ -37,7 +37,8 @@ mod terminate;
 mod tool;
 
 pub use ask_human::{
-    ASK_HUMAN, AskHuman, AskHumanArgs, ChannelInput, Choice, HumanInput, NO_HUMAN, Question, TerminalInput,
+    ASK_HUMAN, AskHuman, AskHumanArgs, ChannelInput, Choice, HumanInput, NO_HUMAN, Question,
+    TerminalInput,
 };
 pub use bash::{BASH, Bash, BashArgs};
 pub use collection::ToolCollection;
