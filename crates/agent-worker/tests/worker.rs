@@ -1,6 +1,6 @@
 //! Workers against a real `nats-server -js` child and the strict mock model: a task's result
 //! and events, continued sessions, tasks handed back on stop, and a long task kept alive by
-//! in-progress acknowledgements.
+//! in-progress acknowledgements; a call that would need approval denied without waiting.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -276,5 +276,78 @@ async fn a_stopping_worker_hands_its_task_back_and_another_completes_it() {
     assert_eq!(result.ending, Ending::Finished, "{result:?}");
     assert!(result.attempt >= 2, "{result:?}");
     assert_eq!(second.stop().await.completed, 1);
+    mock.verify().unwrap();
+}
+
+#[tokio::test]
+async fn a_call_that_would_need_approval_is_denied_on_a_worker_without_waiting() {
+    // The default sandbox and policy (workspace-write, on-request): a call that needs the network
+    // would be asked about, but nobody answers on a worker, so it is denied at once and the run
+    // goes on to its end.
+    let server = NatsServer::start().unwrap();
+    let mock = MockOpenAi::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = QueueSettings::default();
+    let nats = connect(&server, &settings).await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let ask = "Tell the local service hello";
+    let task = TaskMessage::new("swe", ask);
+    mock.push_for(
+        ask,
+        Completion::tool_calls(
+            Some("Calling it.".into()),
+            [call(
+                "c1",
+                "bash",
+                &json!({"command": format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo hello >&3")}),
+            )],
+        ),
+    )
+    .push_for(ask, finish("The service cannot be reached from here."));
+    let submitter = Submitter::new(nats.clone());
+    let mut events = submitter.events(&task.id).await.unwrap();
+    submitter.submit(&task).await.unwrap();
+    let worker = RunningWorker::start(
+        nats.clone(),
+        factory(&mock, &dir.path().join("default")),
+        WorkerOptions::new(dir.path().join("tasks")),
+    );
+    let result = tokio::time::timeout(PATIENCE, submitter.wait_result(&task.id))
+        .await
+        .expect("a result in time: nothing waits for an answer")
+        .unwrap();
+    assert_eq!(result.ending, Ending::Finished, "{result:?}");
+    let seen = until(&mut events, |e| e.kind.to_string() == "run_finished").await;
+    let decisions: Vec<_> = seen
+        .iter()
+        .filter(|e| name(e) == "permission")
+        .map(|e| e.data.clone())
+        .collect();
+    assert_eq!(decisions.len(), 1, "{seen:?}");
+    assert_eq!(decisions[0]["decision"], "denied", "{decisions:?}");
+    assert_eq!(decisions[0]["by"], "policy", "{decisions:?}");
+    assert!(
+        decisions[0]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("nobody is there to ask"),
+        "{decisions:?}"
+    );
+    // The model was told it was refused and how to allow it; the service heard nothing.
+    let observed = mock.requests()[1]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<String>();
+    assert!(observed.contains("--sandbox full-access"), "{observed}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_err(),
+        "the refused call did not reach the service"
+    );
+    let summary = worker.stop().await;
+    assert_eq!(summary.completed, 1, "{summary:?}");
     mock.verify().unwrap();
 }
