@@ -283,7 +283,6 @@ function showStatus(status) {
       $("question-text").textContent = status.question;
       // A question with choices (an approval) is answered by its buttons; a free one by text.
       $("free-answer").hidden = choices.length > 0;
-      $("answer").required = choices.length === 0;
       $("choices").replaceChildren(...choices.map((choice) => {
         const button = el("button", {
           type: "button",

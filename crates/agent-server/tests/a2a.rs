@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 use agent_testkit::Completion;
-use common::{PATIENCE, TestServer, call};
+use common::{LocalService, PATIENCE, TestServer, call};
 use serde_json::{Value, json};
 
 /// The two SDKs.
@@ -274,19 +274,8 @@ async fn sdk_1_input_required_round_trip() {
 /// the SDK client answers "once", and the call runs again with the network.
 async fn approval(sdk: Sdk) {
     let server = TestServer::start().await;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let heard = std::thread::spawn(move || {
-        use std::io::Read;
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut text = String::new();
-        stream.read_to_string(&mut text).unwrap();
-        text
-    });
-    let code = format!(
-        "import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=30)\n\
-         s.sendall(b'hello over A2A')\ns.close()\nprint('sent')\n"
-    );
+    let service = LocalService::start();
+    let code = service.python_client("hello over A2A");
     server
         .mock
         .push(Completion::tool_calls(
@@ -303,7 +292,7 @@ async fn approval(sdk: Sdk) {
     let answered = step(&lines, "answered");
     assert_eq!(answered["task"], asked["task"]);
     assert!(state_is(&answered["state"], "completed"), "{lines:?}");
-    assert_eq!(heard.join().unwrap(), "hello over A2A");
+    assert_eq!(service.heard().await, "hello over A2A");
     // The model saw the call run again, allowed; the decision is in the session's record.
     let second = &server.mock.requests()[1];
     assert!(

@@ -17,7 +17,7 @@ use agent_testkit::{Completion, Fault, MockReply};
 use chromiumoxide::Page;
 use chromiumoxide::layout::Point;
 use chromiumoxide::page::ScreenshotParams;
-use common::{PATIENCE, TestServer, call};
+use common::{LocalService, PATIENCE, TestServer, call};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -188,6 +188,46 @@ async fn click_at_centre(page: &Page, id: &str) {
         .unwrap_or_else(|e| panic!("clicking at the centre of #{id}: {e}"));
 }
 
+/// Headless Chromium with a `width` x `height` viewport.
+async fn chromium(width: u32, height: u32) -> Browser {
+    Browser::launch(&BrowserConfig {
+        viewport_width: width,
+        viewport_height: height,
+        launch_timeout: PATIENCE,
+        action_timeout: PATIENCE,
+        ..BrowserConfig::default()
+    })
+    .await
+    .expect("headless Chromium (the chromium package) is needed for the page test")
+}
+
+/// A tab on the view of the session `id`, once the page's script shows it.
+async fn session_page(browser: &mut Browser, server: &TestServer, id: &str) -> Page {
+    let page = browser
+        .open_tab(&format!("{}/#{id}", server.url))
+        .await
+        .unwrap()
+        .clone();
+    until(
+        &page,
+        "the session view",
+        "window.openmanus && window.openmanus.current",
+    )
+    .await;
+    page
+}
+
+/// Gives the session `id` the task `task` through the API.
+async fn send_task(server: &TestServer, id: &str, task: &str) {
+    let (status, body) = server
+        .post(
+            &format!("/api/sessions/{id}/tasks"),
+            json!({ "task": task }),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+}
+
 async fn screenshot(page: &Page, name: &str) {
     let path = artifacts().join(name);
     page.save_screenshot(ScreenshotParams::builder().full_page(true).build(), &path)
@@ -220,15 +260,7 @@ async fn shown(page: &Page) -> (Vec<i64>, u64) {
 #[tokio::test]
 async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels() {
     let server = TestServer::start().await;
-    let mut browser = Browser::launch(&BrowserConfig {
-        viewport_width: 1100,
-        viewport_height: 900,
-        launch_timeout: PATIENCE,
-        action_timeout: PATIENCE,
-        ..BrowserConfig::default()
-    })
-    .await
-    .expect("headless Chromium (the chromium package) is needed for the page test");
+    let mut browser = chromium(1100, 900).await;
     let page = browser.open_tab(&server.url).await.unwrap().clone();
     until(&page, "the page script", "window.openmanus").await;
 
@@ -526,31 +558,9 @@ async fn a_browser_screenshot_the_model_sees_is_shown_in_the_page() {
                 [call("t1", "terminate", &json!({"status": "success"}))],
             ),
         );
-    let mut browser = Browser::launch(&BrowserConfig {
-        launch_timeout: PATIENCE,
-        action_timeout: PATIENCE,
-        ..BrowserConfig::default()
-    })
-    .await
-    .expect("headless Chromium (the chromium package) is needed for the page test");
-    let page = browser
-        .open_tab(&format!("{}/#{id}", server.url))
-        .await
-        .unwrap()
-        .clone();
-    until(
-        &page,
-        "the session view",
-        "window.openmanus && window.openmanus.current",
-    )
-    .await;
-    let (status, body) = server
-        .post(
-            &format!("/api/sessions/{id}/tasks"),
-            json!({ "task": task }),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
+    let mut browser = chromium(1280, 1100).await;
+    let page = session_page(&mut browser, &server, &id).await;
+    send_task(&server, &id, task).await;
     until(
         &page,
         "the final answer",
@@ -586,20 +596,8 @@ async fn a_call_the_sandbox_refused_is_approved_from_the_page() {
     // policy (on-request): a call that needs the network is asked about in the page.
     let server = TestServer::start().await;
     let id = server.create("manus").await;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (heard_tx, heard) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        use std::io::Read;
-        let (mut stream, _) = listener.accept().unwrap();
-        let mut text = String::new();
-        stream.read_to_string(&mut text).unwrap();
-        let _ = heard_tx.send(text);
-    });
-    let code = format!(
-        "import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=30)\n\
-         s.sendall(b'hello from the tool')\ns.close()\nprint('sent')\n"
-    );
+    let service = LocalService::start();
+    let code = service.python_client("hello from the tool");
     let task = "Tell the local service hello";
     server
         .mock
@@ -617,33 +615,9 @@ async fn a_call_the_sandbox_refused_is_approved_from_the_page() {
                 [call("t1", "terminate", &json!({"status": "success"}))],
             ),
         );
-    let mut browser = Browser::launch(&BrowserConfig {
-        viewport_width: 1100,
-        viewport_height: 700,
-        launch_timeout: PATIENCE,
-        action_timeout: PATIENCE,
-        ..BrowserConfig::default()
-    })
-    .await
-    .expect("headless Chromium (the chromium package) is needed for the page test");
-    let page = browser
-        .open_tab(&format!("{}/#{id}", server.url))
-        .await
-        .unwrap()
-        .clone();
-    until(
-        &page,
-        "the session view",
-        "window.openmanus && window.openmanus.current",
-    )
-    .await;
-    let (status, body) = server
-        .post(
-            &format!("/api/sessions/{id}/tasks"),
-            json!({ "task": task }),
-        )
-        .await;
-    assert_eq!(status, 202, "{body}");
+    let mut browser = chromium(1100, 700).await;
+    let page = session_page(&mut browser, &server, &id).await;
+    send_task(&server, &id, task).await;
 
     // The question names the tool and shows the code; it is answered with buttons only.
     until(
@@ -686,11 +660,7 @@ async fn a_call_the_sandbox_refused_is_approved_from_the_page() {
     click_at_centre(&page, "choice-once").await;
 
     // Allowed once: the call ran again with the network, and the local service heard it.
-    let said = tokio::time::timeout(PATIENCE, heard)
-        .await
-        .expect("the approved call reaches the local service")
-        .unwrap();
-    assert_eq!(said, "hello from the tool");
+    assert_eq!(service.heard().await, "hello from the tool");
     until(
         &page,
         "the final answer",

@@ -267,3 +267,43 @@ impl SseClient {
         }
     }
 }
+
+/// A TCP service on 127.0.0.1 that keeps what its first client sends: what a tool needing the
+/// network would reach.
+pub struct LocalService {
+    pub port: u16,
+    heard: oneshot::Receiver<String>,
+}
+
+impl LocalService {
+    pub fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (said, heard) = oneshot::channel();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut text = String::new();
+            stream.read_to_string(&mut text).unwrap();
+            let _ = said.send(text);
+        });
+        Self { port, heard }
+    }
+
+    /// Python code that connects to the service, sends `text` and prints `sent`.
+    pub fn python_client(&self, text: &str) -> String {
+        format!(
+            "import socket\ns = socket.create_connection(('127.0.0.1', {port}), timeout=30)\n\
+             s.sendall(b'{text}')\ns.close()\nprint('sent')\n",
+            port = self.port
+        )
+    }
+
+    /// What the first client sent; fails the test when nobody came in time.
+    pub async fn heard(self) -> String {
+        tokio::time::timeout(PATIENCE, self.heard)
+            .await
+            .expect("a client reaches the local service in time")
+            .expect("the service thread ended without a client")
+    }
+}
