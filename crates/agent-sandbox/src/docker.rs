@@ -29,6 +29,9 @@ use crate::process::Shared;
 use crate::sessions::ShellSessions;
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput};
 
+/// How long the engine may take to record an exec's process id once the process runs.
+const PID_WAIT: Duration = Duration::from_secs(10);
+
 /// How a [`DockerSandbox`] is set up (`[sandbox]` with `backend = "docker"`).
 #[derive(Debug, Clone)]
 pub struct DockerSandboxOptions {
@@ -398,15 +401,7 @@ impl DockerSandbox {
             return Err(engine("the X server's exec did not attach"));
         };
         let pump = docker_display::wait_ready(&program, &self.options.image, output).await?;
-        // The exec's host process id (the server itself, once `sh` has exec'd it).
-        let server_pid = self
-            .docker
-            .inspect_exec(&exec_id)
-            .await
-            .ok()
-            .and_then(|inspect| inspect.pid)
-            .and_then(|pid| u32::try_from(pid).ok())
-            .unwrap_or(0);
+        let server_pid = self.exec_pid(&exec_id).await;
         if !socket.exists() {
             warn!(socket = %socket.display(), "the container's X server is ready but its socket is not where expected");
         }
@@ -419,6 +414,32 @@ impl DockerSandbox {
         });
         self.x_pump = Some(pump);
         Ok(())
+    }
+
+    /// The exec's host process id (the X server itself, once `sh` has exec'd it), or 0 when
+    /// the engine does not tell. The engine records the id only after its `exec` call returns,
+    /// which can be after the process has already written (and so after it was seen ready):
+    /// asked too early, it answers 0, so this asks again until the id is there, the exec has
+    /// ended, or a generous bound has passed.
+    async fn exec_pid(&self, exec_id: &str) -> u32 {
+        let deadline = Instant::now() + PID_WAIT;
+        loop {
+            let inspect = match self.docker.inspect_exec(exec_id).await {
+                Ok(inspect) => inspect,
+                Err(e) => {
+                    warn!(error = %e, "the X server's exec could not be inspected");
+                    return 0;
+                }
+            };
+            let pid = inspect
+                .pid
+                .and_then(|pid| u32::try_from(pid).ok())
+                .unwrap_or(0);
+            if pid > 0 || inspect.running == Some(false) || Instant::now() >= deadline {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// The container's id.
