@@ -78,6 +78,7 @@ mod config;
 mod document;
 mod env;
 mod error;
+mod hooks;
 mod llm;
 mod llm_settings;
 mod loader;
@@ -91,6 +92,7 @@ mod source;
 
 pub use config::Config;
 pub use error::ConfigError;
+pub use hooks::{DEFAULT_HOOK_TIMEOUT, HookEvent, HookSettings};
 pub use llm::VISION;
 pub use llm_settings::{ApiKey, ApiType, LlmSettings, Price, ToolCallMode};
 pub use loader::ConfigLoader;

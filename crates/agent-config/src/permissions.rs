@@ -306,6 +306,8 @@ pub struct PermissionsSettings {
     pub writable: Vec<String>,
     /// More paths hidden from the tools, besides [`DEFAULT_HIDDEN`] (`~` is the home).
     pub hidden: Vec<String>,
+    /// The user's hooks (`[[permissions.hooks]]`), in order.
+    pub hooks: Vec<crate::hooks::HookSettings>,
 }
 
 impl Default for PermissionsSettings {
@@ -317,6 +319,7 @@ impl Default for PermissionsSettings {
             network: false,
             writable: Vec::new(),
             hidden: Vec::new(),
+            hooks: Vec::new(),
         }
     }
 }

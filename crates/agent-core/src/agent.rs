@@ -97,6 +97,7 @@ pub struct BaseAgent {
     current_step: u32,
     stuck_hint: bool,
     finish_reason: Option<FinishReason>,
+    ending: Option<RunStatus>,
     answer: std::sync::Mutex<AnswerTracker>,
     events: EventBus,
     cancel: CancellationToken,
@@ -122,6 +123,7 @@ impl BaseAgent {
             current_step: 0,
             stuck_hint: false,
             finish_reason: None,
+            ending: None,
             answer: std::sync::Mutex::default(),
             events: EventBus::new(),
             cancel: CancellationToken::new(),
@@ -241,6 +243,13 @@ impl BaseAgent {
     #[must_use]
     pub fn finish_reason(&self) -> Option<&FinishReason> {
         self.finish_reason.as_ref()
+    }
+
+    /// How the last run ended: set after its last step, before [`Agent::cleanup`] (which may
+    /// read it); `None` before the first run ends and while a run is going.
+    #[must_use]
+    pub fn ending(&self) -> Option<&RunStatus> {
+        self.ending.as_ref()
     }
 
     /// Returns a `FINISHED` or `ERROR` agent to `IDLE` so it can run again; memory is kept.
@@ -417,6 +426,7 @@ impl BaseAgent {
     fn begin_run(&mut self) {
         self.current_step = 0;
         self.finish_reason = None;
+        self.ending = None;
         self.stuck_hint = false;
         *self.answers() = AnswerTracker::default();
         *self.usage.lock().unwrap_or_else(PoisonError::into_inner) = TokenUsage::default();
@@ -656,6 +666,7 @@ pub async fn run_loop<A: Agent + ?Sized>(
         if matches!(status, RunStatus::MaxSteps(_) | RunStatus::Cancelled) {
             base.transition_or_log(AgentState::Idle);
         }
+        base.ending = Some(status.clone());
         agent.cleanup().await;
         let base = agent.base();
         let usage = base.run_usage();

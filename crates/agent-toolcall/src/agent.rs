@@ -14,7 +14,7 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use crate::compaction::{Compaction, compact_if_needed, estimate_tokens};
-use crate::gate::{Gated, PermissionRecord, ToolGate, Verdict};
+use crate::gate::{Gated, PermissionRecord, RunEnd, ToolGate, Verdict};
 use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
     AutoTextReply, NextStepPromptMode, Policies, cap_observation_bytes, truncate_observation,
@@ -355,39 +355,29 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
             Some(gate) => gate.before(call, &args, &ctx).await,
             None => Verdict::Run(Vec::new()),
         };
-        let Gated { result, records } = match verdict {
-            Verdict::Answered(gated) => gated,
-            Verdict::Run(mut records) => {
-                let result = match self.core.tools.execute(name, args.clone(), &ctx).await {
-                    Ok(result) => result,
-                    Err(error) => {
-                        warn!(tool = name, %error, "tool raised an error");
-                        let mut execution = Execution::error(format!(
-                            "Error: ⚠️ Tool '{name}' encountered a problem: {error}"
-                        ));
-                        execution.records = records;
-                        return execution;
-                    }
-                };
-                let mut gated = match &gate {
-                    Some(gate) => gate.after(call, &args, result, &ctx).await,
-                    None => Gated::untouched(result),
-                };
-                records.append(&mut gated.records);
-                gated.records = records;
-                gated
+        let (args, mut records) = match verdict {
+            Verdict::Answered(gated) => return observed(name, gated),
+            Verdict::Run(records) => (args, records),
+            Verdict::RunWith(changed, records) => (changed, records),
+        };
+        let result = match self.core.tools.execute(name, args.clone(), &ctx).await {
+            Ok(result) => result,
+            Err(error) => {
+                warn!(tool = name, %error, "tool raised an error");
+                let mut execution = Execution::error(format!(
+                    "Error: ⚠️ Tool '{name}' encountered a problem: {error}"
+                ));
+                execution.records = records;
+                return execution;
             }
         };
-        let observation = if result.is_empty() {
-            format!("Cmd `{name}` completed with no output")
-        } else {
-            format!("Observed output of cmd `{name}` executed:\n{result}")
+        let mut gated = match &gate {
+            Some(gate) => gate.after(call, &args, result, &ctx).await,
+            None => Gated::untouched(result),
         };
-        Execution {
-            observation,
-            result: Some(result),
-            records,
-        }
+        records.append(&mut gated.records);
+        gated.records = records;
+        observed(name, gated)
     }
 
     fn handle_special_tool(&mut self, name: &str, result: &ToolResult) -> Result<(), AgentError> {
@@ -413,6 +403,20 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
             _ => observation,
         };
         cap_observation_bytes(observation, self.core.policies.max_observation_bytes)
+    }
+}
+
+/// The observation of a call's gated result.
+fn observed(name: &str, Gated { result, records }: Gated) -> Execution {
+    let observation = if result.is_empty() {
+        format!("Cmd `{name}` completed with no output")
+    } else {
+        format!("Observed output of cmd `{name}` executed:\n{result}")
+    };
+    Execution {
+        observation,
+        result: Some(result),
+        records,
     }
 }
 
@@ -637,6 +641,13 @@ impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
 
     async fn cleanup(&mut self) {
         self.core.tool_calls.clear();
+        if let (Some(gate), Some(ending)) = (&self.core.gate, self.core.base.ending()) {
+            let end = RunEnd {
+                status: ending.to_string(),
+                steps: self.core.base.current_step(),
+            };
+            gate.run_ended(&end).await;
+        }
         self.hooks.cleanup(&mut self.core).await;
         if self.core.cleanup_tools_each_run {
             self.core.tools.cleanup_all().await;

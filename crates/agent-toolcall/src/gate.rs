@@ -51,6 +51,19 @@ pub enum Verdict {
     Run(Vec<PermissionRecord>),
     /// Do not run it as usual: this is its outcome (refused, or run with more elsewhere).
     Answered(Gated),
+    /// Run it with these arguments instead of the model's (a hook changed them); these
+    /// decisions were taken.
+    RunWith(Value, Vec<PermissionRecord>),
+}
+
+/// How a run ended, for [`ToolGate::run_ended`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnd {
+    /// The outcome in one line, as [`RunStatus`](agent_core::RunStatus)'s `Display`
+    /// (`finished (…)`, `max_steps (N)`, `cancelled`, `error: …`).
+    pub status: String,
+    /// The steps the run took.
+    pub steps: u32,
 }
 
 /// Decides what a tool call may do beyond its confinement.
@@ -68,4 +81,8 @@ pub trait ToolGate: Send + Sync {
         result: ToolResult,
         ctx: &ToolContext,
     ) -> Gated;
+
+    /// The run ended (after its last step, before its tools are cleaned up). Nothing by
+    /// default.
+    async fn run_ended(&self, _end: &RunEnd) {}
 }

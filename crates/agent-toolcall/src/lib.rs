@@ -49,7 +49,7 @@ pub use agent::{
     DEFAULT_SYSTEM_PROMPT, NO_CONTENT, TOOL_CALL_REQUIRED, ToolCallAgent, ToolCallCore,
 };
 pub use compaction::{Compaction, CompactionStrategy};
-pub use gate::{Gated, PermissionRecord, ToolGate, Verdict};
+pub use gate::{Gated, PermissionRecord, RunEnd, ToolGate, Verdict};
 pub use hooks::{BeforeThink, ToolCallHooks};
 pub use policy::{
     AutoTextReply, DEFAULT_MAX_OBSERVATION_BYTES, NextStepPromptMode, ObservationTruncation,

@@ -397,6 +397,7 @@ impl AgentFactory {
                 message: e.to_string(),
             },
         )?));
+        options.hooks.clone_from(&config.permissions.hooks);
         if with_sandbox && config.sandbox.use_sandbox {
             // The tools run in the sandbox with the workspace at its own path, so paths and
             // observations are the same as without it. No fallback: if the sandbox cannot run,

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 #[cfg(feature = "browser")]
 use agent_browser::{BrowserConfig, BrowserUseTool};
-use agent_config::{ApprovalPolicy, PermissionRule};
+use agent_config::{ApprovalPolicy, HookSettings, PermissionRule};
 use agent_core::Budget;
 #[cfg(feature = "browser")]
 use agent_llm::ChatModel;
 use agent_sandbox::{Confinement, Sandbox, SandboxFileOperator};
 use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks, ToolGate};
 
-use crate::permissions::{GateOptions, SandboxGate};
+use crate::permissions::{GateOptions, HookGate, SandboxGate};
 use agent_tools::{AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput};
 use agent_web::WebSearch;
 
@@ -61,6 +61,9 @@ pub struct AgentOptions {
     pub rules: Vec<PermissionRule>,
     /// Where an "always" answer writes its rule (`None`: it lasts the session).
     pub rules_file: Option<PathBuf>,
+    /// The user's hooks around every tool call and at the end of each run
+    /// (`[[permissions.hooks]]`), whatever the sandbox.
+    pub hooks: Vec<HookSettings>,
     /// How Manus's `browser_use` starts or reaches Chromium (`[browser]`); the browser is
     /// launched at the first browser action, not before. Only with the `browser` feature.
     #[cfg(feature = "browser")]
@@ -108,6 +111,7 @@ impl AgentOptions {
             approval: ApprovalPolicy::default(),
             rules: Vec::new(),
             rules_file: None,
+            hooks: Vec::new(),
             #[cfg(feature = "browser")]
             browser: BrowserConfig::default(),
             web_search: None,
@@ -171,10 +175,29 @@ impl AgentOptions {
         }
     }
 
-    /// The approval gate around `bash` and `python_execute` when they are confined (not in a
-    /// sandbox, which has no "more" to give): their unconfined twins run what is allowed.
+    /// The gate around tool calls: the hooks (every tool, whatever the sandbox), then the
+    /// approval policy around `bash` and `python_execute` when they are confined (not in a
+    /// sandbox, which has no "more" to give; their unconfined twins run what is allowed).
+    /// `None` when there is neither.
     #[must_use]
     pub fn gate(&self) -> Option<Arc<dyn ToolGate>> {
+        let human: Arc<dyn HumanInput> = match &self.human {
+            Some(input) => Arc::clone(input),
+            None => Arc::new(TerminalInput),
+        };
+        let sandbox = self.sandbox_gate(&human);
+        if self.hooks.is_empty() {
+            return sandbox.map(|gate| Arc::new(gate) as Arc<dyn ToolGate>);
+        }
+        Some(Arc::new(HookGate::new(
+            self.hooks.clone(),
+            self.workspace.clone(),
+            human,
+            sandbox,
+        )))
+    }
+
+    fn sandbox_gate(&self, human: &Arc<dyn HumanInput>) -> Option<SandboxGate> {
         let confinement = self
             .confinement
             .as_ref()
@@ -190,20 +213,16 @@ impl AgentOptions {
         if let Some(timeout) = self.bash_timeout {
             bash = bash.with_timeout(timeout);
         }
-        let human: Arc<dyn HumanInput> = match &self.human {
-            Some(input) => Arc::clone(input),
-            None => Arc::new(TerminalInput),
-        };
-        Some(Arc::new(SandboxGate::new(GateOptions {
+        Some(SandboxGate::new(GateOptions {
             mode: confinement.mode(),
             policy: self.approval,
             network_off: !confinement.network_allowed(),
             workspace: self.workspace.clone(),
-            human,
+            human: Arc::clone(human),
             rules: self.rules.clone(),
             rules_file: self.rules_file.clone(),
             twins: vec![Arc::new(bash), Arc::new(python)],
-        })))
+        }))
     }
 
     pub(crate) fn ask_human(&self) -> AskHuman {

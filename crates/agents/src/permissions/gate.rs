@@ -274,7 +274,7 @@ fn record(
     }
 }
 
-fn with_note(mut result: ToolResult, note: &str) -> ToolResult {
+pub(super) fn with_note(mut result: ToolResult, note: &str) -> ToolResult {
     match (&mut result.error, &mut result.output) {
         (Some(error), _) if !error.is_empty() => error.push_str(note),
         (_, Some(output)) => output.push_str(note),
@@ -283,9 +283,16 @@ fn with_note(mut result: ToolResult, note: &str) -> ToolResult {
     result
 }
 
-#[async_trait]
-impl ToolGate for SandboxGate {
-    async fn before(&self, call: &ToolCall, args: &Value, ctx: &ToolContext) -> Verdict {
+impl SandboxGate {
+    /// What the gate says before `call` runs; `approved` (a hook allowed it) spares the
+    /// `untrusted` question — it never gives the call more than its confinement.
+    pub(crate) async fn check(
+        &self,
+        call: &ToolCall,
+        args: &Value,
+        ctx: &ToolContext,
+        approved: bool,
+    ) -> Verdict {
         let tool = call.function.name.as_str();
         let Some(twin) = self.twins.get(tool) else {
             return Verdict::Run(Vec::new());
@@ -339,7 +346,7 @@ impl ToolGate for SandboxGate {
                 )],
             });
         }
-        if self.policy == ApprovalPolicy::Untrusted && !harmless(tool, &text) {
+        if self.policy == ApprovalPolicy::Untrusted && !approved && !harmless(tool, &text) {
             let why = "the `untrusted` policy asks before code runs";
             match self.ask(tool, &text, why).await {
                 Some(Approval::Deny) => {
@@ -368,6 +375,13 @@ impl ToolGate for SandboxGate {
             }
         }
         Verdict::Run(Vec::new())
+    }
+}
+
+#[async_trait]
+impl ToolGate for SandboxGate {
+    async fn before(&self, call: &ToolCall, args: &Value, ctx: &ToolContext) -> Verdict {
+        self.check(call, args, ctx, false).await
     }
 
     async fn after(

@@ -1,8 +1,11 @@
 //! The approval policy of the confined code-running tools (`[permissions] approval`, issue 32):
-//! which refusals of the confinement are seen ([`detect`]), and who decides whether a refused
-//! call runs again with more ([`SandboxGate`]).
+//! which refusals of the confinement are seen ([`detect`]), who decides whether a refused
+//! call runs again with more ([`SandboxGate`]), and the user's hooks around every call
+//! ([`HookGate`]).
 
 pub mod detect;
 mod gate;
+mod hooks;
 
 pub use gate::{Approval, GateOptions, SandboxGate};
+pub use hooks::HookGate;
