@@ -335,3 +335,86 @@ async fn full_access_is_given_only_when_asked_for() {
         "{refused:?}"
     );
 }
+
+/// A `PATH` of one directory holding `bash` and `true` (the probe's program) and nothing else:
+/// bubblewrap is not there, whatever the machine has.
+fn path_without_bwrap(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for program in ["bash", "true"] {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join(program))
+            .find(|path| path.is_file())
+            .unwrap_or_else(|| panic!("no `{program}` on PATH"));
+        std::os::unix::fs::symlink(found, bin.join(program)).unwrap();
+    }
+    bin
+}
+
+#[tokio::test]
+async fn without_bubblewrap_the_tools_are_confined_by_the_fallback_or_refused_never_unconfined() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let victim = Victim::new();
+    let bin = path_without_bwrap(setup.dir.path());
+    let write_both = || {
+        Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "bash",
+                // Builtins only: the PATH has nothing else.
+                json!({"command": format!("echo inside > in.txt; echo outside > {}", victim.outside.display())}),
+            )],
+        )
+    };
+    let done = || {
+        Completion::tool_calls(
+            Some("Done.".into()),
+            [call("c2", "terminate", json!({"status": "success"}))],
+        )
+    };
+    server.push(write_both()).push(done());
+    let run = |sandbox: &'static [&'static str]| {
+        let mut command = setup.command();
+        command
+            .env("HOME", &victim.home)
+            .env("PATH", &bin)
+            .args(sandbox)
+            .args(["--json", "--agent", "swe", "-p", "write"]);
+        async move {
+            tokio::time::timeout(Duration::from_secs(240), command.output())
+                .await
+                .expect("openmanus did not finish")
+                .unwrap()
+        }
+    };
+
+    let output = run(&[]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!victim.outside.exists(), "ran unconfined:\n{stderr}");
+    if output.status.code() == Some(0) {
+        // Confined by the fallback (Landlock): the workspace is still writable.
+        assert_eq!(
+            std::fs::read_to_string(setup.workspace().join("in.txt")).unwrap(),
+            "inside\n",
+            "{stderr}"
+        );
+        assert_refusals_recorded(&output, "bash");
+    } else {
+        // Nothing can confine here: refused before the model is asked, naming the opt-out.
+        assert!(stderr.contains("full-access"), "{stderr}");
+        assert!(server.requests().is_empty(), "the model was asked");
+        assert!(!setup.workspace().join("in.txt").exists());
+    }
+
+    // `full-access`, explicitly: today's behaviour, the write outside happens.
+    server.push(write_both()).push(done());
+    let output = run(&["--sandbox", "full-access"]).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(&victim.outside).unwrap(),
+        "outside\n"
+    );
+    let _ = std::fs::remove_file(&victim.outside);
+}
