@@ -1576,3 +1576,40 @@ async fn agent_sees_the_error_observations() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_read_only_editor_views_and_refuses_every_write() {
+    let (_dir, base) = temp();
+    let file = format!("{base}/notes.txt");
+    write(&file, GREEK);
+    let editor = Harness::new(
+        StrReplaceEditor::new()
+            .with_workspace_root(&base)
+            .read_only(),
+    );
+    let shown = editor.call(json!({"command": "view", "path": file})).await;
+    assert!(shown.contains("alpha"), "{shown}");
+    for (command, args) in [
+        (
+            "create",
+            json!({"command": "create", "path": format!("{base}/new.txt"), "file_text": "x"}),
+        ),
+        (
+            "str_replace",
+            json!({"command": "str_replace", "path": file, "old_str": "beta", "new_str": "BETA"}),
+        ),
+        (
+            "insert",
+            json!({"command": "insert", "path": file, "insert_line": 0, "new_str": "top"}),
+        ),
+        ("undo_edit", json!({"command": "undo_edit", "path": file})),
+    ] {
+        let said = editor.call(args).await;
+        assert!(
+            said.contains("read-only") && said.contains(&format!("`{command}`")),
+            "{said}"
+        );
+    }
+    assert_eq!(read(&file), GREEK);
+    assert!(!Path::new(&format!("{base}/new.txt")).exists());
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 #[cfg(feature = "browser")]
 use agent_browser::{BrowserConfig, BrowserUseTool};
-use agent_config::{ApprovalPolicy, HookSettings, PermissionRule};
+use agent_config::{ApprovalPolicy, HookSettings, PermissionRule, SandboxMode};
 use agent_core::Budget;
 #[cfg(feature = "browser")]
 use agent_llm::ChatModel;
@@ -126,11 +126,19 @@ impl AgentOptions {
         self
     }
 
-    /// `str_replace_editor`, confined to the workspace, through the sandbox when there is one.
+    /// `str_replace_editor`, confined to the workspace, through the sandbox when there is one;
+    /// it writes nothing when the confinement is `read-only`.
     pub(crate) fn editor(&self) -> StrReplaceEditor {
-        let editor = StrReplaceEditor::new()
+        let mut editor = StrReplaceEditor::new()
             .with_workspace_root(&self.workspace)
             .with_denied_paths(self.secret_files.iter().cloned());
+        let read_only = self
+            .confinement
+            .as_ref()
+            .is_some_and(|confinement| confinement.mode() == SandboxMode::ReadOnly);
+        if read_only && self.sandbox.is_none() {
+            editor = editor.read_only();
+        }
         match &self.sandbox {
             Some(sandbox) => {
                 editor.with_file_operator(Arc::new(SandboxFileOperator::new(Arc::clone(sandbox))))

@@ -418,3 +418,51 @@ async fn without_bubblewrap_the_tools_are_confined_by_the_fallback_or_refused_ne
     );
     let _ = std::fs::remove_file(&victim.outside);
 }
+
+#[tokio::test]
+async fn read_only_writes_nothing_with_the_editor_or_the_shell() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let victim = Victim::new();
+    let workspace = setup.workspace();
+    server
+        .push(Completion::tool_calls(
+            None,
+            [
+                call(
+                    "c1",
+                    "str_replace_editor",
+                    json!({"command": "create", "path": workspace.join("a.txt"), "file_text": "a"}),
+                ),
+                call("c2", "bash", json!({"command": "echo b > b.txt"})),
+            ],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done.".into()),
+            [call("c3", "terminate", json!({"status": "success"}))],
+        ));
+    let output = tokio::time::timeout(
+        Duration::from_secs(240),
+        setup
+            .command()
+            .env("HOME", &victim.home)
+            .args([
+                "--sandbox",
+                "read-only",
+                "--json",
+                "--agent",
+                "swe",
+                "-p",
+                "write",
+            ])
+            .output(),
+    )
+    .await
+    .expect("openmanus did not finish")
+    .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(!workspace.join("a.txt").exists(), "the editor wrote");
+    assert!(!workspace.join("b.txt").exists(), "the shell wrote");
+    let seen = observations(&server);
+    assert!(seen.contains("read-only"), "{seen}");
+}

@@ -40,6 +40,17 @@ pub enum EditorError {
         /// The path, normalised the way Python's `pathlib` prints it.
         path: String,
     },
+    /// (Ours.) The run's file system is read-only (`[permissions] sandbox = "read-only"`): the
+    /// command would write.
+    #[error(
+        "The file system is read-only in this run (sandbox mode read-only): `{command}` would write {path}, so it was not run. Only `view` works; tell the user if a change is needed."
+    )]
+    ReadOnly {
+        /// The command (`create`, `str_replace`, `insert`, `undo_edit`).
+        command: &'static str,
+        /// The path as given.
+        path: String,
+    },
     /// (Ours.) The workspace root itself cannot be resolved.
     #[error("The workspace root {root} cannot be used: {reason}")]
     WorkspaceRoot {

@@ -223,6 +223,7 @@ pub struct StrReplaceEditor {
     history_limit: usize,
     history: Mutex<HashMap<PathBuf, VecDeque<String>>>,
     edits: tokio::sync::Mutex<()>,
+    read_only: bool,
 }
 
 impl std::fmt::Debug for StrReplaceEditor {
@@ -232,6 +233,7 @@ impl std::fmt::Debug for StrReplaceEditor {
             .field("workspace_root", &self.workspace_root)
             .field("denied", &self.denied)
             .field("history_limit", &self.history_limit)
+            .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
 }
@@ -298,6 +300,7 @@ impl StrReplaceEditor {
             history_limit: DEFAULT_HISTORY_LIMIT,
             history: Mutex::new(HashMap::new()),
             edits: tokio::sync::Mutex::new(()),
+            read_only: false,
         }
     }
 
@@ -329,6 +332,14 @@ impl StrReplaceEditor {
     pub fn with_denied_paths(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
         self.denied.extend(paths);
         self.fixed = tokio::sync::OnceCell::new();
+        self
+    }
+
+    /// Refuses every command that writes (`create`, `str_replace`, `insert`, `undo_edit`):
+    /// the run's sandbox mode is `read-only`. `view` works as usual.
+    #[must_use]
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
         self
     }
 
@@ -691,6 +702,12 @@ impl StrReplaceEditor {
 
     async fn run(&self, args: EditorArgs) -> Result<String, EditorError> {
         let command = args.command;
+        if self.read_only && command.writes() {
+            return Err(EditorError::ReadOnly {
+                command: command.as_str(),
+                path: args.path,
+            });
+        }
         let _edit_guard = if command.writes() {
             Some(self.edits.lock().await)
         } else {
