@@ -72,7 +72,7 @@ commands:
           cargo install --path crates/openmanus-cli --locked into a temporary root, as users
           of Rust tools install it, then that binary's `openmanus demo` in a temporary
           directory (no API key needed); fails unless both succeed
-  bench   agent-loop, request-bytes, LLM-client, local-tool, browser, start-up, whole-process, server and worker benchmarks
+  bench   agent-loop, request-bytes, LLM-client, local-tool, browser, start-up, whole-process, confinement, server and worker benchmarks
           (release; prints figures; instructions with valgrind when installed)
   fmt     cargo fmt --all
   docker  only the Docker backend's tests (their images built offline first; needs an engine)
@@ -440,6 +440,7 @@ fn bench(extra: &[String]) -> Result<()> {
         "cli_startup",
         "process_cost",
         "record_bytes",
+        "confinement",
         "server",
         "workers",
     ] {
