@@ -178,9 +178,8 @@ impl Setup {
             one.push(self.run(mode, call, 1)?);
             long.push(self.run(mode, call, STEPS)?);
         }
-        let mean = |runs: &[Cost], field: fn(&Cost) -> f64| {
-            trimmed_mean(runs.iter().map(field).collect())
-        };
+        let mean =
+            |runs: &[Cost], field: fn(&Cost) -> f64| trimmed_mean(runs.iter().map(field).collect());
         let first = Cost {
             wall: mean(&one, |c| c.wall),
             cpu: mean(&one, |c| c.cpu),
@@ -222,7 +221,11 @@ fn which(program: &str) -> Option<PathBuf> {
 /// such as pyenv's shim, so every mode runs the same programs — with `bwrap` or without it (the
 /// Landlock fallback).
 fn tools_path(dir: &Path, with_bwrap: bool) -> Option<PathBuf> {
-    let bin = dir.join(if with_bwrap { "bin" } else { "bin-without-bwrap" });
+    let bin = dir.join(if with_bwrap {
+        "bin"
+    } else {
+        "bin-without-bwrap"
+    });
     std::fs::create_dir_all(&bin).ok()?;
     let python = Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])

@@ -99,8 +99,8 @@ pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
 pub use overrides::{ConfigOverride, OverrideSyntaxError};
 pub use permissions::{
-    ApprovalPolicy, DEFAULT_HIDDEN, PermissionRule, PermissionsSettings, RuleDecision, RulesFile,
-    RulesFileError, SandboxMode, UnknownApprovalPolicy, UnknownSandboxMode,
+    ApprovalPolicy, DEFAULT_HIDDEN, PermissionRule, PermissionsSettings, RuleDecision, RuleSubject,
+    RulesFile, RulesFileError, SandboxMode, UnknownApprovalPolicy, UnknownSandboxMode,
 };
 pub use policies::{
     AutoTextReply, CompactionStrategy, NextStepPromptMode, ObservationTruncation, RequestTrimming,

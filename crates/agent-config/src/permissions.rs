@@ -168,6 +168,11 @@ pub struct PermissionRule {
     /// status`, `pip install`); any when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// The paths the call names lie under this one (`~` is the home, a relative path is taken
+    /// from the workspace): for `deny`, any of them; for `allow`, all of them (and it names at
+    /// least one). Any call when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// Only in this workspace (its absolute path); everywhere when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
@@ -175,19 +180,48 @@ pub struct PermissionRule {
     pub decision: RuleDecision,
 }
 
+/// A tool call as rules see it.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleSubject<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// Its command (bash) or code (Python); empty for other tools.
+    pub text: &'a str,
+    /// The absolute paths it names, lexically normalised (its `path` argument, and the
+    /// absolute or `~` paths in its text).
+    pub paths: &'a [PathBuf],
+    /// The workspace.
+    pub workspace: &'a std::path::Path,
+    /// The home directory, for rules whose path starts with `~`.
+    pub home: Option<&'a std::path::Path>,
+}
+
 impl PermissionRule {
-    /// Whether the rule applies to `tool` running `text` in `workspace`.
+    /// Whether the rule applies to `call`.
     #[must_use]
-    pub fn matches(&self, tool: &str, text: &str, workspace: &std::path::Path) -> bool {
-        self.tool.as_deref().is_none_or(|wanted| wanted == tool)
+    pub fn matches(&self, call: &RuleSubject<'_>) -> bool {
+        self.tool
+            .as_deref()
+            .is_none_or(|wanted| wanted == call.tool)
             && self
                 .prefix
                 .as_deref()
-                .is_none_or(|prefix| text.trim_start().starts_with(prefix))
+                .is_none_or(|prefix| call.text.trim_start().starts_with(prefix))
             && self
                 .workspace
                 .as_deref()
-                .is_none_or(|wanted| std::path::Path::new(wanted) == workspace)
+                .is_none_or(|wanted| std::path::Path::new(wanted) == call.workspace)
+            && self.path.as_deref().is_none_or(|wanted| {
+                let Some(root) = expand_home(wanted, call.home) else {
+                    return false;
+                };
+                let root = call.workspace.join(root);
+                let under = |path: &PathBuf| path.starts_with(&root);
+                match self.decision {
+                    RuleDecision::Deny => call.paths.iter().any(under),
+                    RuleDecision::Allow => !call.paths.is_empty() && call.paths.iter().all(under),
+                }
+            })
     }
 }
 
@@ -380,18 +414,26 @@ mod tests {
         let rule = PermissionRule {
             tool: Some("bash".into()),
             prefix: Some("git status".into()),
+            path: None,
             workspace: None,
             decision: RuleDecision::Allow,
         };
         let ws = Path::new("/w");
-        assert!(rule.matches("bash", "  git status --short", ws));
-        assert!(!rule.matches("python_execute", "git status", ws));
-        assert!(!rule.matches("bash", "git push", ws));
+        let call = |tool, text| RuleSubject {
+            tool,
+            text,
+            paths: &[],
+            workspace: ws,
+            home: None,
+        };
+        assert!(rule.matches(&call("bash", "  git status --short")));
+        assert!(!rule.matches(&call("python_execute", "git status")));
+        assert!(!rule.matches(&call("bash", "git push")));
         let pinned = PermissionRule {
             workspace: Some("/other".into()),
             ..rule.clone()
         };
-        assert!(!pinned.matches("bash", "git status", ws));
+        assert!(!pinned.matches(&call("bash", "git status")));
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/rules.toml");
         assert_eq!(RulesFile::load(&path).unwrap(), RulesFile::default());
@@ -404,6 +446,49 @@ mod tests {
             assert_eq!(policy.as_str().parse::<ApprovalPolicy>(), Ok(policy));
         }
         assert!("sometimes".parse::<ApprovalPolicy>().is_err());
+    }
+
+    #[test]
+    fn a_path_rule_denies_a_call_naming_any_path_under_it_and_allows_one_naming_only_such() {
+        let paths = |list: &[&str]| list.iter().map(PathBuf::from).collect::<Vec<_>>();
+        fn call<'a>(paths: &'a [PathBuf]) -> impl Fn(&PermissionRule) -> bool + 'a {
+            move |rule| {
+                rule.matches(&RuleSubject {
+                    tool: "bash",
+                    text: "",
+                    paths,
+                    workspace: Path::new("/w"),
+                    home: Some(Path::new("/home/me")),
+                })
+            }
+        }
+        let deny = PermissionRule {
+            tool: None,
+            prefix: None,
+            path: Some("~/private".into()),
+            workspace: None,
+            decision: RuleDecision::Deny,
+        };
+        let allow = PermissionRule {
+            path: Some("~/.cache/pip".into()),
+            decision: RuleDecision::Allow,
+            ..deny.clone()
+        };
+        let mixed = paths(&["/w/a", "/home/me/private/key"]);
+        assert!(call(&mixed)(&deny));
+        assert!(!call(&paths(&["/home/me/privateer"]))(&deny));
+        assert!(!call(&[])(&deny));
+        assert!(call(&paths(&[
+            "/home/me/.cache/pip/x",
+            "/home/me/.cache/pip"
+        ]))(&allow));
+        assert!(!call(&paths(&["/home/me/.cache/pip/x", "/etc/passwd"]))(
+            &allow
+        ));
+        assert!(
+            !call(&[])(&allow),
+            "a call naming no path is not allowed by a path"
+        );
     }
 
     #[test]

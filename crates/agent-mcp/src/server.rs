@@ -64,17 +64,24 @@ impl McpToolServer {
 
     /// [`McpToolServer::openmanus_with`], confined: `bash` started under `launcher` (a
     /// confinement's, `agent_sandbox::Confinement::launcher`) in `directory`, and
-    /// `str_replace_editor` confined to `directory`.
+    /// `str_replace_editor` confined to `directory` (and writing nothing when `read_only`: the
+    /// confinement's mode is `read-only`).
     #[must_use]
     pub fn openmanus_confined(
         extra: Vec<Arc<dyn Tool>>,
         directory: &std::path::Path,
         launcher: Vec<String>,
+        read_only: bool,
     ) -> Self {
         let mut tools = ToolCollection::new();
         tools.add_tool(Bash::new().with_cwd(directory).with_launcher(launcher));
         tools.add_tools(extra);
-        tools.add_tool(StrReplaceEditor::new().with_workspace_root(directory));
+        let editor = StrReplaceEditor::new().with_workspace_root(directory);
+        tools.add_tool(if read_only {
+            editor.read_only()
+        } else {
+            editor
+        });
         tools.add_tool(Terminate);
         Self::new(SERVER_NAME, tools)
     }

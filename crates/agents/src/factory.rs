@@ -28,6 +28,7 @@ use tracing::warn;
 
 use crate::flow::{FlowOptions, PlanningFlow};
 use crate::options::AgentOptions;
+use crate::permissions::project_denials;
 
 /// BrowserAgent's name (`agent_browser::BROWSER_AGENT`, spelled here so that a build without
 /// the `browser` feature still knows it).
@@ -420,25 +421,30 @@ impl AgentFactory {
         } else if with_sandbox {
             // Confined on the host unless told otherwise: no fallback to full access either.
             // The rules file is hidden too: a tool must not write itself a permission.
-            let rules_file = RulesFile::default_path();
             let wanted = ConfinementOptions::from_settings(&config.permissions, &workspace)
                 .hiding(config.secret_files())
-                .hiding(rules_file.clone());
+                .hiding(RulesFile::default_path());
             options.confinement = Confinement::new(&wanted).await?.map(Arc::new);
-            options.approval = config.permissions.approval;
-            options.rules.clone_from(&config.permissions.rules);
-            if let Some(path) = &rules_file {
-                match RulesFile::load(path) {
-                    Ok(file) => options.rules.extend(file.rules),
-                    Err(source) => {
-                        return Err(FactoryError::Settings {
-                            section: "permissions",
-                            message: format!("the rules file: {source}"),
-                        });
-                    }
+        }
+        options.approval = config.permissions.approval;
+        options.rules = project_denials(&workspace).map_err(|source| FactoryError::Settings {
+            section: "permissions",
+            message: format!("the project's rules: {source}"),
+        })?;
+        options
+            .rules
+            .extend(config.permissions.rules.iter().cloned());
+        options.rules_file = RulesFile::default_path();
+        if let Some(path) = &options.rules_file {
+            match RulesFile::load(path) {
+                Ok(file) => options.rules.extend(file.rules),
+                Err(source) => {
+                    return Err(FactoryError::Settings {
+                        section: "permissions",
+                        message: format!("the rules file: {source}"),
+                    });
                 }
             }
-            options.rules_file = rules_file;
         }
         Ok(options)
     }

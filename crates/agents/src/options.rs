@@ -14,7 +14,9 @@ use agent_sandbox::{Confinement, Sandbox, SandboxFileOperator};
 use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks, ToolGate};
 
 use crate::permissions::{GateOptions, HookGate, SandboxGate};
-use agent_tools::{AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput};
+use agent_tools::{
+    AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, Tool,
+};
 use agent_web::WebSearch;
 
 /// What every agent needs from its surroundings.
@@ -55,9 +57,12 @@ pub struct AgentOptions {
     pub confinement: Option<Arc<Confinement>>,
     /// When a call the confinement refused is asked about (`[permissions] approval`); the
     /// question goes to [`AgentOptions::human`] (the terminal by default; nobody there means
-    /// `never`). Only with a confinement.
+    /// `never`). A refusal is asked about only with a confinement; `untrusted` asks before
+    /// code in every mode.
     pub approval: ApprovalPolicy,
-    /// Permission rules: the configuration's, then the rules file's.
+    /// Permission rules, first match wins: the project's deny rules
+    /// (`<workspace>/.openmanus/rules.toml`), the configuration's, then the rules file's. They
+    /// apply in every mode; an allow rule gives more only to a confined tool.
     pub rules: Vec<PermissionRule>,
     /// Where an "always" answer writes its rule (`None`: it lasts the session).
     pub rules_file: Option<PathBuf>,
@@ -205,31 +210,46 @@ impl AgentOptions {
         )))
     }
 
+    /// The approval policy and the rules: around the confined tools with their unconfined
+    /// twins; without a confinement (full access, or the tools in a sandbox), only when there
+    /// are rules or the `untrusted` policy, and with no twins (rules deny, `untrusted` asks,
+    /// nothing is given more).
     fn sandbox_gate(&self, human: &Arc<dyn HumanInput>) -> Option<SandboxGate> {
-        let confinement = self
-            .confinement
-            .as_ref()
-            .filter(|_| self.sandbox.is_none())?;
-        let mut python = PythonExecute::new().with_cwd(&self.workspace);
-        if let Some(program) = &self.python {
-            python = python.with_interpreter(program);
+        let confinement = self.confinement.as_ref().filter(|_| self.sandbox.is_none());
+        if confinement.is_none()
+            && self.rules.is_empty()
+            && self.approval != ApprovalPolicy::Untrusted
+        {
+            return None;
         }
-        if let Some(timeout) = self.python_timeout {
-            python = python.with_timeout(timeout);
-        }
-        let mut bash = Bash::new().with_cwd(&self.workspace);
-        if let Some(timeout) = self.bash_timeout {
-            bash = bash.with_timeout(timeout);
-        }
+        let twins: Vec<Arc<dyn Tool>> = if confinement.is_some() {
+            let mut python = PythonExecute::new().with_cwd(&self.workspace);
+            if let Some(program) = &self.python {
+                python = python.with_interpreter(program);
+            }
+            if let Some(timeout) = self.python_timeout {
+                python = python.with_timeout(timeout);
+            }
+            let mut bash = Bash::new().with_cwd(&self.workspace);
+            if let Some(timeout) = self.bash_timeout {
+                bash = bash.with_timeout(timeout);
+            }
+            vec![Arc::new(bash), Arc::new(python)]
+        } else {
+            Vec::new()
+        };
         Some(SandboxGate::new(GateOptions {
-            mode: confinement.mode(),
+            mode: confinement.map_or(SandboxMode::FullAccess, |c| c.mode()),
             policy: self.approval,
-            network_off: !confinement.network_allowed(),
+            network_off: confinement.is_some_and(|c| !c.network_allowed()),
             workspace: self.workspace.clone(),
             human: Arc::clone(human),
             rules: self.rules.clone(),
             rules_file: self.rules_file.clone(),
-            twins: vec![Arc::new(bash), Arc::new(python)],
+            twins,
+            home: std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|home| home.is_absolute()),
         }))
     }
 

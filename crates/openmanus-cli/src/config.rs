@@ -218,27 +218,36 @@ pub fn factory(global: &GlobalArgs, config: Config) -> AgentFactory {
 ///
 /// The configuration or the rules file cannot be read.
 pub fn rules(global: &GlobalArgs) -> Result<u8> {
-    let config = load(global)?;
+    let factory = factory(global, load(global)?);
+    let config = factory.config();
+    let project_path = agents::permissions::project_rules_path(factory.workspace());
+    let project = agents::permissions::project_denials(factory.workspace())?;
     let path = agent_config::RulesFile::default_path();
     let file = match &path {
         Some(path) => agent_config::RulesFile::load(path)?,
         None => agent_config::RulesFile::default(),
     };
-    let listed: Vec<(&str, &agent_config::PermissionRule)> = config
-        .permissions
-        .rules
+    let listed: Vec<(&str, &agent_config::PermissionRule)> = project
         .iter()
-        .map(|rule| ("config", rule))
+        .map(|rule| ("project", rule))
+        .chain(config.permissions.rules.iter().map(|rule| ("config", rule)))
         .chain(file.rules.iter().map(|rule| ("rules file", rule)))
         .collect();
+    let hooks = &config.permissions.hooks;
     if global.json {
         say(&json!({
             "approval": config.permissions.approval.as_str(),
             "sandbox": config.permissions.sandbox.as_str(),
             "rules_file": path,
+            "project_rules": project_path,
             "rules": listed.iter().map(|(from, rule)| {
                 json!({"from": from, "tool": rule.tool, "prefix": rule.prefix,
-                       "workspace": rule.workspace, "decision": rule.decision})
+                       "path": rule.path, "workspace": rule.workspace,
+                       "decision": rule.decision})
+            }).collect::<Vec<_>>(),
+            "hooks": hooks.iter().map(|hook| {
+                json!({"on": hook.on, "command": hook.command, "tools": hook.tools,
+                       "timeout_secs": hook.timeout.as_secs_f64()})
             }).collect::<Vec<_>>(),
         })
         .to_string());
@@ -248,9 +257,25 @@ pub fn rules(global: &GlobalArgs) -> Result<u8> {
         "sandbox: {}; approval: {}",
         config.permissions.sandbox, config.permissions.approval
     ));
+    say(&format!(
+        "project rules (deny only): {}",
+        project_path.display()
+    ));
     match &path {
         Some(path) => say(&format!("rules file: {}", path.display())),
         None => say("rules file: none (no HOME or XDG_CONFIG_HOME)"),
+    }
+    for hook in hooks {
+        say(&format!(
+            "hook {}: {}{}",
+            hook.on,
+            hook.command.join(" "),
+            if hook.tools.is_empty() {
+                String::new()
+            } else {
+                format!(" (for {})", hook.tools.join(", "))
+            }
+        ));
     }
     if listed.is_empty() {
         say("no rules: every refused call is asked about (or refused with nobody to ask)");
@@ -261,12 +286,15 @@ pub fn rules(global: &GlobalArgs) -> Result<u8> {
             agent_config::RuleDecision::Deny => "deny",
         };
         say(&format!(
-            "{}. {decision} {} {}{} ({from})",
+            "{}. {decision} {} {}{}{} ({from})",
             n + 1,
             rule.tool.as_deref().unwrap_or("any tool"),
             rule.prefix
                 .as_deref()
                 .map_or_else(|| "anything".to_owned(), |prefix| format!("{prefix:?}…")),
+            rule.path
+                .as_deref()
+                .map_or_else(String::new, |path| format!(" naming paths under {path}")),
             rule.workspace
                 .as_deref()
                 .map_or_else(String::new, |ws| format!(" in {ws}")),

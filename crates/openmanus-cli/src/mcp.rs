@@ -133,9 +133,12 @@ pub async fn serve(
         Vec::new()
     };
     let server = match &confinement {
-        Some(confinement) => {
-            agent_mcp::McpToolServer::openmanus_confined(extra, &directory, confinement.launcher())
-        }
+        Some(confinement) => agent_mcp::McpToolServer::openmanus_confined(
+            extra,
+            &directory,
+            confinement.launcher(),
+            confinement.mode() == agent_config::SandboxMode::ReadOnly,
+        ),
         None => agent_mcp::McpToolServer::openmanus_with(extra),
     };
     match transport {

@@ -7,7 +7,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_config::{ApprovalPolicy, PermissionRule, RuleDecision, RulesFile, SandboxMode};
+use agent_config::{
+    ApprovalPolicy, PermissionRule, RuleDecision, RuleSubject, RulesFile, SandboxMode,
+};
+
+use super::paths::named_paths;
 use agent_core::ToolCall;
 use agent_protocol::{Decider, PermissionDecision};
 use agent_toolcall::{Gated, PermissionRecord, ToolGate, Verdict};
@@ -38,6 +42,9 @@ const HARMLESS: &[&str] = &[
     "git diff",
     "git show",
 ];
+
+/// The tools whose calls run code: the `untrusted` policy asks before them.
+const CODE_TOOLS: &[&str] = &["bash", "python_execute"];
 
 /// An answer to a question of the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +94,7 @@ pub struct SandboxGate {
     rules_file: Option<PathBuf>,
     session: Mutex<HashSet<(String, String)>>,
     twins: HashMap<String, Arc<dyn Tool>>,
+    home: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for SandboxGate {
@@ -116,8 +124,11 @@ pub struct GateOptions {
     pub rules: Vec<PermissionRule>,
     /// Where an "always" answer writes its rule (`None`: "always" counts as "session").
     pub rules_file: Option<PathBuf>,
-    /// The unconfined twin of each guarded tool, by the tool's name.
+    /// The unconfined twin of each guarded tool, by the tool's name (none when nothing
+    /// confines the tools: then rules deny, and `untrusted` asks, but nothing is escalated).
     pub twins: Vec<Arc<dyn Tool>>,
+    /// The home directory, for rules whose path starts with `~` and `~` paths in commands.
+    pub home: Option<PathBuf>,
 }
 
 impl SandboxGate {
@@ -138,6 +149,7 @@ impl SandboxGate {
                 .into_iter()
                 .map(|tool| (tool.name().to_owned(), tool))
                 .collect(),
+            home: options.home,
         }
     }
 
@@ -197,6 +209,7 @@ impl SandboxGate {
                 let rule = PermissionRule {
                     tool: Some(tool.to_owned()),
                     prefix: Some(text.trim().to_owned()),
+                    path: None,
                     workspace: Some(self.workspace.display().to_string()),
                     decision: RuleDecision::Allow,
                 };
@@ -294,17 +307,23 @@ impl SandboxGate {
         approved: bool,
     ) -> Verdict {
         let tool = call.function.name.as_str();
-        let Some(twin) = self.twins.get(tool) else {
-            return Verdict::Run(Vec::new());
-        };
         let text = text_of(args);
+        let paths = named_paths(args, &text, &self.workspace, self.home.as_deref());
+        let subject = RuleSubject {
+            tool,
+            text: &text,
+            paths: &paths,
+            workspace: &self.workspace,
+            home: self.home.as_deref(),
+        };
         let rule = lock(&self.rules)
             .iter()
-            .find(|rule| rule.matches(tool, &text, &self.workspace))
+            .find(|rule| rule.matches(&subject))
             .cloned();
+        let twin = self.twins.get(tool);
         let request = "run without the sandbox";
-        match rule.map(|rule| rule.decision) {
-            Some(RuleDecision::Deny) => {
+        match (rule.map(|rule| rule.decision), twin) {
+            (Some(RuleDecision::Deny), _) => {
                 let detail = "denied by a rule (`openmanus rules`)".to_owned();
                 return Verdict::Answered(Gated {
                     result: ToolResult::failure(format!(
@@ -312,14 +331,14 @@ impl SandboxGate {
                          (`openmanus rules` lists them); it did not run."
                     )),
                     records: vec![record(
-                        request,
+                        "run",
                         PermissionDecision::Denied,
                         Decider::Rule,
                         detail,
                     )],
                 });
             }
-            Some(RuleDecision::Allow) => {
+            (Some(RuleDecision::Allow), Some(twin)) => {
                 let result = self.escalate(twin, args, ctx).await;
                 let detail = "allowed by a rule (`openmanus rules`)".to_owned();
                 return Verdict::Answered(Gated {
@@ -332,9 +351,16 @@ impl SandboxGate {
                     )],
                 });
             }
-            None => {}
+            // Allowed, and it runs as it would anyway (nothing confines it more).
+            (Some(RuleDecision::Allow), None) => return Verdict::Run(Vec::new()),
+            (None, _) => {}
         }
-        if lock(&self.session).contains(&(tool.to_owned(), text.clone())) {
+        if !CODE_TOOLS.contains(&tool) {
+            return Verdict::Run(Vec::new());
+        }
+        if let Some(twin) =
+            twin.filter(|_| lock(&self.session).contains(&(tool.to_owned(), text.clone())))
+        {
             let result = self.escalate(twin, args, ctx).await;
             return Verdict::Answered(Gated {
                 result,

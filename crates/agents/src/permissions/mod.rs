@@ -6,6 +6,9 @@
 pub mod detect;
 mod gate;
 mod hooks;
+pub mod paths;
+mod project;
 
 pub use gate::{Approval, GateOptions, SandboxGate};
 pub use hooks::HookGate;
+pub use project::{project_denials, project_rules_path};
