@@ -98,6 +98,7 @@ pub struct BaseAgent {
     stuck_hint: bool,
     finish_reason: Option<FinishReason>,
     ending: Option<RunStatus>,
+    session: Option<String>,
     answer: std::sync::Mutex<AnswerTracker>,
     events: EventBus,
     cancel: CancellationToken,
@@ -124,6 +125,7 @@ impl BaseAgent {
             stuck_hint: false,
             finish_reason: None,
             ending: None,
+            session: None,
             answer: std::sync::Mutex::default(),
             events: EventBus::new(),
             cancel: CancellationToken::new(),
@@ -243,6 +245,18 @@ impl BaseAgent {
     #[must_use]
     pub fn finish_reason(&self) -> Option<&FinishReason> {
         self.finish_reason.as_ref()
+    }
+
+    /// The session this agent's runs belong to (set by whoever keeps the session, such as
+    /// `agent-session`); tools and hooks are told it.
+    #[must_use]
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Sets [`BaseAgent::session`].
+    pub fn set_session(&mut self, session: Option<String>) {
+        self.session = session;
     }
 
     /// How the last run ended: set after its last step, before [`Agent::cleanup`] (which may

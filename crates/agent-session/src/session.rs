@@ -307,7 +307,9 @@ impl Session {
         let recorder = Recorder::start(store.clone(), id.clone(), &self.bus, pending).await?;
         match &mut self.runner {
             Some(Runner::Agent(built)) => {
-                let memory = &mut built.agent_mut().base_mut().memory;
+                let base = built.agent_mut().base_mut();
+                base.set_session(Some(id.clone()));
+                let memory = &mut base.memory;
                 store
                     .replace_messages(&id, memory.ids().iter().copied().zip(memory.messages()))
                     .await?;

@@ -349,7 +349,8 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
             ));
         };
         info!(tool = name, "activating tool");
-        let ctx = ToolContext::new(self.core.base.cancellation_token(), call.id.clone());
+        let ctx = ToolContext::new(self.core.base.cancellation_token(), call.id.clone())
+            .with_session(self.core.base.session());
         let gate = self.core.gate.clone();
         let verdict = match &gate {
             Some(gate) => gate.before(call, &args, &ctx).await,
@@ -645,6 +646,7 @@ impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
             let end = RunEnd {
                 status: ending.to_string(),
                 steps: self.core.base.current_step(),
+                session: self.core.base.session().map(str::to_owned),
             };
             gate.run_ended(&end).await;
         }

@@ -64,6 +64,8 @@ pub struct RunEnd {
     pub status: String,
     /// The steps the run took.
     pub steps: u32,
+    /// The session of the run, when it is one's.
+    pub session: Option<String>,
 }
 
 /// Decides what a tool call may do beyond its confinement.

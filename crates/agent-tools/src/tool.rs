@@ -49,6 +49,8 @@ pub struct ToolContext {
     pub cancellation: CancellationToken,
     /// The id of the tool call being executed (empty outside an agent).
     pub call_id: String,
+    /// The session the call belongs to, when the run is one's (for hooks and logs).
+    pub session: Option<String>,
 }
 
 impl ToolContext {
@@ -57,7 +59,15 @@ impl ToolContext {
         Self {
             cancellation,
             call_id: call_id.into(),
+            session: None,
         }
+    }
+
+    /// The same context, in session `session`.
+    #[must_use]
+    pub fn with_session(mut self, session: Option<&str>) -> Self {
+        self.session = session.map(str::to_owned);
+        self
     }
 }
 

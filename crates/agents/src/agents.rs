@@ -122,7 +122,7 @@ pub const SANDBOX_BROWSER: &str = "sandbox_browser";
 /// steps, no next-step prompt.
 pub fn swe(llm: Arc<dyn ChatModel>, options: &AgentOptions) -> ToolCallAgent {
     let mut tools = ToolCollection::new();
-    tools.add_tool(options.bash());
+    tools.add_shared(options.bash_tool());
     tools.add_tool(options.editor());
     tools.add_tool(Terminate);
     let agent = ToolCallAgent::new(llm)

@@ -245,7 +245,7 @@ fn manus_tools(
 ) -> (ToolCollection, Arc<BrowserUseTool>) {
     let browser = options.browser(llm);
     let mut tools = ToolCollection::new();
-    tools.add_tool(options.python());
+    tools.add_shared(options.python_tool());
     tools.add_shared(browser.clone());
     tools.add_tool(options.editor());
     tools.add_tool(options.ask_human());
@@ -258,7 +258,7 @@ fn manus_tools(
 #[cfg(not(feature = "browser"))]
 fn manus_tools(options: &AgentOptions) -> ToolCollection {
     let mut tools = ToolCollection::new();
-    tools.add_tool(options.python());
+    tools.add_shared(options.python_tool());
     tools.add_tool(options.editor());
     tools.add_tool(options.ask_human());
     tools.add_tool(Terminate);

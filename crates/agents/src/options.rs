@@ -13,6 +13,7 @@ use agent_llm::ChatModel;
 use agent_sandbox::{Confinement, Sandbox, SandboxFileOperator};
 use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks, ToolGate};
 
+use crate::permissions::escalation::Escalatable;
 use crate::permissions::{GateOptions, HookGate, SandboxGate};
 use agent_tools::{
     AskHuman, Bash, HumanInput, PythonExecute, StrReplaceEditor, TerminalInput, Tool,
@@ -150,6 +151,30 @@ impl AgentOptions {
             }
             None => editor,
         }
+    }
+
+    /// `tool`, offering the model to ask for more in the call (`escalate`) when it is confined
+    /// on the host and someone may be asked (the policy is not `never`).
+    fn escalatable(&self, tool: impl Tool + 'static) -> Arc<dyn Tool> {
+        let confined = self.confinement.is_some() && self.sandbox.is_none();
+        if confined && self.approval != ApprovalPolicy::Never {
+            Arc::new(Escalatable::new(Arc::new(tool)))
+        } else {
+            Arc::new(tool)
+        }
+    }
+
+    /// `python_execute` as the agents get it (with `escalate` when confined, see
+    /// [`Escalatable`]).
+    #[must_use]
+    pub fn python_tool(&self) -> Arc<dyn Tool> {
+        self.escalatable(self.python())
+    }
+
+    /// `bash` as the agents get it (with `escalate` when confined).
+    #[must_use]
+    pub fn bash_tool(&self) -> Arc<dyn Tool> {
+        self.escalatable(self.bash())
     }
 
     pub(crate) fn python(&self) -> PythonExecute {

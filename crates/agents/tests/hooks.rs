@@ -169,6 +169,7 @@ async fn after_and_run_end_hooks_are_told_and_only_add_a_note() {
     gate.run_ended(&RunEnd {
         status: "finished (special tool `terminate`)".into(),
         steps: 4,
+        session: Some("s-1".into()),
     })
     .await;
     let lines: Vec<Value> = std::fs::read_to_string(&told)
@@ -180,4 +181,5 @@ async fn after_and_run_end_hooks_are_told_and_only_add_a_note() {
     assert_eq!(lines[0]["result"]["output"], "added");
     assert_eq!(lines[1]["hook"], "run-end");
     assert_eq!(lines[1]["steps"], 4);
+    assert_eq!(lines[1]["session"], "s-1");
 }

@@ -160,8 +160,21 @@ async fn a_hook_that_denies_rm_rf_stops_it_and_the_model_sees_why() {
         "{events:?}"
     );
 
+    // The hooks are told the session, the stored one.
+    let listed = setup.run(&["sessions", "list", "--json"]).await;
+    let session: Value = serde_json::from_str(
+        String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .next()
+            .expect("one session"),
+    )
+    .unwrap();
+    assert!(session["id"].is_string(), "{session}");
+    assert_eq!(given[0]["session"], session["id"]);
+
     // The run-end hook was told how the run ended.
     let end: Value = serde_json::from_str(&std::fs::read_to_string(&ended).unwrap()).unwrap();
+    assert_eq!(end["session"], session["id"]);
     assert_eq!(end["hook"], "run-end");
     assert_eq!(end["steps"], 3);
     assert!(

@@ -11,6 +11,7 @@ use agent_config::{
     ApprovalPolicy, PermissionRule, RuleDecision, RuleSubject, RulesFile, SandboxMode,
 };
 
+use super::escalation;
 use super::paths::named_paths;
 use agent_core::ToolCall;
 use agent_protocol::{Decider, PermissionDecision};
@@ -201,6 +202,68 @@ impl SandboxGate {
         }
     }
 
+    /// The model asked in the call to run it without the sandbox (`escalate`): asked before
+    /// it runs; with nobody to ask or `never`, it runs confined, saying so.
+    async fn requested(
+        &self,
+        tool: &str,
+        text: &str,
+        why: &str,
+        twin: &Arc<dyn Tool>,
+        args: &Value,
+        ctx: &ToolContext,
+    ) -> Verdict {
+        let args = escalation::stripped(args);
+        let request = "run without the sandbox (asked in the call)";
+        let confined = |by: Decider, detail: &str| {
+            Verdict::RunWith(
+                args.clone(),
+                vec![record(
+                    request,
+                    PermissionDecision::Denied,
+                    by,
+                    format!("{detail}; it runs in the sandbox"),
+                )],
+            )
+        };
+        if self.policy == ApprovalPolicy::Never {
+            return confined(Decider::Policy, "the approval policy is `never`");
+        }
+        let question = format!("the model asks for it: {why}");
+        match self.ask(tool, text, &question).await {
+            None => confined(
+                Decider::Policy,
+                "nobody is there to ask (no terminal, or a worker), which means `never`",
+            ),
+            Some(Approval::Deny) => Verdict::Answered(Gated {
+                result: ToolResult::failure(format!(
+                    "[openmanus] The user declined to run this {tool} call without the sandbox; \
+                     it did not run. Do it within the sandbox's limits (the workspace, no \
+                     network), or do without."
+                )),
+                records: vec![record(
+                    request,
+                    PermissionDecision::Denied,
+                    Decider::Person,
+                    "the user declined".to_owned(),
+                )],
+            }),
+            Some(approval) => {
+                let detail = self.remember(approval, tool, text);
+                let result = self.escalate(twin, &args, ctx).await;
+                Verdict::Answered(Gated {
+                    result,
+                    records: vec![record(
+                        request,
+                        PermissionDecision::Allowed,
+                        Decider::Person,
+                        detail,
+                    )],
+                })
+            }
+        }
+    }
+
     /// Records an "allowed" answer (the session set, or a rule); the detail for the audit.
     fn remember(&self, approval: Approval, tool: &str, text: &str) -> String {
         match approval {
@@ -357,6 +420,9 @@ impl SandboxGate {
         }
         if !CODE_TOOLS.contains(&tool) {
             return Verdict::Run(Vec::new());
+        }
+        if let (Some(why), Some(twin)) = (escalation::requested(args), twin) {
+            return self.requested(tool, &text, &why, twin, args, ctx).await;
         }
         if let Some(twin) =
             twin.filter(|_| lock(&self.session).contains(&(tool.to_owned(), text.clone())))

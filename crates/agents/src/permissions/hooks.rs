@@ -4,9 +4,11 @@
 //! A hook is a program (no shell) started in the workspace, given one JSON object on standard
 //! input, with `OPENMANUS_HOOK` set to its event:
 //!
-//! * `before-tool`: `{"hook", "tool", "call_id", "arguments", "workspace"}`;
+//! * `before-tool`: `{"hook", "session", "tool", "call_id", "arguments", "workspace"}`;
 //! * `after-tool`: the same and `"result": {"output", "error"}`;
-//! * `run-end`: `{"hook", "workspace", "status", "steps"}`.
+//! * `run-end`: `{"hook", "session", "workspace", "status", "steps"}`.
+//!
+//! (`session` is the stored session's id, `null` for a run kept in no session.)
 //!
 //! It answers by its exit status and standard output:
 //!
@@ -326,6 +328,7 @@ impl ToolGate for HookGate {
         for hook in self.hooks_for(HookEvent::BeforeTool, Some(tool)) {
             let input = json!({
                 "hook": hook.on,
+                "session": ctx.session,
                 "tool": tool,
                 "call_id": call.id,
                 "arguments": args,
@@ -436,6 +439,7 @@ impl ToolGate for HookGate {
         for hook in self.hooks_for(HookEvent::AfterTool, Some(tool)) {
             let input = json!({
                 "hook": hook.on,
+                "session": ctx.session,
                 "tool": tool,
                 "call_id": call.id,
                 "arguments": args,
@@ -468,6 +472,7 @@ impl ToolGate for HookGate {
         for hook in self.hooks_for(HookEvent::RunEnd, None) {
             let input = json!({
                 "hook": hook.on,
+                "session": end.session,
                 "workspace": self.workspace,
                 "status": end.status,
                 "steps": end.steps,

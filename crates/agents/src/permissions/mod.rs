@@ -4,6 +4,7 @@
 //! ([`HookGate`]).
 
 pub mod detect;
+pub mod escalation;
 mod gate;
 mod hooks;
 pub mod paths;
