@@ -153,6 +153,9 @@ fn default_connect_timeout() -> f64 {
 fn default_read_timeout() -> f64 {
     60.0
 }
+fn default_first_byte_timeout() -> f64 {
+    60.0
+}
 fn default_call_timeout() -> f64 {
     600.0
 }
@@ -252,11 +255,17 @@ pub struct LlmSettings {
     /// TCP/TLS connect timeout, in seconds.
     #[serde(default = "default_connect_timeout")]
     pub connect_timeout_secs: f64,
-    /// Longest silence between two chunks of a streamed reply, in seconds (0: no limit). The
-    /// wait for the first byte is bounded by `request_timeout_secs` only, so a slow model that
-    /// thinks before answering is not cut off.
+    /// Longest silence between two chunks of a streamed reply, in seconds (0: no limit).
     #[serde(default = "default_read_timeout")]
     pub read_timeout_secs: f64,
+    /// Longest wait for the response to a streamed request to begin (its headers), in seconds
+    /// (0: no limit). A streaming server answers at once and then sends the model's reply as
+    /// it comes, so a slow model is not cut off by it; a server that accepted the connection
+    /// and never answers is, in this time rather than `request_timeout_secs`. Requests that
+    /// are not streamed wait for the whole reply, and are bounded by `request_timeout_secs`
+    /// only.
+    #[serde(default = "default_first_byte_timeout")]
+    pub first_byte_timeout_secs: f64,
     /// Longest a whole request may take, in seconds (OpenManus's `ask_tool` timeout: 300;
     /// 0: no limit).
     #[serde(default = "default_request_timeout")]
@@ -273,8 +282,9 @@ pub struct LlmSettings {
     /// at most `max_attempts`.
     #[serde(default = "default_max_connect_attempts")]
     pub max_connect_attempts: u32,
-    /// Attempts in all when an attempt timed out (no answer within `request_timeout_secs`, or
-    /// a stream silent for `read_timeout_secs`); at most `max_attempts`.
+    /// Attempts in all when an attempt timed out (no answer within `request_timeout_secs` or
+    /// `first_byte_timeout_secs`, or a stream silent for `read_timeout_secs`); at most
+    /// `max_attempts`.
     #[serde(default = "default_max_timeout_attempts")]
     pub max_timeout_attempts: u32,
 }
@@ -304,6 +314,7 @@ impl LlmSettings {
             backoff_max_secs: default_backoff_max(),
             connect_timeout_secs: default_connect_timeout(),
             read_timeout_secs: default_read_timeout(),
+            first_byte_timeout_secs: default_first_byte_timeout(),
             request_timeout_secs: default_request_timeout(),
             max_retry_after_secs: default_max_retry_after(),
             call_timeout_secs: default_call_timeout(),

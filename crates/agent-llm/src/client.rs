@@ -298,9 +298,10 @@ impl LlmClient {
                 _ => request.bearer_auth(key.expose()),
             };
         }
-        let response = request
-            .send()
-            .await
+        let response = self
+            .frame
+            .first_byte(settings.stream, request.send())
+            .await?
             .map_err(|e| self.frame.transport_error(&e, false))?;
         if !response.status().is_success() {
             return Err(status_error(response, key).await);

@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use agent_core::EventBus;
-use tracing::info;
+use tracing::{debug, info};
 
 use crate::error::error_chain;
 use crate::models::{ModelProfile, model_profile};
@@ -133,6 +133,32 @@ impl ClientFrame {
             self.settings.connect_timeout_secs,
         ))
         .map_err(|e| LlmError::InvalidRequest(format!("cannot build the HTTP client: {e}")))
+    }
+
+    /// Waits for `sending` (a request's send: it ends when the response begins) at most
+    /// `first_byte_timeout_secs` when the request is `streamed`: a server that accepted the
+    /// connection and never answers fails the attempt as a timeout in that time, instead of
+    /// holding it for the whole `request_timeout_secs`.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::Timeout`] with the first-byte limit.
+    pub(crate) async fn first_byte<T>(
+        &self,
+        streamed: bool,
+        sending: impl Future<Output = T>,
+    ) -> Result<T, LlmError> {
+        let limit = crate::settings::secs(self.settings.first_byte_timeout_secs);
+        match limit.filter(|_| streamed) {
+            Some(limit) => tokio::time::timeout(limit, sending).await.map_err(|_| {
+                debug!(
+                    first_byte_secs = limit.as_secs_f64(),
+                    "the server did not begin its response"
+                );
+                LlmError::Timeout(limit)
+            }),
+            None => Ok(sending.await),
+        }
     }
 
     /// The error a failed HTTP attempt stands for, the key redacted from its text: the request

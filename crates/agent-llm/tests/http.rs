@@ -356,6 +356,40 @@ async fn a_server_that_never_answers_is_given_two_attempts() {
 }
 
 #[tokio::test]
+async fn a_server_that_never_begins_a_streamed_answer_fails_in_the_first_byte_time() {
+    let server = server().await;
+    server.push_hang().push_hang().push_hang();
+    let mut settings = settings(&server, "gpt-4o", true);
+    settings.first_byte_timeout_secs = 1.0;
+    // The whole-request limit would hold each attempt for 5 minutes.
+    settings.request_timeout_secs = 300.0;
+    let client = LlmClient::new(settings).unwrap();
+    let call = client.complete(ChatRequest::new(vec![Message::user_message("hi")]));
+    let error = tokio::time::timeout(Duration::from_secs(200), call)
+        .await
+        .expect("the call ended before the request limit")
+        .unwrap_err();
+    assert_eq!(error, LlmError::Timeout(Duration::from_secs(1)));
+    assert_eq!(server.request_count(), 2, "two attempts for timeouts");
+}
+
+#[tokio::test]
+async fn a_request_that_is_not_streamed_waits_for_its_whole_reply_past_the_first_byte_limit() {
+    let server = server().await;
+    // Not streamed, the headers come with the whole reply: the first-byte limit does not apply.
+    server.push_slow_first_byte(Duration::from_secs(3), Completion::text("all at once"));
+    let mut settings = settings(&server, "gpt-4o", false);
+    settings.first_byte_timeout_secs = 1.0;
+    settings.max_attempts = 1;
+    let answer = LlmClient::new(settings)
+        .unwrap()
+        .ask(vec![Message::user_message("hi")], vec![])
+        .await
+        .unwrap();
+    assert_eq!(answer, "all at once");
+}
+
+#[tokio::test]
 async fn a_stream_that_goes_silent_is_cut_by_the_idle_timeout_and_asked_again() {
     let server = server().await;
     server

@@ -113,9 +113,10 @@ impl AnthropicClient {
         if let Some(timeout) = crate::settings::secs(settings.request_timeout_secs) {
             request = request.timeout(timeout);
         }
-        let response = request
-            .send()
-            .await
+        let response = self
+            .frame
+            .first_byte(settings.stream, request.send())
+            .await?
             .map_err(|e| self.transport_error(&e, false))?;
         if !response.status().is_success() {
             return Err(status_error(response, key).await);

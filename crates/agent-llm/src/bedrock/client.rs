@@ -215,15 +215,18 @@ impl BedrockClient {
     async fn stream_once(&self, input: SdkInput) -> Result<ChatResponse, LlmError> {
         let client = self.sdk().await?;
         let started = tokio::time::Instant::now();
-        let output = client
+        let sending = client
             .converse_stream()
             .model_id(self.frame.model_name())
             .set_messages(Some(input.messages))
             .set_system(input.system)
             .inference_config(input.inference)
             .set_tool_config(input.tools)
-            .send()
-            .await
+            .send();
+        let output = self
+            .frame
+            .first_byte(true, sending)
+            .await?
             .map_err(|e| self.sdk_error(&e))?;
         let mut stream = output.stream;
         let mut assembler = StreamAssembler::default();
