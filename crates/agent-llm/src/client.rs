@@ -7,7 +7,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::format::{WireContent, WireMessage, WirePart, wire_messages};
 use crate::frame::{ClientFrame, TokenTotals};
@@ -188,7 +188,10 @@ impl LlmClient {
                                 + counter.count_text(&c.function.arguments)
                         })
                         .sum::<usize>();
-                let completion = u64::try_from(completion).unwrap_or(u64::MAX);
+                // A reply cannot have been longer than it was allowed to be.
+                let completion = u64::try_from(completion)
+                    .unwrap_or(u64::MAX)
+                    .min(u64::from(self.frame.settings().max_tokens));
                 TokenUsage {
                     prompt_tokens: input,
                     completion_tokens: completion,
@@ -306,15 +309,23 @@ impl LlmClient {
         if !response.status().is_success() {
             return Err(status_error(response, key).await);
         }
+        let limit = crate::settings::reply_limit(settings);
         if !is_event_stream(&response) {
             // Also the answer of servers that ignore `stream: true`.
-            let bytes = response
-                .bytes()
+            let bytes = crate::capped::read_capped(response, limit)
                 .await
-                .map_err(|e| self.frame.transport_error(&e, false))?;
+                .map_err(|e| self.frame.transport_error(&e, false))?
+                .ok_or_else(|| {
+                    LlmError::MalformedResponse(format!(
+                        "the reply is larger than {limit} bytes, more than max_tokens = {} \
+                         allows; it was not read",
+                        settings.max_tokens
+                    ))
+                })?;
             return parse_completion(&bytes);
         }
-        let mut events = response.bytes_stream().eventsource();
+        let (body, cut) = crate::capped::capped(response.bytes_stream(), limit);
+        let mut events = std::pin::pin!(body.eventsource());
         let mut assembler = StreamAssembler::default();
         let mut done = false;
         let idle = crate::settings::secs(settings.read_timeout_secs);
@@ -362,6 +373,14 @@ impl LlmClient {
                     });
                 }
             }
+        }
+        if cut.get() {
+            warn!(
+                limit,
+                max_tokens = settings.max_tokens,
+                "the streamed reply was cut: it was longer than max_tokens allows"
+            );
+            return Ok(assembler.cut(limit));
         }
         if !done && !assembler.finished() {
             return Err(LlmError::stream_interrupted(

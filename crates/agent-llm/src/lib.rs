@@ -41,6 +41,7 @@ pub mod anthropic;
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
 mod blocks;
+mod capped;
 mod client;
 mod error;
 pub mod format;

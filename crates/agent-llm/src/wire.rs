@@ -283,6 +283,21 @@ impl StreamAssembler {
         Ok(())
     }
 
+    /// The reply as far as it came before it was cut at `limit` bytes of the stream: what was
+    /// assembled, marked as cut (`finish_reason` `length`, a note in its text).
+    #[must_use]
+    pub fn cut(mut self, limit: usize) -> ChatResponse {
+        if !self.content.is_empty() {
+            self.content.push('\n');
+        }
+        self.content.push_str(&format!(
+            "[openmanus: the reply was cut after {limit} bytes of the stream: it was longer than \
+             max_tokens allows]"
+        ));
+        self.finish_reason = Some("length".to_owned());
+        self.finish()
+    }
+
     /// The assembled reply.
     #[must_use]
     pub fn finish(mut self) -> ChatResponse {

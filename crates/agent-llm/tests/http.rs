@@ -390,6 +390,49 @@ async fn a_request_that_is_not_streamed_waits_for_its_whole_reply_past_the_first
 }
 
 #[tokio::test]
+async fn a_streamed_reply_past_what_max_tokens_allows_is_cut_marked_and_counted_within_it() {
+    let server = server().await;
+    // One 4 MiB line (a hostile server sent 20 MB); max_tokens 1000 allows 1 MiB of stream.
+    server.push(Completion::text("x".repeat(4 << 20)));
+    let mut settings = settings(&server, "gpt-4o", true);
+    settings.max_tokens = 1000;
+    settings.max_attempts = 1;
+    let reply = LlmClient::new(settings)
+        .unwrap()
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap();
+    let content = reply.content.unwrap_or_default();
+    assert!(content.len() < 2 << 20, "{} bytes kept", content.len());
+    assert!(
+        content.ends_with("it was longer than max_tokens allows]"),
+        "{}",
+        &content[content.len().saturating_sub(200)..]
+    );
+    assert_eq!(reply.finish_reason.as_deref(), Some("length"));
+    let usage = reply.usage.unwrap();
+    assert!(usage.completion_tokens <= 1000, "{usage:?}");
+}
+
+#[tokio::test]
+async fn a_whole_reply_past_what_max_tokens_allows_is_refused_unread() {
+    let server = server().await;
+    server.push(Completion::text("x".repeat(4 << 20)));
+    let mut settings = settings(&server, "gpt-4o", false);
+    settings.max_tokens = 1000;
+    settings.max_attempts = 1;
+    let error = LlmClient::new(settings)
+        .unwrap()
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("larger than 1048576 bytes"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
 async fn a_stream_that_goes_silent_is_cut_by_the_idle_timeout_and_asked_again() {
     let server = server().await;
     server
