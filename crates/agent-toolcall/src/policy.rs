@@ -111,36 +111,133 @@ pub fn truncate_observation(
     }
 }
 
-/// Caps `observation` at `max_bytes` bytes of its own: the head and the tail are kept (split on
-/// character boundaries) around a note saying how many bytes were cut. Shorter observations,
-/// and any when `max_bytes` is 0, are returned as they are.
+/// Caps `observation` at `max_bytes` bytes *as sent* — in the JSON of the request, where a
+/// control character takes up to six bytes (`\u0000`): the head and the tail are kept (split on
+/// character boundaries) around a note saying how many bytes were cut. Binary output (mostly
+/// control characters) is first replaced by a summary of it: its size and a hex head. Shorter
+/// observations, and any when `max_bytes` is 0, are returned as they are.
 #[must_use]
 pub fn cap_observation_bytes(observation: String, max_bytes: usize) -> String {
+    let observation = summarize_binary(observation);
     let total = observation.len();
-    if max_bytes == 0 || total <= max_bytes {
+    let sent = sent_len(&observation);
+    if max_bytes == 0 || sent <= max_bytes {
         return observation;
     }
-    let mut head = max_bytes.div_ceil(2);
-    while !observation.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = total - (max_bytes - head);
-    while !observation.is_char_boundary(tail) {
-        tail += 1;
-    }
+    let head_budget = max_bytes.div_ceil(2);
+    let head = prefix_within(&observation, head_budget);
+    let tail = suffix_within(&observation, max_bytes - head_budget).max(head);
     let omitted = tail - head;
-    let mut out = String::with_capacity(max_bytes + 96);
+    let as_sent = if sent == total {
+        String::new()
+    } else {
+        format!(" ({sent} in the request)")
+    };
+    let mut out = String::with_capacity(head + (total - tail) + 128);
     out.push_str(&observation[..head]);
     out.push_str(&format!(
-        "\n[... {omitted} bytes omitted: the observation was {total} bytes, over the cap of {max_bytes} ...]\n"
+        "\n[... {omitted} bytes omitted: the observation was {total} bytes{as_sent}, over the cap of {max_bytes} ...]\n"
     ));
     out.push_str(&observation[tail..]);
     out
 }
 
+/// The bytes `c` takes in a JSON string.
+fn sent_char(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if c < ' ' => 6,
+        c => c.len_utf8(),
+    }
+}
+
+/// The bytes `text` takes in a JSON string.
+fn sent_len(text: &str) -> usize {
+    text.chars().map(sent_char).sum()
+}
+
+/// The longest prefix of `text` (its end, a byte index) that takes at most `budget` bytes sent.
+fn prefix_within(text: &str, budget: usize) -> usize {
+    let mut used = 0;
+    for (at, c) in text.char_indices() {
+        used += sent_char(c);
+        if used > budget {
+            return at;
+        }
+    }
+    text.len()
+}
+
+/// The start (a byte index) of the longest suffix of `text` that takes at most `budget` bytes
+/// sent.
+fn suffix_within(text: &str, budget: usize) -> usize {
+    let mut used = 0;
+    for (at, c) in text.char_indices().rev() {
+        used += sent_char(c);
+        if used > budget {
+            return at + c.len_utf8();
+        }
+    }
+    0
+}
+
+/// Binary output — more than 1 KiB, over a tenth of it control characters (tabs and line ends
+/// aside) or replacement characters — as a summary: the text before it (at most 512 bytes), its
+/// size and its first bytes in hex. Anything else as it is.
+fn summarize_binary(observation: String) -> String {
+    if observation.len() <= 1024 {
+        return observation;
+    }
+    let binary = |c: char| (c < ' ' && !matches!(c, '\n' | '\r' | '\t')) || c == '\u{fffd}';
+    let odd = observation.chars().filter(|&c| binary(c)).count();
+    if odd * 10 <= observation.chars().count() {
+        return observation;
+    }
+    let first = observation.find(binary).unwrap_or(0);
+    let mut lead = first.min(512);
+    while !observation.is_char_boundary(lead) {
+        lead -= 1;
+    }
+    let rest = &observation.as_bytes()[lead..];
+    let hex: Vec<String> = rest.iter().take(32).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}[binary output: {} bytes, {odd} of them control or undecodable characters; the \
+         first {} as hex: {}]",
+        &observation[..lead],
+        rest.len(),
+        hex.len(),
+        hex.join(" ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cap_counts_what_is_sent_and_binary_output_is_summarised() {
+        // 2 MB of NUL bytes: a summary, not 12 MB of `\u0000`.
+        let nul = format!("Observed output:\n{}", "\0".repeat(2 << 20));
+        let capped = cap_observation_bytes(nul, 128 * 1024);
+        assert!(capped.len() < 512, "{capped}");
+        assert!(
+            capped.starts_with("Observed output:\n[binary output: 2097152 bytes"),
+            "{capped}"
+        );
+        assert!(capped.ends_with("00 00 00]"), "{capped}");
+        // Text with some escapes is measured as sent: the result fits the cap once escaped.
+        let quoted = "\"a\" ".repeat(100_000);
+        let capped = cap_observation_bytes(quoted.clone(), 10_000);
+        assert!(sent_len(&capped) <= 10_000 + 200, "{}", sent_len(&capped));
+        assert!(
+            capped.contains("(600000 in the request)"),
+            "{}",
+            &capped[4990..5200]
+        );
+        // Plain text under the cap is untouched, and a little binary in text too.
+        let text = format!("ok{}", "\u{1}".repeat(10)) + &"x".repeat(2000);
+        assert_eq!(cap_observation_bytes(text.clone(), 1 << 20), text);
+    }
 
     #[test]
     fn from_settings_reads_every_policy_of_the_agent_section() {

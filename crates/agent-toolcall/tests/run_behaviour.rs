@@ -304,10 +304,12 @@ async fn every_observation_is_capped_in_bytes_even_without_max_observe() {
     assert!(observation.starts_with("Observed output of cmd `echo` executed:\nhhh"));
     assert!(observation.ends_with(&"t".repeat(1000)), "the tail is kept");
     let full = huge.len() + "Observed output of cmd `echo` executed:\n".len();
-    let omitted = full - cap;
+    // The cap is on bytes as sent: the head's line end is sent as two (`\n`).
+    let sent = full + 1;
+    let omitted = full - (cap - 1);
     assert!(
         observation.contains(&format!(
-            "[... {omitted} bytes omitted: the observation was {full} bytes, over the cap of {cap} ...]"
+            "[... {omitted} bytes omitted: the observation was {full} bytes ({sent} in the request), over the cap of {cap} ...]"
         )),
         "the note says what was cut: {}",
         &observation[cap / 2 - 50..cap / 2 + 150]
