@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
-use crate::compaction::{Compaction, compact_if_needed, estimate_tokens};
+use crate::compaction::{Compaction, compact_if_needed, estimate_tokens, window_of};
 use crate::gate::{Gated, PermissionRecord, RunEnd, ToolGate, Verdict};
 use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
@@ -470,11 +470,34 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             }
         }
         let mut request = build_request(core, ephemeral.as_ref());
-        if let Some(compacted) =
-            compact_if_needed(&core.compaction, &core.llm, &mut core.base, &request).await
-        {
+        let checked =
+            compact_if_needed(&core.compaction, &core.llm, &mut core.base, &request).await;
+        let mut estimate = checked.estimate;
+        if let Some(compacted) = checked.compacted {
             request = build_request(core, ephemeral.as_ref());
-            compacted.report(&core.base, estimate_tokens(&request));
+            let after = estimate_tokens(&request);
+            compacted.report(&core.base, after);
+            estimate = Some(after);
+        }
+        // Never sent past the window: a request compaction could not bring under it ends the
+        // run here, saying why, rather than fail at the provider (or be cut there silently).
+        if let Some(window) = window_of(&core.compaction, &core.llm) {
+            let tokens = estimate.unwrap_or_else(|| estimate_tokens(&request));
+            if tokens > window {
+                let message = format!(
+                    "the next request would be about {tokens} tokens, past the model's context \
+                     window of {window}, and compaction cannot make room"
+                );
+                warn!(
+                    tokens,
+                    window, "the request does not fit the context window; ending"
+                );
+                core.base.update_memory(Message::assistant_message(format!(
+                    "Maximum token limit reached, cannot continue execution: {message}"
+                )));
+                core.base.finish(FinishReason::TokenLimit { message })?;
+                return Ok(false);
+            }
         }
 
         let response = match core.llm.complete(request).await {

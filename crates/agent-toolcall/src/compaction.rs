@@ -276,21 +276,57 @@ impl Compacted {
     }
 }
 
+/// What [`compact_if_needed`] did: memory compacted (build the request again, then report it),
+/// and the estimate of `request` when it was made (`None`: compaction is off or the window
+/// unknown).
+pub(crate) struct Checked {
+    pub(crate) compacted: Option<Compacted>,
+    pub(crate) estimate: Option<u64>,
+}
+
+/// The context window the settings or `llm` give.
+pub(crate) fn window_of(settings: &Compaction, llm: &Arc<dyn ChatModel>) -> Option<u64> {
+    settings.context_window.or_else(|| llm.context_window())
+}
+
 /// Compacts `base`'s memory when `request` would pass the threshold of `settings` (the window
 /// is `llm`'s unless the settings give one; `llm` also writes the summary unless the settings
-/// name a model). `Some` when memory changed: build the request again, then report it.
+/// name a model).
 pub(crate) async fn compact_if_needed(
     settings: &Compaction,
     llm: &Arc<dyn ChatModel>,
     base: &mut BaseAgent,
     request: &ChatRequest,
-) -> Option<Compacted> {
+) -> Checked {
     if settings.strategy == CompactionStrategy::Off {
-        return None;
+        return Checked {
+            compacted: None,
+            estimate: None,
+        };
     }
-    let window = settings.context_window.or_else(|| llm.context_window())?;
-    let limit = (window as f64 * settings.threshold) as u64;
+    let Some(window) = window_of(settings, llm) else {
+        return Checked {
+            compacted: None,
+            estimate: None,
+        };
+    };
     let before = estimate_tokens(request);
+    let compacted = compact(settings, llm, base, window, before).await;
+    Checked {
+        compacted,
+        estimate: Some(before),
+    }
+}
+
+/// The compaction itself, `before` being the request's estimate.
+async fn compact(
+    settings: &Compaction,
+    llm: &Arc<dyn ChatModel>,
+    base: &mut BaseAgent,
+    window: u64,
+    before: u64,
+) -> Option<Compacted> {
+    let limit = (window as f64 * settings.threshold) as u64;
     if before <= limit {
         return None;
     }

@@ -191,3 +191,53 @@ async fn with_compaction_off_the_same_run_outgrows_the_window() {
     assert!(error.to_string().contains("context window"), "{error}");
     assert!(outcome.steps.len() < STEPS as usize);
 }
+
+/// `dump`: one observation larger than the whole window (about 25k tokens).
+struct Dump;
+
+#[async_trait]
+impl Tool for Dump {
+    fn name(&self) -> &str {
+        "dump"
+    }
+    fn description(&self) -> &str {
+        "Prints a large file."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn execute(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::success("word ".repeat(20_000)))
+    }
+}
+
+#[tokio::test]
+async fn a_request_compaction_cannot_bring_under_the_window_is_never_sent() {
+    let server = MockOpenAi::start().await.unwrap();
+    server.push(Completion::tool_calls(
+        None,
+        [ToolCall::new("c1", "dump", "{}")],
+    ));
+    let mut settings = LlmSettings::new("gpt-4o", server.base_url()).with_api_key("sk-compact");
+    settings.max_attempts = 1;
+    settings.context_window = Some(WINDOW);
+    let mut agent = ToolCallAgent::new(Arc::new(Model::new(settings).unwrap()))
+        .with_tool(Dump)
+        .with_max_steps(5)
+        .with_compaction(Compaction::default());
+    let outcome = agent.run(Some(TASK.into())).await.unwrap();
+    let RunStatus::Finished(reason) = &outcome.status else {
+        panic!("{}", outcome.status);
+    };
+    let reason = reason.to_string();
+    assert!(
+        reason.contains("past the model's context window of 16000")
+            && reason.contains("compaction cannot make room"),
+        "{reason}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the request past the window was not sent"
+    );
+}
