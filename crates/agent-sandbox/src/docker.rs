@@ -25,6 +25,7 @@ use tracing::{debug, warn};
 
 use crate::display::{DISPLAY_NUMBER, DisplayEndpoint, SocketDir};
 use crate::docker_display;
+use crate::docker_owner;
 use crate::process::Shared;
 use crate::sessions::ShellSessions;
 use crate::{ExecOutput, Sandbox, SandboxError, SessionOutput};
@@ -348,8 +349,11 @@ impl DockerSandbox {
             env: Some(env),
             network_disabled: Some(!options.network_enabled),
             host_config: Some(host_config),
+            labels: Some(docker_owner::labels()),
             ..ContainerCreateBody::default()
         };
+        // The containers of processes that died without cleaning up (SIGKILL) go first.
+        docker_owner::reap_orphans(&docker).await;
         let created = docker
             .create_container(
                 None::<bollard::query_parameters::CreateContainerOptions>,

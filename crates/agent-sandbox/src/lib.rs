@@ -53,6 +53,8 @@ mod display;
 mod docker;
 #[cfg(feature = "docker")]
 mod docker_display;
+#[cfg(feature = "docker")]
+mod docker_owner;
 mod error;
 mod host;
 mod limits;

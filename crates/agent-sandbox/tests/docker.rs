@@ -362,3 +362,111 @@ async fn an_image_without_the_x_server_is_a_clear_display_error() {
     assert_eq!(out.stdout, "none\n");
     sandbox.cleanup().await.unwrap();
 }
+
+/// The owner labels of a container owned by process `pid` (as the sandbox writes them).
+fn owned_by(pid: u32) -> std::collections::HashMap<String, String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let start = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_owned();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let namespace = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    [
+        ("org.openmanus.owner.pid", pid.to_string()),
+        ("org.openmanus.owner.start", start),
+        ("org.openmanus.owner.boot", boot.trim().to_owned()),
+        (
+            "org.openmanus.owner.pidns",
+            namespace.to_string_lossy().into_owned(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+async fn labelled_container(
+    docker: &bollard::Docker,
+    labels: std::collections::HashMap<String, String>,
+) -> String {
+    let body = bollard::models::ContainerCreateBody {
+        image: Some(image()),
+        cmd: Some(vec!["sleep".to_owned(), "infinity".to_owned()]),
+        labels: Some(labels),
+        network_disabled: Some(true),
+        ..Default::default()
+    };
+    let id = docker
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
+        .await
+        .unwrap()
+        .id;
+    docker
+        .start_container(
+            &id,
+            None::<bollard::query_parameters::StartContainerOptions>,
+        )
+        .await
+        .unwrap();
+    id
+}
+
+#[tokio::test]
+#[ignore = "needs a Docker engine; cargo xtask ci runs it when one answers"]
+async fn a_container_whose_process_was_killed_is_removed_by_the_next_sandbox() {
+    let docker = agent_sandbox::connect_docker(None).await.unwrap();
+    // A process that owns a container and is killed with SIGKILL: no clean-up ran.
+    let mut owner = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    let orphan = labelled_container(&docker, owned_by(owner.id())).await;
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    // One whose owner (this test) is alive stays.
+    let kept = labelled_container(&docker, owned_by(std::process::id())).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let started = sandbox(dir.path(), false).await;
+    let inspect = |id: String| {
+        let docker = docker.clone();
+        async move {
+            docker
+                .inspect_container(
+                    &id,
+                    None::<bollard::query_parameters::InspectContainerOptions>,
+                )
+                .await
+        }
+    };
+    assert!(inspect(orphan).await.is_err(), "the orphan was removed");
+    assert!(
+        inspect(kept.clone()).await.is_ok(),
+        "a live owner's container stays"
+    );
+    // The new sandbox's own container carries the labels, naming this process.
+    let own = inspect(started.container_id().to_owned()).await.unwrap();
+    let labels = own.config.and_then(|c| c.labels).unwrap_or_default();
+    assert_eq!(
+        labels.get("org.openmanus.owner.pid"),
+        Some(&std::process::id().to_string())
+    );
+    started.cleanup().await.unwrap();
+    let _ = docker
+        .remove_container(
+            &kept,
+            Some(bollard::query_parameters::RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            }),
+        )
+        .await;
+}
