@@ -8,6 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
+/// The note a reply cut at `limit` bytes ends with.
+pub(crate) fn cut_note(limit: usize) -> String {
+    format!(
+        "[openmanus: the reply was cut after {limit} bytes of the stream: it was longer than \
+         max_tokens allows]"
+    )
+}
+
 /// Whether a [`capped`] stream stopped at its budget.
 #[derive(Debug, Clone)]
 pub(crate) struct Cut(Arc<AtomicBool>);

@@ -290,10 +290,7 @@ impl StreamAssembler {
         if !self.content.is_empty() {
             self.content.push('\n');
         }
-        self.content.push_str(&format!(
-            "[openmanus: the reply was cut after {limit} bytes of the stream: it was longer than \
-             max_tokens allows]"
-        ));
+        self.content.push_str(&crate::capped::cut_note(limit));
         self.finish_reason = Some("length".to_owned());
         self.finish()
     }

@@ -432,3 +432,59 @@ async fn text_mode_deltas_leave_the_markup_out_across_a_retry() {
     assert_eq!(after.concat(), "I'll look.\n\nThen I'll report.");
     server.verify().unwrap();
 }
+
+#[tokio::test]
+async fn an_anthropic_stream_that_goes_silent_is_a_timeout_given_the_timeout_attempts() {
+    let server = MockAnthropic::start().await.unwrap();
+    let gate = StreamGate::new();
+    for _ in 0..3 {
+        server.push(AnthropicReply::HeldStream {
+            reply: Completion::text("never finished"),
+            after_events: 2,
+            gate: gate.clone(),
+        });
+    }
+    let mut settings = LlmSettings::new("claude-sonnet-4-5", server.base_url())
+        .with_api_key(KEY)
+        .with_api_type(ApiType::Anthropic);
+    settings.read_timeout_secs = 1.0;
+    settings.backoff_min_secs = 0.001;
+    settings.backoff_max_secs = 0.02;
+    let error = Model::new(settings)
+        .unwrap()
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap_err();
+    gate.release();
+    assert_eq!(error, LlmError::Timeout(Duration::from_secs(1)));
+    assert_eq!(server.requests().len(), 2, "max_timeout_attempts is 2");
+}
+
+#[tokio::test]
+async fn an_unreachable_anthropic_server_gets_the_connect_attempts() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut settings = LlmSettings::new("claude-sonnet-4-5", format!("http://127.0.0.1:{port}"))
+        .with_api_key(KEY)
+        .with_api_type(ApiType::Anthropic);
+    settings.backoff_min_secs = 0.001;
+    settings.backoff_max_secs = 0.01;
+    let bus = EventBus::new();
+    let mut events = bus.subscribe();
+    let error = Model::new(settings)
+        .unwrap()
+        .with_events(bus)
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::Connect(_)), "{error}");
+    let mut retries = 0;
+    while let Ok(event) = events.try_recv() {
+        if matches!(event, AgentEvent::Retry { .. }) {
+            retries += 1;
+        }
+    }
+    assert_eq!(retries, 2, "three attempts (max_connect_attempts), not six");
+}

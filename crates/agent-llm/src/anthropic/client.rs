@@ -12,7 +12,6 @@ use tracing::debug;
 
 use super::stream::MessageAssembler;
 use super::wire::{ANTHROPIC_VERSION, BodyOptions, body, parse_message};
-use crate::error::error_chain;
 use crate::frame::{ClientFrame, TokenTotals};
 use crate::http::{is_event_stream, status_error};
 use crate::settings::LlmSettings;
@@ -117,30 +116,35 @@ impl AnthropicClient {
             .frame
             .first_byte(settings.stream, request.send())
             .await?
-            .map_err(|e| self.transport_error(&e, false))?;
+            .map_err(|e| self.frame.transport_error(&e, false))?;
         if !response.status().is_success() {
             return Err(status_error(response, key).await);
         }
+        let limit = crate::settings::reply_limit(settings);
         if !is_event_stream(&response) {
-            let bytes = response
-                .bytes()
+            let bytes = crate::capped::read_capped(response, limit)
                 .await
-                .map_err(|e| self.transport_error(&e, false))?;
+                .map_err(|e| self.frame.transport_error(&e, false))?
+                .ok_or_else(|| {
+                    LlmError::MalformedResponse(format!(
+                        "the reply is larger than {limit} bytes, more than max_tokens = {} \
+                         allows; it was not read",
+                        settings.max_tokens
+                    ))
+                })?;
             return parse_message(&bytes);
         }
-        let mut events = response.bytes_stream().eventsource();
+        let (body, cut) = crate::capped::capped(response.bytes_stream(), limit);
+        let mut events = std::pin::pin!(body.eventsource());
         let mut assembler = MessageAssembler::default();
         let idle = crate::settings::secs(settings.read_timeout_secs);
         loop {
             let next = match idle {
+                // A silent stream is a hang, not a cut: it counts against the attempts given
+                // to timeouts, as with the other clients.
                 Some(idle) => tokio::time::timeout(idle, events.next())
                     .await
-                    .map_err(|_| {
-                        LlmError::stream_interrupted(
-                            format!("no data for {} s", idle.as_secs_f64()),
-                            assembler.received_tokens(),
-                        )
-                    })?,
+                    .map_err(|_| LlmError::Timeout(idle))?,
                 None => events.next().await,
             };
             let Some(event) = next else { break };
@@ -161,6 +165,14 @@ impl AnthropicClient {
                 break;
             }
         }
+        if cut.get() {
+            tracing::warn!(
+                limit,
+                max_tokens = settings.max_tokens,
+                "the streamed reply was cut: it was longer than max_tokens allows"
+            );
+            return Ok(assembler.cut(limit));
+        }
         if !assembler.finished() {
             return Err(LlmError::stream_interrupted(
                 "the stream ended before message_stop",
@@ -168,25 +180,6 @@ impl AnthropicClient {
             ));
         }
         Ok(assembler.finish())
-    }
-
-    /// As [`ClientFrame::transport_error`], except that a server that cannot be reached is a
-    /// [`LlmError::Network`] error here, not [`LlmError::Connect`] (so it gets `max_attempts`,
-    /// not `max_connect_attempts`).
-    fn transport_error(&self, error: &reqwest::Error, received_tokens: bool) -> LlmError {
-        let settings = self.frame.settings();
-        let text = settings.api_key.redact(&error_chain(error));
-        if error.is_timeout() {
-            LlmError::Timeout(
-                crate::settings::secs(settings.request_timeout_secs).unwrap_or_default(),
-            )
-        } else if error.is_body() || error.is_decode() {
-            LlmError::stream_interrupted(text, received_tokens)
-        } else if error.is_builder() {
-            LlmError::InvalidRequest(text)
-        } else {
-            LlmError::Network(text)
-        }
     }
 }
 

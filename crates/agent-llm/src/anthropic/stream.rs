@@ -125,6 +125,19 @@ impl MessageAssembler {
         Ok(added_text)
     }
 
+    /// The reply as far as it came before it was cut at `limit` bytes of the stream, marked
+    /// as cut (`finish_reason` `length`, a note in its text).
+    pub(crate) fn cut(self, limit: usize) -> ChatResponse {
+        let mut reply = self.finish();
+        let note = crate::capped::cut_note(limit);
+        reply.content = Some(match reply.content.take() {
+            Some(text) => format!("{text}\n{note}"),
+            None => note,
+        });
+        reply.finish_reason = Some("length".to_owned());
+        reply
+    }
+
     /// The assembled reply.
     pub(crate) fn finish(self) -> ChatResponse {
         let (content, tool_calls) = assemble(self.blocks);
