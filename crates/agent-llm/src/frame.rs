@@ -238,6 +238,19 @@ impl ClientFrame {
         Ok(Some(needed))
     }
 
+    /// [`ClientFrame::check_budget`] for a request whose wire body is `body`: its input
+    /// estimated with the tokenizer over the body's text.
+    ///
+    /// # Errors
+    ///
+    /// As [`ClientFrame::check_budget`].
+    pub(crate) fn check_body_budget(&self, body: &[u8]) -> Result<Option<u64>, LlmError> {
+        self.check_budget(|| {
+            let text = String::from_utf8_lossy(body);
+            u64::try_from(self.counter().count_text(&text)).unwrap_or(u64::MAX)
+        })
+    }
+
     /// Adds a call's `usage` to the totals and logs the `Token usage` line; returns the new
     /// totals.
     pub(crate) fn record_usage(&self, usage: &TokenUsage) -> TokenTotals {

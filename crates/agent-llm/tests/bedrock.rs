@@ -136,6 +136,31 @@ async fn a_rejected_request_is_not_retried() {
     assert_eq!(server.violations().len(), 1);
 }
 
+/// `max_input_tokens` and `context_window` are checked before the request is sent, as with the
+/// other clients.
+#[tokio::test]
+async fn the_input_budget_and_the_window_refuse_a_request_before_it_is_sent() {
+    let server = MockBedrock::start().await.unwrap();
+    let long = ChatRequest::new(vec![Message::user_message("word ".repeat(400))]);
+    let error = client_with(&server, |s| s.max_input_tokens = Some(100))
+        .complete(long.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, LlmError::TokenLimitExceeded(_)),
+        "{error:?}"
+    );
+    let error = client_with(&server, |s| s.context_window = Some(100))
+        .complete(long)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, LlmError::ContextLengthExceeded(_)),
+        "{error:?}"
+    );
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
 /// With `stream = false` the whole reply comes from Converse, and no delta is emitted.
 #[tokio::test]
 async fn converse_without_streaming() {

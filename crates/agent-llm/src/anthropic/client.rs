@@ -213,11 +213,7 @@ impl ChatModel for AnthropicClient {
             Bytes::from(serde_json::to_vec(&body).map_err(|e| {
                 LlmError::InvalidRequest(format!("cannot serialise the request: {e}"))
             })?);
-        // The budget is estimated with the tokenizer over the body's text.
-        self.frame.check_budget(|| {
-            let text = String::from_utf8_lossy(&bytes);
-            u64::try_from(self.frame.counter().count_text(&text)).unwrap_or(u64::MAX)
-        })?;
+        self.frame.check_body_budget(&bytes)?;
         let response = self
             .frame
             .retry(|attempt| {

@@ -479,6 +479,7 @@ fn response(output: &SdkOutput) -> ChatResponse {
 impl ChatModel for BedrockClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.request_body(&request);
+        self.frame.check_body_budget(body.to_string().as_bytes())?;
         let input = self.sdk_input(&body)?;
         let model = self.frame.model_name();
         let response = self
