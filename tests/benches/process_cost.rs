@@ -22,7 +22,8 @@
 //!
 //! The steps use an in-process tool so that the figure is the client's own cost, not a shell's
 //! start-up. `cargo xtask bench` builds the release binary and passes its path in
-//! `OPENMANUS_BIN`. Figures only — nothing here passes or fails.
+//! `OPENMANUS_BIN`; `OPENMANUS_BENCH_ARGS` adds arguments (`--sandbox full-access` to compare).
+//! Figures only — nothing here passes or fails.
 
 #![allow(clippy::print_stdout, missing_docs)]
 
@@ -98,6 +99,14 @@ impl Setup {
         ]
         .into_iter()
         .chain((!store).then(|| "--no-store".to_owned()))
+        // More arguments for the binary, to compare modes (`--sandbox full-access`).
+        .chain(
+            std::env::var("OPENMANUS_BENCH_ARGS")
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        )
         .collect()
     }
 

@@ -371,18 +371,23 @@ impl SandboxGate {
     ) -> Verdict {
         let tool = call.function.name.as_str();
         let text = text_of(args);
-        let paths = named_paths(args, &text, &self.workspace, self.home.as_deref());
-        let subject = RuleSubject {
-            tool,
-            text: &text,
-            paths: &paths,
-            workspace: &self.workspace,
-            home: self.home.as_deref(),
+        let rule = {
+            let rules = lock(&self.rules);
+            // The paths a call names are read only when a rule asks about paths.
+            let paths = if rules.iter().any(|rule| rule.path.is_some()) {
+                named_paths(args, &text, &self.workspace, self.home.as_deref())
+            } else {
+                Vec::new()
+            };
+            let subject = RuleSubject {
+                tool,
+                text: &text,
+                paths: &paths,
+                workspace: &self.workspace,
+                home: self.home.as_deref(),
+            };
+            rules.iter().find(|rule| rule.matches(&subject)).cloned()
         };
-        let rule = lock(&self.rules)
-            .iter()
-            .find(|rule| rule.matches(&subject))
-            .cloned();
         let twin = self.twins.get(tool);
         let request = "run without the sandbox";
         match (rule.map(|rule| rule.decision), twin) {
