@@ -72,11 +72,16 @@ async fn a_hook_changes_the_arguments_and_says_so() {
 async fn a_hook_past_its_time_limit_denies_and_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("hook.pid");
+    let child_file = dir.path().join("child.pid");
     let gate = gate(
         dir.path(),
         vec![hook(
             HookEvent::BeforeTool,
-            &format!("echo $$ > '{}'; exec sleep 600", pid_file.display()),
+            &format!(
+                "sleep 600 & echo $! > '{}'; echo $$ > '{}'; exec sleep 600",
+                child_file.display(),
+                pid_file.display()
+            ),
             Duration::from_secs(1),
         )],
     );
@@ -88,8 +93,14 @@ async fn a_hook_past_its_time_limit_denies_and_is_killed() {
     assert!(error.contains("did not answer within"), "{error}");
     assert_eq!(gated.records[0].decision, PermissionDecision::Denied);
     assert_eq!(gated.records[0].by, Decider::Hook);
-    // The hook (exec'd into sleep) is gone: killed, then reaped by the runtime.
-    let pid: i32 = std::fs::read_to_string(&pid_file)
+    // The hook (exec'd into sleep) and what it started are gone: its group was killed.
+    wait_gone(&pid_file).await;
+    wait_gone(&child_file).await;
+}
+
+/// Waits (bounded) until the process whose id `file` holds is gone (or a zombie).
+async fn wait_gone(file: &Path) {
+    let pid: i32 = std::fs::read_to_string(file)
         .unwrap()
         .trim()
         .parse()
@@ -100,10 +111,33 @@ async fn a_hook_past_its_time_limit_denies_and_is_killed() {
     {
         assert!(
             start.elapsed() < Duration::from_secs(60),
-            "the hook outlived its time limit"
+            "process {pid} outlived its hook"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test]
+async fn what_a_hook_leaves_running_goes_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let child_file = dir.path().join("left.pid");
+    let gate = gate(
+        dir.path(),
+        vec![hook(
+            HookEvent::BeforeTool,
+            &format!(
+                "cat >/dev/null; sleep 600 >/dev/null 2>&1 & echo $! > '{}'",
+                child_file.display()
+            ),
+            Duration::from_secs(60),
+        )],
+    );
+    let (call, args) = bash("echo hi");
+    assert!(matches!(
+        gate.before(&call, &args, &ToolContext::default()).await,
+        Verdict::Run(_)
+    ));
+    wait_gone(&child_file).await;
 }
 
 #[tokio::test]

@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use agent_config::{HookEvent, HookSettings};
 use agent_core::ToolCall;
+use agent_process::{ProcessGroup, Spawned};
 use agent_protocol::{Decider, PermissionDecision};
 use agent_toolcall::{Gated, PermissionRecord, RunEnd, ToolGate, Verdict};
 use agent_tools::{Choice, HumanInput, ToolContext, ToolResult};
@@ -151,27 +152,30 @@ async fn read_capped<R: AsyncRead + Unpin>(pipe: Option<R>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Runs `hook` in `workspace` with `input` on its standard input.
+/// Runs `hook` in `workspace` with `input` on its standard input, as the leader of a process
+/// group of its own: past its time limit, and whatever it left running when it is done, the
+/// whole group is killed.
 async fn run(hook: &HookSettings, workspace: &Path, input: &Value) -> Answer {
     let Some((program, args)) = hook.command.split_first() else {
         return Answer::Failed("it has no program".to_owned());
     };
-    let mut child = match tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(args)
         .current_dir(workspace)
         .env("OPENMANUS_HOOK", hook.on.as_str())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(child) => child,
+        .stderr(Stdio::piped());
+    let Spawned {
+        group,
+        mut stdin,
+        stdout,
+        stderr,
+    } = match ProcessGroup::spawn("hook", &mut command) {
+        Ok(spawned) => spawned,
         Err(error) => return Answer::Failed(format!("it could not start: {error}")),
     };
-    let mut stdin = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
     let input = input.to_string();
     let finished = tokio::time::timeout(hook.timeout, async {
         let write = async {
@@ -183,16 +187,15 @@ async fn run(hook: &HookSettings, workspace: &Path, input: &Value) -> Answer {
             drop(stdin.take());
         };
         let ((), out, err) = tokio::join!(write, read_capped(stdout), read_capped(stderr));
-        (child.wait().await, out, err)
+        (group.wait().await, out, err)
     })
     .await;
+    // Whatever the hook started and left behind goes with it (the group is killed on drop).
     match finished {
-        Ok((Ok(status), out, err)) => answer(status.code(), &out, &err),
-        Ok((Err(error), _, _)) => Answer::Failed(format!("it could not be waited for: {error}")),
+        Ok((Some(status), out, err)) => answer(status.code(), &out, &err),
+        Ok((None, _, _)) => Answer::Failed("its exit status could not be read".to_owned()),
         Err(_) => {
-            if let Err(error) = child.start_kill() {
-                debug!(%error, "a hook past its time limit could not be killed");
-            }
+            group.kill();
             Answer::Failed(format!(
                 "it did not answer within {:?} (its timeout_secs)",
                 hook.timeout
