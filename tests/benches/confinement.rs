@@ -20,6 +20,8 @@
 
 #![allow(clippy::print_stdout, missing_docs)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -178,8 +180,9 @@ impl Setup {
             one.push(self.run(mode, call, 1)?);
             long.push(self.run(mode, call, STEPS)?);
         }
-        let mean =
-            |runs: &[Cost], field: fn(&Cost) -> f64| trimmed_mean(runs.iter().map(field).collect());
+        let mean = |runs: &[Cost], field: fn(&Cost) -> f64| {
+            common::trimmed_mean(runs.iter().map(field).collect(), TRIM)
+        };
         let first = Cost {
             wall: mean(&one, |c| c.wall),
             cpu: mean(&one, |c| c.cpu),
@@ -197,17 +200,6 @@ fn cpu_of_children() -> Option<f64> {
     let usage = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
     let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
     Some(secs(usage.user_time()) + secs(usage.system_time()))
-}
-
-fn trimmed_mean(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let middle = values
-        .get(TRIM..values.len().saturating_sub(TRIM))
-        .unwrap_or_default();
-    if middle.is_empty() {
-        return f64::NAN;
-    }
-    middle.iter().sum::<f64>() / middle.len() as f64
 }
 
 /// Where `program` is on `PATH`.

@@ -27,6 +27,8 @@
 
 #![allow(clippy::print_stdout, missing_docs)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -285,18 +287,6 @@ fn usage_of_children() -> Option<Usage> {
     })
 }
 
-/// The mean of `values` without the [`TRIM`] lowest and highest.
-fn trimmed_mean(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let middle = values
-        .get(TRIM..values.len().saturating_sub(TRIM))
-        .unwrap_or_default();
-    if middle.is_empty() {
-        return f64::NAN;
-    }
-    middle.iter().sum::<f64>() / middle.len() as f64
-}
-
 fn has(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
@@ -367,7 +357,7 @@ fn measure() {
             twenty.push(b);
         }
         let mean_of = |runs: &[Usage], field: fn(&Usage) -> f64| {
-            trimmed_mean(runs.iter().map(field).collect())
+            common::trimmed_mean(runs.iter().map(field).collect(), TRIM)
         };
         let steps = (STEPS - 1) as f64;
         let cpu_one = mean_of(&one, |u| u.cpu);
@@ -388,7 +378,10 @@ fn measure() {
             one.push(setup.client_run(client, bodies, 1)?);
             all.push(setup.client_run(client, bodies, STEPS)?);
         }
-        Some((trimmed_mean(all) - trimmed_mean(one)) / (STEPS - 1) as f64)
+        Some(
+            (common::trimmed_mean(all, TRIM) - common::trimmed_mean(one, TRIM))
+                / (STEPS - 1) as f64,
+        )
     };
     let bare = floor(Client::Bare);
     let curl = if has("curl") {

@@ -9,6 +9,13 @@ pub fn is_running(pid: i32) -> bool {
     stat(pid).is_some_and(|stat| !stat.zombie)
 }
 
+/// The start time of `pid` (clock ticks after boot), while it exists: with the pid, it names a
+/// process for good (a reused pid has another start time).
+#[must_use]
+pub fn start_time(pid: i32) -> Option<u64> {
+    stat(pid).map(|stat| stat.start)
+}
+
 /// The parent of `pid`, while `pid` exists.
 #[must_use]
 pub fn parent_of(pid: i32) -> Option<i32> {

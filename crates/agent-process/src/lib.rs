@@ -87,7 +87,7 @@ pub use emergency::{EmergencyReport, emergency_shutdown};
 pub use env::{withheld_env, withhold_env};
 pub use group::{ExitWatch, GroupSignaller, ProcessGroup, Spawned};
 pub use hooks::{HookId, register_emergency_hook, unregister_emergency_hook};
-pub use inspect::{host_pid, is_running, parent_of, processes_with};
+pub use inspect::{host_pid, is_running, parent_of, processes_with, start_time};
 pub use keeper::{CGROUP_SWITCH, Containment, containment};
 pub use nix::sys::signal::Signal;
 pub use probe::{find_on_path, output_within};

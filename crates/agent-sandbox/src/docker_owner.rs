@@ -22,12 +22,8 @@ pub(crate) const OWNER_BOOT: &str = "org.openmanus.owner.boot";
 pub(crate) const OWNER_PID_NS: &str = "org.openmanus.owner.pidns";
 
 /// The start time of process `pid` (clock ticks since boot), if it exists.
-pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command may hold spaces and parentheses: the fields start after the last `)`.
-    let (_, rest) = stat.rsplit_once(')')?;
-    // `rest` starts with field 3 (the state); the start time is field 22.
-    rest.split_whitespace().nth(19)?.parse().ok()
+fn start_time(pid: u32) -> Option<u64> {
+    agent_process::start_time(i32::try_from(pid).ok()?)
 }
 
 fn boot_id() -> Option<String> {

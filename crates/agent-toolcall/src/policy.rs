@@ -189,8 +189,10 @@ fn summarize_binary(observation: String) -> String {
         return observation;
     }
     let binary = |c: char| (c < ' ' && !matches!(c, '\n' | '\r' | '\t')) || c == '\u{fffd}';
-    let odd = observation.chars().filter(|&c| binary(c)).count();
-    if odd * 10 <= observation.chars().count() {
+    let (odd, chars) = observation.chars().fold((0, 0), |(odd, chars), c| {
+        (odd + usize::from(binary(c)), chars + 1)
+    });
+    if odd * 10 <= chars {
         return observation;
     }
     let first = observation.find(binary).unwrap_or(0);

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 /// Runs `bench` on the binary `OPENMANUS_BIN` names, printing (not failing) what went wrong:
 /// these benchmarks give figures and pass or fail nothing.
+#[allow(dead_code)] // Not every benchmark that includes this module is driven by it.
 pub fn run<E: Display, F: Future<Output = Result<(), E>>>(
     name: &str,
     bench: impl FnOnce(PathBuf) -> F,
@@ -26,6 +27,20 @@ pub fn run<E: Display, F: Future<Output = Result<(), E>>>(
     if let Err(error) = runtime.block_on(bench(PathBuf::from(bin))) {
         println!("{name}: the benchmark failed: {error}");
     }
+}
+
+/// The mean of `values` without the `trim` lowest and highest (runs the machine disturbed);
+/// NaN when nothing is left.
+#[allow(dead_code)] // Not every benchmark that includes this module averages runs.
+pub fn trimmed_mean(mut values: Vec<f64>, trim: usize) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values
+        .get(trim..values.len().saturating_sub(trim))
+        .unwrap_or_default();
+    if middle.is_empty() {
+        return f64::NAN;
+    }
+    middle.iter().sum::<f64>() / middle.len() as f64
 }
 
 /// The `p` quantile (0 to 1) of sorted values, nearest rank.

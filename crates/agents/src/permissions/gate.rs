@@ -336,7 +336,7 @@ fn harmless(tool: &str, text: &str) -> bool {
         })
 }
 
-fn record(
+pub(super) fn record(
     need: &str,
     decision: PermissionDecision,
     by: Decider,

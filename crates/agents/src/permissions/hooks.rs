@@ -297,13 +297,11 @@ fn named(hook: &HookSettings) -> &str {
     hook.command.first().map_or("", String::as_str)
 }
 
+/// What a hook's decision is about, in the audit.
+const REQUEST: &str = "run (hooks)";
+
 fn record(decision: PermissionDecision, by: Decider, detail: String) -> PermissionRecord {
-    PermissionRecord {
-        request: "run (hooks)".to_owned(),
-        decision,
-        by,
-        detail,
-    }
+    super::gate::record(REQUEST, decision, by, detail)
 }
 
 /// A result's text for an after-tool hook, at most [`MAX_RESULT`] bytes.
