@@ -109,9 +109,10 @@ pub use policies::{
 pub use secrets::DEFAULT_SECRET_ENV;
 pub use sections::{
     A2aAgentSettings, A2aSettings, AgentSettings, BrowserSettings, DEFAULT_COMPACTION_KEEP_TURNS,
-    DEFAULT_COMPACTION_THRESHOLD, DEFAULT_MAX_OBSERVATION_BYTES, DaytonaSettings, Dispatch,
-    EngineBaseUrls, McpSettings, NatsSettings, ProxySettings, RunflowSettings, SandboxBackend,
-    SandboxSettings, SearchSettings, ServerSettings, StoreSettings,
+    DEFAULT_COMPACTION_THRESHOLD, DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MCP_CONNECT_TIMEOUT_SECS,
+    DEFAULT_MCP_STARTUP_WAIT_SECS, DaytonaSettings, Dispatch, EngineBaseUrls, McpSettings,
+    NatsSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
+    ServerSettings, StoreSettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};
 

@@ -294,15 +294,29 @@ pub struct McpSettings {
     /// that OpenManus configs load; openmanus-rs serves its tools with `openmanus mcp-server`
     /// and does not read it. Default `"app.mcp.server"`.
     pub server_reference: String,
+    /// The longest a server may take to start and answer the MCP handshake, in seconds.
+    /// Default 30.
+    pub connect_timeout_secs: u64,
+    /// How long Manus's first step waits for servers still connecting, in seconds, counted
+    /// from the start (servers connect in the background while the agent starts). Servers not
+    /// ready by then join at a later step, when they are. Default 10.
+    pub startup_wait_secs: u64,
     /// The servers of `mcp.json`, in file order (never read from `config.toml`).
     #[serde(skip)]
     pub servers: Vec<McpServerConfig>,
 }
 
+/// `[mcp] connect_timeout_secs` when the file does not set it.
+pub const DEFAULT_MCP_CONNECT_TIMEOUT_SECS: u64 = 30;
+/// `[mcp] startup_wait_secs` when the file does not set it.
+pub const DEFAULT_MCP_STARTUP_WAIT_SECS: u64 = 10;
+
 impl Default for McpSettings {
     fn default() -> Self {
         Self {
             server_reference: "app.mcp.server".into(),
+            connect_timeout_secs: DEFAULT_MCP_CONNECT_TIMEOUT_SECS,
+            startup_wait_secs: DEFAULT_MCP_STARTUP_WAIT_SECS,
             servers: Vec::new(),
         }
     }

@@ -50,7 +50,7 @@ pub use agent::{
     MULTIMEDIA_RESPONSE_PROMPT, McpAgentHooks, REFRESH_INTERVAL, SERVICE_GONE, mcp_agent,
 };
 pub use client::{
-    McpClientOptions, McpClients, McpTool, McpWarning, NOT_CONNECTED, ReconnectPolicy,
+    McpClientOptions, McpClients, McpStartup, McpTool, McpWarning, NOT_CONNECTED, ReconnectPolicy,
 };
 pub use content::NO_OUTPUT;
 pub use error::McpError;

@@ -399,6 +399,7 @@ impl AgentFactory {
             },
         )?));
         options.hooks.clone_from(&config.permissions.hooks);
+        options.mcp = McpClientOptions::from_settings(&config.mcp);
         if with_sandbox && config.sandbox.use_sandbox {
             // The tools run in the sandbox with the workspace at its own path, so paths and
             // observations are the same as without it. No fallback: if the sandbox cannot run,
@@ -470,13 +471,10 @@ impl AgentFactory {
             let agent: Box<dyn Agent> = match kind {
                 AgentKind::Manus => {
                     let llm = model(kind.agent_name())?;
-                    let (agent, failed) =
-                        crate::manus_with_mcp(llm, &options, &self.config.mcp.servers).await;
-                    warnings.extend(
-                        failed
-                            .iter()
-                            .map(|w| format!("MCP server `{}`: {w}", w.server)),
-                    );
+                    // The servers connect in the background while the rest starts; the first
+                    // step waits for them a bounded time, and their failures are logged then.
+                    let agent =
+                        crate::manus_lazy_mcp(llm, &options, self.config.mcp.servers.clone());
                     #[cfg(not(feature = "browser"))]
                     if self.config.browser != agent_config::BrowserSettings::default() {
                         warnings.push(NO_BROWSER_WARNING.to_owned());

@@ -5,9 +5,10 @@
 //! programmer; [`flow`] holds the planning flow that drives several of them. [`workspace`]
 //! tells what a run changed in the workspace.
 //!
-//! Manus also takes the tools of MCP servers, on either of OpenManus's two start paths:
-//! [`manus_with_mcp`] connects them at once (`Manus.create()`), [`manus_lazy_mcp`] at the first
-//! `think()` (`Manus()`); [`disconnect_mcp`] ends the session. See [`manus`](mod@manus).
+//! Manus also takes the tools of MCP servers: [`manus_with_mcp`] connects them before it returns
+//! (OpenManus's `Manus.create()`), [`manus_lazy_mcp`] in the background while the agent starts,
+//! its first step waiting for them a bounded time; [`disconnect_mcp`] ends the session. See
+//! [`manus`](mod@manus).
 //!
 //! ```
 //! use std::sync::Arc;

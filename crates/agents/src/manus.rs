@@ -1,11 +1,15 @@
-//! Manus's MCP servers: [`ManusHooks`] and the two start paths of OpenManus (seed point 8).
+//! Manus's MCP servers: [`ManusHooks`] and its start paths (seen in OpenManus, seed point 8).
 //!
 //! * [`manus_with_mcp`] connects the servers at once (OpenManus's `await Manus.create()`, used
-//!   by main.py): the tools are in the agent before it runs.
-//! * [`manus_lazy_mcp`] connects them at the first `think()` (OpenManus's `Manus()` with its
-//!   lazy `initialize_mcp_servers`, used by run_flow.py): building is instant and synchronous,
-//!   the first step waits for the connections, and the first request to the model already
-//!   offers their tools.
+//!   by main.py): the tools are in the agent before it runs, and a server that hangs holds the
+//!   start for its connect timeout.
+//! * [`manus_lazy_mcp`] (what the factory builds, for every front end) starts connecting them in
+//!   the background as it is built ([`McpStartup`]) — or at the first `think()` when built
+//!   outside a Tokio runtime. The first step waits for them at most
+//!   [`McpClientOptions::startup_wait`], counted from the start, and its request offers the
+//!   tools of the servers that are ready; a server still connecting joins at a later step when
+//!   it is ready, and the model is told its tools are new. OpenManus's lazy `Manus()` waited
+//!   for every server at the first step instead.
 //!
 //! Either way a server that cannot be reached is a warning ([`McpWarning`]) and the others keep
 //! working. Each server tool is offered as `mcp_{server_id}_{tool}`. The hooks own the
@@ -23,7 +27,7 @@ use agent_browser::{BrowserContextHelper, recently_browsed};
 use agent_config::McpServerConfig;
 use agent_core::AgentError;
 use agent_llm::ChatModel;
-use agent_mcp::{McpClientOptions, McpClients, McpToolSync, McpWarning, ToolChanges};
+use agent_mcp::{McpClientOptions, McpClients, McpStartup, McpToolSync, McpWarning, ToolChanges};
 use agent_toolcall::{BeforeThink, ToolCallAgent, ToolCallCore, ToolCallHooks};
 #[cfg(feature = "browser")]
 use agent_tools::Tool;
@@ -50,8 +54,13 @@ pub type Manus = ToolCallAgent<ManusHooks>;
 #[derive(Debug, Default)]
 pub struct ManusHooks {
     clients: McpClients,
-    /// Servers still to connect at the next `think()` (the lazy path).
+    /// Servers still to start connecting, at the next `think()` (the lazy path, built outside a
+    /// runtime).
     pending: Vec<McpServerConfig>,
+    /// Servers connecting in the background.
+    startup: Option<McpStartup>,
+    /// Whether a step has already waited for the servers connecting at the start.
+    waited: bool,
     options: McpClientOptions,
     /// The MCP tools installed in the agent's tool set.
     tools: McpToolSync,
@@ -76,15 +85,21 @@ impl ManusHooks {
         }
     }
 
-    /// Hooks that connect `servers` at the first `think()`, with these timeouts.
+    /// Hooks that start connecting `servers` in the background now (within a Tokio runtime;
+    /// outside one, at the first `think()`), with these timeouts; the first step waits for them
+    /// at most [`McpClientOptions::startup_wait`].
     #[must_use]
     pub fn lazy(servers: Vec<McpServerConfig>, options: McpClientOptions) -> Self {
-        Self {
+        let mut hooks = Self {
             clients: McpClients::new(options.clone()),
             pending: servers,
             options,
             ..Self::default()
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            hooks.begin_pending();
         }
+        hooks
     }
 
     /// Uses `helper` for the browser prompt while Manus browses (the `browser` feature).
@@ -106,10 +121,31 @@ impl ManusHooks {
         &self.clients
     }
 
-    /// Whether servers are still waiting for the first `think()` to be connected.
+    /// Whether servers are still to be connected or still connecting.
     #[must_use]
     pub fn is_pending(&self) -> bool {
-        !self.pending.is_empty()
+        !self.pending.is_empty() || self.startup.as_ref().is_some_and(|s| !s.is_done())
+    }
+
+    /// The ids of the servers still to be connected or still connecting.
+    #[must_use]
+    pub fn connecting(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self.pending.iter().map(|s| s.id.as_str()).collect();
+        if let Some(startup) = &self.startup {
+            ids.extend(startup.connecting());
+        }
+        ids
+    }
+
+    /// Waits until every server connecting has connected or failed, or `limit` has passed
+    /// since they began; the ones that connected join at the next `think()`. For a front end
+    /// that wants every server before it starts (the first step waits by itself).
+    pub async fn wait_connecting(&mut self, limit: std::time::Duration) {
+        self.begin_pending();
+        if let Some(startup) = &mut self.startup {
+            let warnings = startup.settle(&mut self.clients, limit).await;
+            self.warnings.extend(warnings);
+        }
     }
 
     /// The agent-facing names of the MCP tools in the agent's tool set, sorted.
@@ -124,26 +160,58 @@ impl ManusHooks {
         std::mem::take(&mut self.warnings)
     }
 
-    /// Connects the pending servers (the lazy path). The list is only emptied once the
-    /// connections are made, so a step cancelled while connecting connects again next time.
-    async fn connect_pending(&mut self) {
+    /// Starts connecting the servers not yet started, in the background.
+    fn begin_pending(&mut self) {
         if self.pending.is_empty() {
             return;
         }
-        let servers: Vec<McpServerConfig> = self
-            .pending
-            .iter()
+        let servers: Vec<McpServerConfig> = std::mem::take(&mut self.pending)
+            .into_iter()
             .filter(|s| !self.clients.contains(&s.id))
-            .cloned()
             .collect();
         info!(servers = servers.len(), "connecting Manus's MCP servers");
-        let (clients, warnings) = McpClients::connect_all(&servers, self.options.clone()).await;
-        let previous = std::mem::replace(&mut self.clients, clients);
-        self.pending.clear();
-        if !previous.server_ids().is_empty() {
-            warn!("replacing existing MCP connections; they are dropped");
+        // Only the lazy constructor or a think starts them, once: there is never a second set.
+        self.startup = Some(McpStartup::begin(&servers, &self.options));
+    }
+
+    /// Takes in the servers connecting in the background: the first time, waiting for them at
+    /// most the startup wait and installing their tools silently (the first request offers
+    /// them); later, without waiting, announcing the tools of servers that joined. Cancel-safe:
+    /// a step cancelled while waiting waits again, for what is left of the startup wait.
+    async fn take_in_connected(&mut self, core: &mut ToolCallCore) {
+        self.begin_pending();
+        let Some(startup) = &mut self.startup else {
+            self.refresh(core).await;
+            return;
+        };
+        if self.waited {
+            let warnings = startup.collect_ready(&mut self.clients);
+            self.warnings.extend(warnings);
+            if startup.is_done() {
+                self.startup = None;
+            }
+            self.refresh(core).await;
+            return;
         }
+        let warnings = startup
+            .settle(&mut self.clients, self.options.startup_wait)
+            .await;
+        self.waited = true;
         self.warnings.extend(warnings);
+        let still = startup.connecting();
+        if !still.is_empty() {
+            warn!(
+                servers = ?still,
+                waited_secs = startup.elapsed().as_secs(),
+                "MCP servers still connecting; the run goes on without them and their tools \
+                 are added when they are ready"
+            );
+        }
+        if startup.is_done() {
+            self.startup = None;
+        }
+        let installed = self.sync(&mut core.tools);
+        info!(tools = ?installed.added, "MCP tools installed");
     }
 
     /// Brings `tools` in line with the servers' last listings (see [`McpToolSync::sync`]).
@@ -169,6 +237,9 @@ impl ManusHooks {
     async fn disconnect(&mut self, tools: &mut ToolCollection) {
         self.tools.uninstall_all(tools);
         self.pending.clear();
+        if let Some(startup) = self.startup.take() {
+            startup.cancel().await;
+        }
         self.clients.disconnect_all().await;
     }
 }
@@ -176,13 +247,7 @@ impl ManusHooks {
 #[async_trait]
 impl ToolCallHooks for ManusHooks {
     async fn before_think(&mut self, core: &mut ToolCallCore) -> Result<BeforeThink, AgentError> {
-        if self.is_pending() {
-            self.connect_pending().await;
-            let installed = self.sync(&mut core.tools);
-            info!(tools = ?installed.added, "MCP tools installed");
-        } else {
-            self.refresh(core).await;
-        }
+        self.take_in_connected(core).await;
         #[cfg(feature = "browser")]
         if let Some(helper) = &self.browser
             && recently_browsed(core.base.memory.messages(), 3, helper.tool().name())
@@ -209,13 +274,15 @@ pub async fn manus_with_mcp(
     options: &AgentOptions,
     servers: &[McpServerConfig],
 ) -> (Manus, Vec<McpWarning>) {
-    let (clients, warnings) = McpClients::connect_all(servers, McpClientOptions::default()).await;
+    let (clients, warnings) = McpClients::connect_all(servers, options.mcp.clone()).await;
     let hooks = ManusHooks::connected(clients);
     (build_manus(llm, options, hooks), warnings)
 }
 
-/// Manus that connects the MCP servers `servers` at its first `think()` (OpenManus's `Manus()`
-/// with lazy initialisation). Servers that cannot be connected are logged and kept in
+/// Manus that connects the MCP servers `servers` in the background from now (at its first
+/// `think()` when built outside a Tokio runtime); its first step waits for them at most
+/// `options.mcp.startup_wait`, and servers ready later join at a later step (see the
+/// [module docs](self)). Servers that cannot be connected are logged and kept in
 /// [`ManusHooks::take_warnings`].
 #[must_use]
 pub fn manus_lazy_mcp(
@@ -223,7 +290,7 @@ pub fn manus_lazy_mcp(
     options: &AgentOptions,
     servers: Vec<McpServerConfig>,
 ) -> Manus {
-    let hooks = ManusHooks::lazy(servers, McpClientOptions::default());
+    let hooks = ManusHooks::lazy(servers, options.mcp.clone());
     build_manus(llm, options, hooks)
 }
 

@@ -10,6 +10,7 @@ use agent_config::{ApprovalPolicy, HookSettings, PermissionRule, SandboxMode};
 use agent_core::Budget;
 #[cfg(feature = "browser")]
 use agent_llm::ChatModel;
+use agent_mcp::McpClientOptions;
 use agent_sandbox::{Confinement, Sandbox, SandboxFileOperator};
 use agent_toolcall::{Compaction, Policies, ToolCallAgent, ToolCallHooks, ToolGate};
 
@@ -80,6 +81,9 @@ pub struct AgentOptions {
     /// Files the file tools refuse even inside the workspace: the configuration files, which
     /// hold the API keys (the factory fills it from the loaded configuration).
     pub secret_files: Vec<PathBuf>,
+    /// How Manus connects its MCP servers: timeouts, reconnection, and how long its first step
+    /// waits for servers still connecting (`[mcp]`).
+    pub mcp: McpClientOptions,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -122,6 +126,7 @@ impl AgentOptions {
             browser: BrowserConfig::default(),
             web_search: None,
             secret_files: Vec::new(),
+            mcp: McpClientOptions::default(),
         }
     }
 

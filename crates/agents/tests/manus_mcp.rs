@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_config::{McpServerConfig, McpTransport};
 use agent_core::{Agent, CancellationToken, Role};
@@ -25,14 +26,17 @@ struct Server {
 
 impl Server {
     async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Gated::bind("tools").await.open()
+    }
+
+    fn serve(listener: tokio::net::TcpListener, id: &str) -> Self {
         let address = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
         let serve = McpToolServer::openmanus().serve_http(listener, shutdown.clone());
         let task = tokio::spawn(async move { serve.await.unwrap() });
         Self {
             config: McpServerConfig {
-                id: "tools".into(),
+                id: id.into(),
                 transport: McpTransport::StreamableHttp {
                     url: format!("http://{address}{HTTP_PATH}"),
                     headers: Default::default(),
@@ -46,6 +50,34 @@ impl Server {
     async fn stop(self) {
         self.shutdown.cancel();
         self.task.await.unwrap();
+    }
+}
+
+/// A port on 127.0.0.1 that takes connections (the kernel accepts them) but answers nothing
+/// until [`Gated::open`] serves MCP on it: a server that hangs until the test says.
+struct Gated {
+    listener: tokio::net::TcpListener,
+    config: McpServerConfig,
+}
+
+impl Gated {
+    async fn bind(id: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        Self {
+            listener,
+            config: McpServerConfig {
+                id: id.into(),
+                transport: McpTransport::StreamableHttp {
+                    url: format!("http://{address}{HTTP_PATH}"),
+                    headers: Default::default(),
+                },
+            },
+        }
+    }
+
+    fn open(self) -> Server {
+        Server::serve(self.listener, &self.config.id)
     }
 }
 
@@ -242,4 +274,104 @@ async fn manus_without_servers_has_only_its_own_tools() {
     );
     assert!(agent.hooks().mcp_tool_names().is_empty());
     assert!(!agent.hooks().is_pending());
+}
+
+/// Options whose first step waits `startup_wait` for the servers, which may take ten minutes
+/// to connect.
+fn patient(dir: &std::path::Path, startup_wait: Duration) -> AgentOptions {
+    let mut options = AgentOptions::new(dir);
+    options.mcp.connect_timeout = Duration::from_secs(600);
+    options.mcp.startup_wait = startup_wait;
+    options
+}
+
+#[tokio::test]
+async fn a_hung_server_does_not_hold_the_run_past_the_startup_wait() {
+    let server = Server::start().await;
+    let hung = Gated::bind("hung").await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new());
+    script(&model);
+    let began = std::time::Instant::now();
+    let mut agent = manus_lazy_mcp(
+        model.clone(),
+        &patient(dir.path(), Duration::from_secs(5)),
+        vec![server.config.clone(), hung.config.clone()],
+    );
+    // Both are connecting from the moment the agent is built.
+    assert_eq!(agent.hooks().connecting(), ["tools", "hung"]);
+
+    // The run goes on with the server that answered, long before the hung one's 600 s.
+    run_and_check(&mut agent, &model).await;
+    assert!(
+        began.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(
+        !model.requests()[0]
+            .tool_names()
+            .iter()
+            .any(|t| t.starts_with("mcp_hung")),
+        "the hung server has no tools to offer"
+    );
+    assert_eq!(agent.hooks().connecting(), ["hung"]);
+    assert!(agent.hooks_mut().take_warnings().is_empty());
+
+    // The end of the session stops the attempt still under way.
+    disconnect_mcp(&mut agent).await;
+    assert!(agent.hooks().connecting().is_empty());
+    assert!(!agent.hooks().is_pending());
+    drop(hung);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_ready_after_the_first_step_joins_the_next_run_and_is_announced() {
+    let late = Gated::bind("late").await;
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(ScriptedModel::new());
+    model.push_tool_calls("", [tool_call("t", "terminate", r#"{"status":"success"}"#)]);
+    let mut agent = manus_lazy_mcp(
+        model.clone(),
+        &patient(dir.path(), Duration::from_secs(1)),
+        vec![late.config.clone()],
+    );
+    // The server cannot answer yet: the first run has only Manus's own tools.
+    assert!(agent.run(Some("hi".into())).await.unwrap().is_finished());
+    assert_eq!(model.requests()[0].tool_names(), own_tools());
+    assert_eq!(agent.hooks().connecting(), ["late"]);
+
+    // It answers now; the connection begun at the start completes.
+    let server = late.open();
+    agent
+        .hooks_mut()
+        .wait_connecting(Duration::from_secs(600))
+        .await;
+    assert!(agent.hooks().connecting().is_empty());
+    assert!(agent.hooks_mut().take_warnings().is_empty());
+
+    agent.base_mut().reset_state().unwrap();
+    model.push_tool_calls(
+        "",
+        [tool_call("t2", "terminate", r#"{"status":"success"}"#)],
+    );
+    assert!(agent.run(Some("again".into())).await.unwrap().is_finished());
+    let second = &model.requests()[1];
+    assert!(
+        second.tool_names().contains(&"mcp_late_bash"),
+        "{:?}",
+        second.tool_names()
+    );
+    let told = agent.messages().iter().any(|m| {
+        m.role == Role::System && m.text().starts_with("New tools available: mcp_late_bash")
+    });
+    assert!(
+        told,
+        "the model is told the new tools: {:?}",
+        agent.messages()
+    );
+
+    disconnect_mcp(&mut agent).await;
+    server.stop().await;
 }

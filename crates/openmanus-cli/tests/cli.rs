@@ -852,7 +852,7 @@ async fn manus_gets_the_tools_of_the_servers_in_mcp_json() {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("warning") && stderr.contains("broken"),
+        stderr.contains("MCP server skipped") && stderr.contains("broken"),
         "a server that fails is a warning:\n{stderr}"
     );
     assert!(stderr.contains("from-mcp-json"), "{stderr}");
@@ -861,6 +861,52 @@ async fn manus_gets_the_tools_of_the_servers_in_mcp_json() {
         tools.contains("\"mcp_local_bash\"") && tools.contains("\"python_execute\""),
         "{tools}"
     );
+}
+
+#[tokio::test]
+async fn a_hung_mcp_server_holds_the_start_only_for_the_startup_wait_and_is_stopped() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let config = setup.dir.path().join("config/config.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str("[mcp]\nstartup_wait_secs = 2\nconnect_timeout_secs = 600\n");
+    std::fs::write(&config, toml).unwrap();
+    // A server that starts and never answers the handshake; it writes its pid first.
+    let pid_file = setup.dir.path().join("hung.pid");
+    std::fs::write(
+        setup.dir.path().join("config/mcp.json"),
+        json!({"mcpServers": {"hung": {"type": "stdio", "command": "sh",
+            "args": ["-c", "echo $$ > \"$0\"; exec sleep 600", pid_file]}}})
+        .to_string(),
+    )
+    .unwrap();
+    server.push(Completion::tool_calls(
+        Some("Done.".into()),
+        [call("c1", "terminate", json!({"status": "success"}))],
+    ));
+    let began = Instant::now();
+    let output = setup.run(&["--prompt", "Finish."]).await;
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // Before, the run waited for the server's whole connect timeout (here ten minutes).
+    assert!(
+        began.elapsed() < Duration::from_secs(300),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(stderr.contains("still connecting"), "{stderr}");
+    // The server's process did not outlive the run.
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // It was sent SIGKILL before the program exited; give the kernel time to finish it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(pid), "the hung server {pid} is still running");
 }
 
 #[tokio::test]

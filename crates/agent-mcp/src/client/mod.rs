@@ -3,12 +3,14 @@
 //! One concern a file: `options` (timeouts, reconnection, warnings), `handler` (our side of a
 //! session), `transport` (the transport wrapper, headers), `stdio` (a stdio server's supervised
 //! process group), `connection` (one live connection), `supervisor` (one server across
-//! reconnections), `registry` ([`McpClients`]), `tool` ([`McpTool`]).
+//! reconnections), `registry` ([`McpClients`]), `startup` ([`McpStartup`], servers connected in the background),
+//! `tool` ([`McpTool`]).
 
 mod connection;
 mod handler;
 mod options;
 mod registry;
+mod startup;
 mod stdio;
 mod supervisor;
 mod tool;
@@ -17,4 +19,5 @@ mod transport;
 pub use connection::NOT_CONNECTED;
 pub use options::{McpClientOptions, McpWarning, ReconnectPolicy};
 pub use registry::McpClients;
+pub use startup::McpStartup;
 pub use tool::McpTool;

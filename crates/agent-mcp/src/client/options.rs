@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+use agent_config::McpSettings;
+use agent_config::{DEFAULT_MCP_CONNECT_TIMEOUT_SECS, DEFAULT_MCP_STARTUP_WAIT_SECS};
+
 use crate::error::McpError;
 
 /// Timeouts of an [`McpClients`](crate::McpClients).
@@ -15,14 +18,31 @@ pub struct McpClientOptions {
     pub call_timeout: Option<Duration>,
     /// How a server whose connection goes away mid-run is reconnected.
     pub reconnect: ReconnectPolicy,
+    /// How long an agent's first step waits for servers still connecting in the background
+    /// ([`McpStartup`](crate::McpStartup)), counted from the start (default 10 s). The ones not
+    /// ready by then join at a later step, within `connect_timeout`.
+    pub startup_wait: Duration,
 }
 
 impl Default for McpClientOptions {
     fn default() -> Self {
         Self {
-            connect_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(DEFAULT_MCP_CONNECT_TIMEOUT_SECS),
             call_timeout: Some(Duration::from_secs(300)),
             reconnect: ReconnectPolicy::default(),
+            startup_wait: Duration::from_secs(DEFAULT_MCP_STARTUP_WAIT_SECS),
+        }
+    }
+}
+
+impl McpClientOptions {
+    /// The options `[mcp]` sets (`connect_timeout_secs`, `startup_wait_secs`); the rest default.
+    #[must_use]
+    pub fn from_settings(settings: &McpSettings) -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(settings.connect_timeout_secs),
+            startup_wait: Duration::from_secs(settings.startup_wait_secs),
+            ..Self::default()
         }
     }
 }

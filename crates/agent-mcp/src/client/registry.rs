@@ -97,6 +97,18 @@ impl McpClients {
         Ok(())
     }
 
+    /// Takes a server connected elsewhere (by [`McpStartup`](super::McpStartup)) into the set. A
+    /// server whose id is taken is stopped and returned as a warning.
+    pub(super) fn adopt(&mut self, server: Arc<Server>) -> Result<(), McpWarning> {
+        if self.contains(&server.id) {
+            let id = server.id.clone();
+            tokio::spawn(async move { server.stop().await });
+            return Err(warning(McpError::Duplicate(id.clone()), &id));
+        }
+        self.servers.push(server);
+        Ok(())
+    }
+
     /// Whether a server with this id is in the set (connected or gone).
     #[must_use]
     pub fn contains(&self, id: &str) -> bool {
