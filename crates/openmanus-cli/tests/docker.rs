@@ -1,6 +1,6 @@
 //! `openmanus` with `[sandbox] backend = "docker"` against a real Docker engine: SWE's bash
-//! with `use_sandbox = true`, SandboxManus, and Ctrl-C while SandboxManus's display is up in the
-//! container. Ignored in a plain `cargo test`; `cargo xtask ci` runs them (`--ignored`) when an
+//! with `use_sandbox = true`, SandboxManus, Ctrl-C while SandboxManus's display is up in the
+//! container, and the container of a run killed with SIGKILL, reaped by the next start. Ignored in a plain `cargo test`; `cargo xtask ci` runs them (`--ignored`) when an
 //! engine answers, with the images it imports (`OPENMANUS_DOCKER_IMAGE`: busybox and bash;
 //! `OPENMANUS_DOCKER_DESKTOP_IMAGE`: the same with Xvfb and python3-tk).
 
@@ -104,6 +104,90 @@ async fn swe_bash_runs_in_a_docker_container_with_use_sandbox() {
     server.verify().unwrap();
     // The container went with the session.
     assert_eq!(containers().await, before);
+}
+
+/// The containers labelled as owned by process `pid`, running or not.
+async fn owned_by(pid: u32) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=org.openmanus.owner.pid={pid}"),
+        ])
+        .output()
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs a Docker engine; cargo xtask ci runs it when one answers"]
+async fn a_sigkilled_runs_container_is_gone_after_the_next_start() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockOpenAi::start().await.unwrap();
+    config(dir.path(), &server, true);
+    // The run's bash, in its container, says it started, then waits.
+    server.push(call(
+        "c1",
+        "bash",
+        json!({"command": "echo up > started.txt; sleep 600"}),
+    ));
+    let mut killed = Command::new(BIN)
+        .args(["--agent", "swe", "--prompt", "wait"])
+        .current_dir(dir.path())
+        .env_remove("OPENMANUS_CONFIG")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = killed.id().unwrap();
+    let started = dir.path().join("workspace/started.txt");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the bash call never ran"
+        );
+        assert!(
+            killed.try_wait().unwrap().is_none(),
+            "openmanus ended early"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let orphan = owned_by(pid).await;
+    assert_eq!(orphan.len(), 1, "the run's one container: {orphan:?}");
+    // SIGKILL: no clean-up runs, and the container stays behind.
+    killed.start_kill().unwrap();
+    killed.wait().await.unwrap();
+    assert_eq!(
+        owned_by(pid).await,
+        orphan,
+        "the container outlives its owner"
+    );
+
+    // The next start of a Docker sandbox removes it.
+    let server = MockOpenAi::start().await.unwrap();
+    config(dir.path(), &server, true);
+    server.push(Completion::tool_calls(
+        Some("Done.".into()),
+        [ToolCall::new("t", "terminate", r#"{"status":"success"}"#)],
+    ));
+    let output = run(dir.path(), &["--agent", "swe", "--prompt", "finish"]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        owned_by(pid).await.is_empty(),
+        "the orphan was reaped:\n{stderr}"
+    );
+    server.verify().unwrap();
 }
 
 #[tokio::test]
