@@ -1,7 +1,8 @@
 //! `openmanus` with `[sandbox] backend = "docker"` against a real Docker engine: SWE's bash
 //! with `use_sandbox = true`, SandboxManus, Ctrl-C while SandboxManus's display is up in the
-//! container, and the container of a run killed with SIGKILL, reaped by the next start. Ignored in a plain `cargo test`; `cargo xtask ci` runs them (`--ignored`) when an
-//! engine answers, with the images it imports (`OPENMANUS_DOCKER_IMAGE`: busybox and bash;
+//! container, and the container of a run killed with SIGKILL, reaped by the next start.
+//! Ignored in a plain `cargo test`; `cargo xtask ci` runs them (`--ignored`) when an engine
+//! answers, with the images it imports (`OPENMANUS_DOCKER_IMAGE`: busybox and bash;
 //! `OPENMANUS_DOCKER_DESKTOP_IMAGE`: the same with Xvfb and python3-tk).
 
 // Tests fail loudly: unwrapping and panicking are how they report.
