@@ -22,6 +22,7 @@ pub struct Server {
     listener: TcpListener,
     router: Router,
     hub: Arc<Hub>,
+    a2a: Arc<A2a>,
     idle_timeout: Option<std::time::Duration>,
 }
 
@@ -46,10 +47,12 @@ impl Server {
             allowed_hosts: options.allowed_hosts.clone(),
             allowed_origins: options.allowed_origins.clone(),
         });
+        let a2a = Arc::new(A2a::new(Arc::clone(&hub), access.token.is_some()));
         Ok(Self {
             listener,
-            router: router(Arc::clone(&hub), access),
+            router: routes(Arc::clone(&hub), access, Arc::clone(&a2a)),
             hub,
+            a2a,
             idle_timeout: options.idle_timeout,
         })
     }
@@ -88,6 +91,8 @@ impl Server {
             sweeper.abort();
         }
         self.hub.close_all().await;
+        // The tasks the closing ended are stored before the process goes.
+        self.a2a.flush().await;
         result
     }
 }
@@ -114,8 +119,14 @@ async fn sweep_idle(hub: Arc<Hub>, max_idle: std::time::Duration) {
 /// Every route: the page, the API and A2A (`/a2a`, `POST /`, the agent card), the API and
 /// A2A's JSON-RPC behind the token, everything behind the Host and Origin checks.
 pub fn router(hub: Arc<Hub>, access: Arc<Access>) -> Router {
+    let a2a = Arc::new(A2a::new(Arc::clone(&hub), access.token.is_some()));
+    routes(hub, access, a2a)
+}
+
+/// [`router`] over this A2A side (the server keeps it, to store its tasks at shutdown).
+fn routes(hub: Arc<Hub>, access: Arc<Access>, a2a: Arc<A2a>) -> Router {
     let state = AppState {
-        a2a: Arc::new(A2a::new(Arc::clone(&hub), access.token.is_some())),
+        a2a,
         hub,
         access: Arc::clone(&access),
     };

@@ -386,6 +386,86 @@ async fn sdk_1_cancel_stops_the_run_and_its_processes() {
     cancel(Sdk::V1).await;
 }
 
+async fn restart(sdk: Sdk) {
+    let server = TestServer::start().await;
+    server.mock.push(finish("Hello from OpenManus."));
+    let lines = sdk.run(&server, "send", &[]).await;
+    let sent = step(&lines, "sent");
+    assert!(state_is(&sent["state"], "completed"), "{lines:?}");
+    let task = sent["task"].as_str().unwrap().to_owned();
+    let context = sent["context"].as_str().unwrap().to_owned();
+
+    // Another process on the same store: the task is found there, as it ended.
+    let server = server.restart().await;
+    let lines = sdk.run(&server, "get", &[&task]).await;
+    let got = step(&lines, "got");
+    assert!(state_is(&got["state"], "completed"), "{lines:?}");
+    assert_eq!(got["answer"], "Hello from OpenManus.");
+    assert_eq!(got["context"], context.as_str());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn sdk_0_2_gets_a_task_after_the_server_restarted() {
+    restart(Sdk::V0_2).await;
+}
+
+#[tokio::test]
+async fn sdk_1_gets_a_task_after_the_server_restarted() {
+    restart(Sdk::V1).await;
+}
+
+#[tokio::test]
+async fn a_task_running_when_the_server_stops_is_failed_and_listed_after_the_restart() {
+    let server = TestServer::start_configured(
+        |_| {},
+        |config| config.permissions.sandbox = agent_config::SandboxMode::FullAccess,
+    )
+    .await;
+    let started = server.dir.path().join("started");
+    let command = format!("touch {}; exec sleep 300", started.display());
+    server.mock.push(Completion::tool_calls(
+        None,
+        [call("s", "bash", &json!({ "command": command }))],
+    ));
+    let (_, sent) = rpc(
+        &server,
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "Wait."}], "metadata": {"agent": "swe"}}, "configuration": {"blocking": false}}}"#,
+    )
+    .await;
+    let task = sent["result"]["id"].as_str().unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !started.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run never started: {sent}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    let server = server.restart().await;
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": task}});
+    let (_, got) = rpc(&server, &get.to_string()).await;
+    assert_eq!(got["result"]["status"]["state"], "failed", "{got}");
+    let said = got["result"]["status"]["message"]["parts"][0]["text"].clone();
+    assert_eq!(said, "the server shut down", "{got}");
+    // Ended: it cannot be cancelled or followed.
+    let cancel =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"id": task}});
+    let (_, cancelled) = rpc(&server, &cancel.to_string()).await;
+    assert_eq!(cancelled["error"]["code"], -32002, "{cancelled}");
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "ListTasks", "params": {}});
+    let (_, listed) = rpc(&server, &list.to_string()).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [task.as_str()], "{listed}");
+    server.stop().await;
+}
+
 /// Posts a raw JSON-RPC body to `/a2a`.
 async fn rpc(server: &TestServer, body: &str) -> (u16, Value) {
     let response = server

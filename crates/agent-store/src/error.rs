@@ -35,6 +35,9 @@ pub enum StoreError {
     /// No run has this id.
     #[error("no run {0}")]
     NoRun(i64),
+    /// No task has this id.
+    #[error("no task {0}")]
+    NoTask(String),
     /// The writer recording a session has stopped (the session was closed).
     #[error("the session's recorder has stopped")]
     Closed,

@@ -17,6 +17,8 @@
 //!   assistant tool call without its result gets the cancelled observation);
 //! * **exchanges** ([`StoredExchange`]): every request sent to a model (as its writer encodes
 //!   it: `agent-session` stores the change from the previous request) and its reply or error;
+//! * **tasks** ([`TaskRecord`]): the tasks of the protocols a session is served over (A2A), as
+//!   the protocol writes them, and where to notify of their changes;
 //! * **texts**: every long string ([`MIN_TEXT`] bytes or more) of the rows above, once per
 //!   session: an observation that is in two events, the memory and the next request is stored
 //!   once and referred to by the hash of its content.
@@ -71,6 +73,7 @@ mod runs;
 mod script;
 mod sessions;
 mod store;
+mod tasks;
 mod texts;
 mod types;
 mod writer;
@@ -79,6 +82,7 @@ pub use error::StoreError;
 pub use messages::turn_safe;
 pub use sessions::{TITLE_CHARS, title_of};
 pub use store::Store;
+pub use tasks::TaskRecord;
 pub use texts::MIN_TEXT;
 pub use types::{
     Batch, EventId, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, NewSession, RunId,

@@ -17,7 +17,7 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 /// Every migration: its version, description and SQL, in order. A new migration is a new file
 /// in `migrations/` and a line here; an applied one is never edited (sqlx refuses a database
 /// whose applied migration's checksum changed).
-const MIGRATIONS: [(i64, &str, &str); 3] = [
+const MIGRATIONS: [(i64, &str, &str); 4] = [
     (
         1,
         "sessions",
@@ -33,6 +33,7 @@ const MIGRATIONS: [(i64, &str, &str); 3] = [
         "one record",
         include_str!("../migrations/0003_one_record.sql"),
     ),
+    (4, "tasks", include_str!("../migrations/0004_tasks.sql")),
 ];
 
 /// The embedded migrations as a migration source for [`Migrator::new`].
@@ -79,7 +80,7 @@ mod tests {
 
     /// The checksums sqlx's `migrate!` recorded for these files in every database written so
     /// far (SHA-384 of each file). A migration edited after release fails here first.
-    const RECORDED: [(i64, &str); 3] = [
+    const RECORDED: [(i64, &str); 4] = [
         (
             1,
             "9cc9a4eaac2ad64cb0b9884f67c44c513a13f28c41c2b55ab3d5798e4b0ac46834174f1990ec51240f45475d5de9cd41",
@@ -91,6 +92,10 @@ mod tests {
         (
             3,
             "016e9aa8e439d0c40f1a35db177cb005b5f8558516a2e1582144e83b5ee1b71e30d69041383ff63be1f9855a69028046",
+        ),
+        (
+            4,
+            "8ea643a623ae74e39a7f412627b4b3517d0ee89086ac75923fff9dd9ef9b5bf47801e90650106ba330db02d518f3ec0e",
         ),
     ];
 

@@ -8,14 +8,17 @@
 //! run of it, queued like any other; `ask_human` puts the task in `input-required`, and the
 //! client's next message to the task is the answer. The task's artifact is the final answer.
 //! Both wire dialects are served: protocol 1.0 and 0.2/0.3 (a2a-sdk 0.2.5, OpenManus's pin),
-//! told apart by the method name. Tasks are kept in memory; their sessions are in the store.
+//! told apart by the method name. Tasks are kept in memory while they run and stored at every
+//! change ([`saved`]): after a restart, `tasks/get` and `tasks/list` find them in the store (a
+//! task its server left unfinished is `failed`).
 
+mod saved;
 mod task;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use agent_a2a::codec::Method;
@@ -33,6 +36,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::error::ApiError;
 use crate::hub::Hub;
 use crate::live::{Live, TaskError};
+use saved::TaskSaver;
 pub use task::TaskEntry;
 
 /// How many tasks are kept in memory before the ended ones are forgotten.
@@ -49,6 +53,24 @@ pub struct A2a {
     tasks: Mutex<HashMap<String, Arc<TaskEntry>>>,
     /// The latest task of each context.
     latest: Mutex<HashMap<String, Arc<TaskEntry>>>,
+    /// Stores the tasks (started at the first task, within the runtime).
+    saver: OnceLock<TaskSaver>,
+}
+
+/// A task found by id: running here, or only in the store (ended, or left by a server that
+/// stopped).
+enum Found {
+    Here(Arc<TaskEntry>),
+    Stored(Arc<Task>),
+}
+
+impl Found {
+    fn snapshot(&self) -> Task {
+        match self {
+            Self::Here(entry) => entry.snapshot(),
+            Self::Stored(task) => (**task).clone(),
+        }
+    }
 }
 
 impl A2a {
@@ -60,13 +82,44 @@ impl A2a {
             bearer,
             tasks: Mutex::default(),
             latest: Mutex::default(),
+            saver: OnceLock::new(),
         }
     }
 
-    /// The task `id`.
+    /// The task `id`, if it runs here (or ran here since the start).
     #[must_use]
     pub fn task(&self, id: &str) -> Option<Arc<TaskEntry>> {
         lock(&self.tasks).get(id).cloned()
+    }
+
+    /// Waits until every task change so far is in the store (at shutdown).
+    pub async fn flush(&self) {
+        if let Some(saver) = self.saver.get() {
+            saver.flush().await;
+        }
+    }
+
+    fn saver(&self) -> &TaskSaver {
+        self.saver
+            .get_or_init(|| TaskSaver::start(self.hub.store().clone()))
+    }
+
+    /// The task `id`: here, or in the store.
+    async fn find(&self, id: &str) -> Result<Found, RpcError> {
+        if let Some(entry) = self.task(id) {
+            return Ok(Found::Here(entry));
+        }
+        let record = self
+            .hub
+            .store()
+            .task(id)
+            .await
+            .map_err(|error| RpcError::internal(error.to_string()))?
+            .filter(|record| record.protocol == saved::PROTOCOL)
+            .ok_or_else(|| RpcError::task_not_found(id))?;
+        saved::revive(&record, self.saver())
+            .map(Found::Stored)
+            .map_err(|error| RpcError::internal(format!("stored task {id}: {error}")))
     }
 
     /// The Agent Card, its URL built from the `Host` the client used.
@@ -117,13 +170,13 @@ impl A2a {
                 Ok(stream) => return sse(dialect, id, stream, Until::Pause).into_response(),
                 Err(error) => Err(error),
             },
-            Method::Resubscribe => match self.resubscribe(params) {
+            Method::Resubscribe => match self.resubscribe(params).await {
                 Ok(stream) => return sse(dialect, id, stream, Until::End).into_response(),
                 Err(error) => Err(error),
             },
-            Method::GetTask => self.get(dialect, params),
+            Method::GetTask => self.get(dialect, params).await,
             Method::CancelTask => self.cancel(dialect, params).await,
-            Method::ListTasks => self.list(dialect, params),
+            Method::ListTasks => self.list(dialect, params).await,
             Method::PushConfig => Err(RpcError::new(
                 code::PUSH_NOTIFICATION_NOT_SUPPORTED,
                 "push notifications are not supported",
@@ -169,40 +222,69 @@ impl A2a {
 
     /// `tasks/resubscribe`: the events of a task that has not ended, from now on, until it
     /// ends (a task waiting for input stays followed through the answer).
-    fn resubscribe(&self, params: &Value) -> Result<broadcast::Receiver<StreamEvent>, RpcError> {
+    async fn resubscribe(
+        &self,
+        params: &Value,
+    ) -> Result<broadcast::Receiver<StreamEvent>, RpcError> {
         let query = Dialect::decode_task_query(params)?;
-        let entry = self
-            .task(&query.id)
-            .ok_or_else(|| RpcError::task_not_found(&query.id))?;
-        let events = entry.subscribe();
-        let task = entry.snapshot();
-        if task.status.state.is_terminal() {
-            return Err(RpcError::unsupported(format!(
+        let found = self.find(&query.id).await?;
+        let (events, task) = match &found {
+            Found::Here(entry) => (Some(entry.subscribe()), entry.snapshot()),
+            Found::Stored(task) => (None, (**task).clone()),
+        };
+        match events {
+            Some(events) if !task.status.state.is_terminal() => {
+                Ok(with_first(task, events, Until::End))
+            }
+            _ => Err(RpcError::unsupported(format!(
                 "task {} has ended ({:?}); tasks/get returns it",
                 query.id, task.status.state
-            )));
+            ))),
         }
-        Ok(with_first(task, events, Until::End))
     }
 
-    /// `tasks/get`.
-    fn get(&self, dialect: Dialect, params: &Value) -> Result<Value, RpcError> {
+    /// `tasks/get`: the task running here, or the stored one.
+    async fn get(&self, dialect: Dialect, params: &Value) -> Result<Value, RpcError> {
         let query = Dialect::decode_task_query(params)?;
-        let entry = self
-            .task(&query.id)
-            .ok_or_else(|| RpcError::task_not_found(&query.id))?;
-        Ok(dialect.encode_task(&trimmed(entry.snapshot(), query.history_length)))
+        let task = self.find(&query.id).await?.snapshot();
+        Ok(dialect.encode_task(&trimmed(task, query.history_length)))
     }
 
-    /// `ListTasks` (1.0): the tasks this server knows, newest last, optionally of one context.
-    fn list(&self, dialect: Dialect, params: &Value) -> Result<Value, RpcError> {
+    /// `ListTasks` (1.0): the tasks of this server, stored ones included (oldest first, at most
+    /// [`MAX_KEPT_TASKS`]), optionally of one context.
+    async fn list(&self, dialect: Dialect, params: &Value) -> Result<Value, RpcError> {
         let context = params["contextId"].as_str();
-        let tasks: Vec<Value> = lock(&self.tasks)
-            .values()
-            .map(|entry| entry.snapshot())
-            .filter(|task| context.is_none_or(|c| task.context_id == c))
-            .map(|task| dialect.encode_task(&task))
-            .collect();
+        let stored = self
+            .hub
+            .store()
+            .tasks(saved::PROTOCOL, context, MAX_KEPT_TASKS)
+            .await
+            .map_err(|error| RpcError::internal(error.to_string()))?;
+        let mut tasks: Vec<Task> = Vec::with_capacity(stored.len());
+        let mut seen = std::collections::HashSet::new();
+        for record in &stored {
+            let task = match self.task(&record.id) {
+                Some(entry) => entry.snapshot(),
+                None => match saved::revive(record, self.saver()) {
+                    Ok(task) => (*task).clone(),
+                    Err(error) => {
+                        tracing::warn!(task = %record.id, %error, "unreadable stored A2A task");
+                        continue;
+                    }
+                },
+            };
+            seen.insert(task.id.clone());
+            tasks.push(task);
+        }
+        // Tasks whose first write has not reached the store yet.
+        tasks.extend(
+            lock(&self.tasks)
+                .values()
+                .map(|entry| entry.snapshot())
+                .filter(|task| !seen.contains(&task.id))
+                .filter(|task| context.is_none_or(|c| task.context_id == c)),
+        );
+        let tasks: Vec<Value> = tasks.iter().map(|task| dialect.encode_task(task)).collect();
         let count = tasks.len();
         Ok(json!({
             "tasks": tasks,
@@ -216,9 +298,15 @@ impl A2a {
     /// once it has stopped.
     async fn cancel(&self, dialect: Dialect, params: &Value) -> Result<Value, RpcError> {
         let query = Dialect::decode_task_query(params)?;
-        let entry = self
-            .task(&query.id)
-            .ok_or_else(|| RpcError::task_not_found(&query.id))?;
+        let entry = match self.find(&query.id).await? {
+            Found::Here(entry) => entry,
+            Found::Stored(_) => {
+                return Err(RpcError::new(
+                    code::TASK_NOT_CANCELABLE,
+                    format!("task {} has already ended", query.id),
+                ));
+            }
+        };
         if entry.state().is_terminal() {
             return Err(RpcError::new(
                 code::TASK_NOT_CANCELABLE,
@@ -260,10 +348,16 @@ impl A2a {
         }
         // An answer: to the task named, or to the context's task waiting for input.
         let waiting = match (&message.task_id, &message.context_id) {
-            (Some(task_id), _) => Some(
-                self.task(task_id)
-                    .ok_or_else(|| RpcError::task_not_found(task_id))?,
-            ),
+            (Some(task_id), _) => match self.find(task_id).await? {
+                Found::Here(entry) => Some(entry),
+                Found::Stored(task) => {
+                    return Err(RpcError::unsupported(format!(
+                        "task {task_id} has ended ({:?}); send a message without taskId (with \
+                         its contextId) to continue the conversation",
+                        task.status.state
+                    )));
+                }
+            },
             (None, Some(context)) => lock(&self.latest)
                 .get(context)
                 .filter(|entry| entry.state() == TaskState::InputRequired)
@@ -325,7 +419,12 @@ impl A2a {
     ) -> Result<(Arc<TaskEntry>, broadcast::Receiver<StreamEvent>), RpcError> {
         let live = self.live_for(&message).await?;
         let context = live.id().to_owned();
-        let entry = TaskEntry::new(uuid::Uuid::new_v4().to_string(), context.clone(), message);
+        let entry = TaskEntry::new(
+            uuid::Uuid::new_v4().to_string(),
+            context.clone(),
+            message,
+            self.saver().clone(),
+        );
         let events = entry.subscribe();
         // Subscribed before the run is queued: nothing of it is missed.
         let notices = self.hub.stream(&context).subscribe();

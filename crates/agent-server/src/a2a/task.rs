@@ -2,7 +2,8 @@
 //! session's stream. Its state moves with the run — `submitted` while it waits in line,
 //! `working` once it started, `input-required` while `ask_human` waits, then `completed` (the
 //! final answer as its artifact), `canceled` or `failed` — and every change goes to the task's
-//! own broadcast, which `message/stream` and `tasks/resubscribe` forward.
+//! own broadcast, which `message/stream` and `tasks/resubscribe` forward, and to the store
+//! ([`TaskSaver`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -15,6 +16,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tracing::debug;
 
+use super::saved::TaskSaver;
 use crate::hub::Hub;
 use crate::notice::{Notice, Status};
 
@@ -28,23 +30,28 @@ pub struct TaskEntry {
     events: broadcast::Sender<StreamEvent>,
     /// The state, for those waiting on it.
     state: watch::Sender<TaskState>,
+    /// Where every change is stored.
+    saver: TaskSaver,
 }
 
 impl TaskEntry {
-    /// A new task in `context_id`, started by `message`.
-    pub fn new(id: String, context_id: String, message: Message) -> Arc<Self> {
+    /// A new task in `context_id`, started by `message`, stored by `saver` at every change.
+    pub fn new(id: String, context_id: String, message: Message, saver: TaskSaver) -> Arc<Self> {
         let message = message.within(Some(context_id.clone()), Some(id.clone()));
+        let task = Task {
+            id,
+            context_id,
+            status: TaskStatus::now(TaskState::Submitted, None),
+            artifacts: Vec::new(),
+            history: vec![message],
+        };
+        saver.save(&task);
         Arc::new(Self {
-            task: Mutex::new(Task {
-                id,
-                context_id,
-                status: TaskStatus::now(TaskState::Submitted, None),
-                artifacts: Vec::new(),
-                history: vec![message],
-            }),
+            task: Mutex::new(task),
             run_id: Mutex::new(None),
             events: broadcast::channel(EVENTS_CAPACITY).0,
             state: watch::channel(TaskState::Submitted).0,
+            saver,
         })
     }
 
@@ -83,6 +90,7 @@ impl TaskEntry {
         let mut task = self.lock();
         let message = message.within(Some(task.context_id.clone()), Some(task.id.clone()));
         task.history.push(message);
+        self.saver.save(&task);
     }
 
     /// Moves to `state` (with the agent's `text` as the status message) and tells the streams;
@@ -106,6 +114,8 @@ impl TaskEntry {
                 task.history.push(message.clone());
             }
             task.status = TaskStatus::now(state, message);
+            // Under the lock: the writer gets the changes in their order.
+            self.saver.save(&task);
             StatusUpdate {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
@@ -128,6 +138,7 @@ impl TaskEntry {
                 parts: vec![Part::Text(answer)],
             };
             task.artifacts.push(artifact.clone());
+            self.saver.save(&task);
             ArtifactUpdate {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
@@ -336,7 +347,12 @@ mod tests {
     /// The task a `run_finished` event of this state, answer and status leaves behind: its
     /// state, the text of its status message and the texts of its artifacts.
     fn finish(state: &str, answer: Option<&str>) -> (TaskState, Option<String>, Vec<String>) {
-        let entry = TaskEntry::new("t".into(), "c".into(), Message::text(Role::User, "x"));
+        let entry = TaskEntry::new(
+            "t".into(),
+            "c".into(),
+            Message::text(Role::User, "x"),
+            TaskSaver::none(),
+        );
         let event = StoredEvent {
             id: 9,
             session_id: "s".into(),

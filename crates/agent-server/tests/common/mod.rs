@@ -96,7 +96,17 @@ impl TestServer {
             &options.sessions_root,
             options.max_concurrent_runs,
         )));
-        let server = Server::bind(&options, Arc::clone(&hub)).await.unwrap();
+        Self::launch(dir, mock, &options, hub).await
+    }
+
+    /// Serves `hub` with `options`; `dir` and `mock` are kept for the test.
+    async fn launch(
+        dir: tempfile::TempDir,
+        mock: MockOpenAi,
+        options: &ServerOptions,
+        hub: Arc<Hub>,
+    ) -> Self {
+        let server = Server::bind(options, Arc::clone(&hub)).await.unwrap();
         let addr = server.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -118,6 +128,31 @@ impl TestServer {
             stop: Some(stop),
             task: Some(task),
         }
+    }
+
+    /// Stops the server as a shutdown does, then starts another on the same store and
+    /// sessions, with the default options (on another port).
+    #[allow(dead_code)] // not every test binary restarts
+    pub async fn restart(mut self) -> Self {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+        self.hub.store().close().await;
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        let mock = std::mem::replace(&mut self.mock, MockOpenAi::start().await.unwrap());
+        let store = Store::open(dir.path().join("sessions.db")).await.unwrap();
+        let mut options = ServerOptions::new(dir.path().join("sessions"));
+        options.bind = "127.0.0.1:0".parse().unwrap();
+        let hub = Arc::new(Hub::new(
+            store,
+            factory(&mock, &dir.path().join("default")),
+            &options.sessions_root,
+            options.max_concurrent_runs,
+        ));
+        Self::launch(dir, mock, &options, hub).await
     }
 
     pub async fn stop(mut self) {
