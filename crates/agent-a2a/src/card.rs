@@ -36,6 +36,8 @@ pub struct CardInfo {
     pub skills: Vec<Skill>,
     /// Whether requests need `Authorization: Bearer <token>`.
     pub bearer: bool,
+    /// Whether it posts push notifications of a task's changes to a client's URL.
+    pub push_notifications: bool,
 }
 
 /// The card as JSON.
@@ -68,7 +70,7 @@ pub fn agent_card(info: &CardInfo) -> Value {
         ],
         "capabilities": {
             "streaming": info.streaming,
-            "pushNotifications": false,
+            "pushNotifications": info.push_notifications,
             "stateTransitionHistory": false,
         },
         "defaultInputModes": ["text/plain"],
@@ -129,9 +131,11 @@ mod tests {
             streaming: true,
             skills: vec![],
             bearer: true,
+            push_notifications: true,
         };
         let card = agent_card(&info);
         assert_eq!(card["security"][0]["bearer"], json!([]));
+        assert_eq!(card["capabilities"]["pushNotifications"], true);
         assert_eq!(
             endpoint_of(&card),
             Some(("http://127.0.0.1:1/a2a".into(), crate::Dialect::V1))

@@ -52,7 +52,7 @@ pub enum Method {
     Resubscribe,
     /// The tasks (1.0 only).
     ListTasks,
-    /// Push notification configuration (not supported here).
+    /// Push notification settings ([`crate::PushOp`] tells which operation).
     PushConfig,
     /// The authenticated extended card (not configured here).
     ExtendedCard,

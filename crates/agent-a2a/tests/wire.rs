@@ -170,6 +170,8 @@ fn a2a_json_of_both_dialects() {
                 tags: vec!["tool".into()],
             }],
             bearer,
+            // The snapshot of the card as it was before push notifications were served.
+            push_notifications: false,
         });
         snap.case(format!("card.bearer_{bearer}"), card.to_string());
     }

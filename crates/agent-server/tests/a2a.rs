@@ -466,6 +466,135 @@ async fn a_task_running_when_the_server_stops_is_failed_and_listed_after_the_res
     server.stop().await;
 }
 
+/// What a receiver got: each notification's token header and body.
+type Received = Vec<(Option<String>, Value)>;
+
+/// A client's push notification receiver on 127.0.0.1: every POST to `/hook`, its token
+/// header and its JSON body, in arrival order.
+struct Receiver {
+    url: String,
+    got: std::sync::Arc<std::sync::Mutex<Received>>,
+    arrived: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Receiver {
+    async fn start() -> Self {
+        use axum::routing::post;
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let arrived = std::sync::Arc::new(tokio::sync::Notify::new());
+        let (record, notify) = (got.clone(), arrived.clone());
+        let app = axum::Router::new().route(
+            "/hook",
+            post(
+                move |headers: axum::http::HeaderMap, body: axum::Json<Value>| {
+                    let token = headers
+                        .get("x-a2a-notification-token")
+                        .map(|v| v.to_str().unwrap().to_owned());
+                    record.lock().unwrap().push((token, body.0));
+                    notify.notify_waiters();
+                    async { axum::http::StatusCode::OK }
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self { url, got, arrived }
+    }
+
+    /// Waits until a notification satisfies `done`; everything received until then.
+    async fn until(&self, done: impl Fn(&Value) -> bool) -> Received {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let arrived = self.arrived.notified();
+            {
+                let got = self.got.lock().unwrap();
+                if got.iter().any(|(_, body)| done(body)) {
+                    return got.clone();
+                }
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                panic!("no such notification: {:?}", self.got.lock().unwrap());
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn sdk_1_push_notifications_reach_the_clients_receiver() {
+    let server = TestServer::start().await;
+    let receiver = Receiver::start().await;
+    server.mock.push(finish("Hello from OpenManus."));
+    let lines = Sdk::V1.run(&server, "push", &[&receiver.url]).await;
+    let sent = step(&lines, "sent");
+    assert!(state_is(&sent["state"], "completed"), "{lines:?}");
+    // The four setting methods, through the SDK.
+    assert_eq!(step(&lines, "created")["id"], "second", "{lines:?}");
+    assert_eq!(step(&lines, "created")["token"], "tok-2");
+    let mut listed: Vec<Value> = step(&lines, "listed")["ids"].as_array().unwrap().clone();
+    listed.sort_by_key(|id| id != "second");
+    assert_eq!(listed, [json!("second"), sent["task"].clone()]);
+    assert_eq!(step(&lines, "got")["token"], "tok-2");
+    assert_eq!(step(&lines, "deleted")["ids"], json!([sent["task"]]));
+
+    // The task's changes reached the receiver, as 1.0 stream responses, with the token.
+    let completed =
+        |body: &Value| body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED";
+    let got = receiver.until(completed).await;
+    assert!(
+        got.iter()
+            .all(|(token, _)| token.as_deref() == Some("tok-1")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .all(|(_, body)| body["statusUpdate"]["taskId"] == sent["task"]
+                || body["artifactUpdate"]["taskId"] == sent["task"]),
+        "{got:?}"
+    );
+    let answer = got
+        .iter()
+        .position(|(_, body)| {
+            body["artifactUpdate"]["artifact"]["parts"][0]["text"] == "Hello from OpenManus."
+        })
+        .unwrap_or_else(|| panic!("no answer in {got:?}"));
+    let end = got.iter().position(|(_, body)| completed(body)).unwrap();
+    assert!(answer < end, "the answer comes before the end: {got:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_0_3_push_setting_in_the_message_gets_the_task_as_it_stands() {
+    let server = TestServer::start().await;
+    let receiver = Receiver::start().await;
+    server.mock.push(finish("Done here."));
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+        "message": {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "Go."}]},
+        "configuration": {"pushNotificationConfig": {"url": receiver.url, "token": "legacy",
+            "authentication": {"schemes": ["Bearer"], "credentials": "xyz"}}}}});
+    let (_, sent) = rpc(&server, &send.to_string()).await;
+    let task = sent["result"]["id"].as_str().unwrap().to_owned();
+    let got = receiver
+        .until(|body| body["status"]["state"] == "completed")
+        .await;
+    let (token, last) = got.last().unwrap();
+    assert_eq!(token.as_deref(), Some("legacy"));
+    assert_eq!(last["kind"], "task", "{last}");
+    assert_eq!(last["id"], task.as_str());
+    assert_eq!(last["artifacts"][0]["parts"][0]["text"], "Done here.");
+
+    // The setting is the task's, under the task's id; after a restart it is still there.
+    let server = server.restart().await;
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/pushNotificationConfig/get",
+        "params": {"id": task}});
+    let (_, config) = rpc(&server, &get.to_string()).await;
+    let setting = &config["result"]["pushNotificationConfig"];
+    assert_eq!(setting["id"], task.as_str(), "{config}");
+    assert_eq!(setting["url"], receiver.url.as_str());
+    assert_eq!(setting["authentication"]["schemes"], json!(["Bearer"]));
+    server.stop().await;
+}
+
 /// Posts a raw JSON-RPC body to `/a2a`.
 async fn rpc(server: &TestServer, body: &str) -> (u16, Value) {
     let response = server
@@ -533,7 +662,19 @@ async fn bad_requests_get_json_rpc_errors_never_a_500() {
         ),
         (
             r#"{"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/set", "params": {}}"#,
-            -32003,
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/set", "params": {"taskId": "nope", "pushNotificationConfig": {"url": "http://127.0.0.1:9/"}}}"#,
+            -32001,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "CreateTaskPushNotificationConfig", "params": {"taskId": "nope", "url": "file:///etc/passwd"}}"#,
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 1, "method": "tasks/pushNotificationConfig/explode", "params": {}}"#,
+            -32601,
         ),
     ];
     for (body, code) in cases {

@@ -12,6 +12,7 @@
 //! change ([`saved`]): after a restart, `tasks/get` and `tasks/list` find them in the store (a
 //! task its server left unfinished is `failed`).
 
+mod push;
 mod saved;
 mod task;
 
@@ -23,7 +24,9 @@ use std::time::Duration;
 
 use agent_a2a::codec::Method;
 use agent_a2a::rpc::{self, RpcError, code};
-use agent_a2a::{CardInfo, Dialect, Message, Skill, StreamEvent, Task, TaskState, agent_card};
+use agent_a2a::{
+    CardInfo, Dialect, Message, PushConfig, PushOp, Skill, StreamEvent, Task, TaskState, agent_card,
+};
 use agent_session::Target;
 use agents::AgentKind;
 use axum::Json;
@@ -146,6 +149,7 @@ impl A2a {
             streaming: true,
             skills,
             bearer: self.bearer,
+            push_notifications: true,
         }))
     }
 
@@ -177,10 +181,10 @@ impl A2a {
             Method::GetTask => self.get(dialect, params).await,
             Method::CancelTask => self.cancel(dialect, params).await,
             Method::ListTasks => self.list(dialect, params).await,
-            Method::PushConfig => Err(RpcError::new(
-                code::PUSH_NOTIFICATION_NOT_SUPPORTED,
-                "push notifications are not supported",
-            )),
+            Method::PushConfig => match PushOp::of_method(&request.method) {
+                Some(op) => self.push(dialect, op, params).await,
+                None => Err(RpcError::method_not_found(&request.method)),
+            },
             Method::ExtendedCard => Err(RpcError::new(
                 code::EXTENDED_CARD_NOT_CONFIGURED,
                 "this agent has no extended card",
@@ -197,7 +201,8 @@ impl A2a {
     /// once when the client does not block).
     async fn send(self: &Arc<Self>, dialect: Dialect, params: &Value) -> Result<Value, RpcError> {
         let send = dialect.decode_send_params(params)?;
-        let entry = self.accept(send.message).await?;
+        let push = dialect.decode_send_push(params)?;
+        let entry = self.accept(send.message, push).await?;
         if send.blocking {
             let mut state = entry.watch_state();
             let _ = state
@@ -215,7 +220,8 @@ impl A2a {
         params: &Value,
     ) -> Result<broadcast::Receiver<StreamEvent>, RpcError> {
         let send = dialect.decode_send_params(params)?;
-        let (entry, events) = self.accept_subscribed(send.message).await?;
+        let push = dialect.decode_send_push(params)?;
+        let (entry, events) = self.accept_subscribed(send.message, push).await?;
         let _ = entry;
         Ok(events)
     }
@@ -330,17 +336,23 @@ impl A2a {
     }
 
     /// Takes a message: the answer to a task waiting for input, or a new task.
-    async fn accept(self: &Arc<Self>, message: Message) -> Result<Arc<TaskEntry>, RpcError> {
-        self.accept_subscribed(message)
+    async fn accept(
+        self: &Arc<Self>,
+        message: Message,
+        push: Option<PushConfig>,
+    ) -> Result<Arc<TaskEntry>, RpcError> {
+        self.accept_subscribed(message, push)
             .await
             .map(|(entry, _)| entry)
     }
 
     /// As [`Self::accept`], with the task's events subscribed before anything happens (the
-    /// first event is the task itself).
+    /// first event is the task itself). A push notification setting applies to the task from
+    /// then on.
     async fn accept_subscribed(
         self: &Arc<Self>,
         message: Message,
+        push: Option<PushConfig>,
     ) -> Result<(Arc<TaskEntry>, broadcast::Receiver<StreamEvent>), RpcError> {
         let text = message.joined_text();
         if text.trim().is_empty() {
@@ -373,9 +385,12 @@ impl A2a {
                     entry.id()
                 )));
             }
+            if let Some(push) = push {
+                self.add_push(&entry, push);
+            }
             return self.answer(entry, message, text);
         }
-        self.start_task(message, text).await
+        self.start_task(message, text, push).await
     }
 
     /// The client's answer to the question of a task in `input-required`.
@@ -416,6 +431,7 @@ impl A2a {
         self: &Arc<Self>,
         message: Message,
         text: String,
+        push: Option<PushConfig>,
     ) -> Result<(Arc<TaskEntry>, broadcast::Receiver<StreamEvent>), RpcError> {
         let live = self.live_for(&message).await?;
         let context = live.id().to_owned();
@@ -441,6 +457,11 @@ impl A2a {
             ),
             TaskError::Closed => RpcError::internal("the session is closed"),
         })?;
+        // After the run is queued (a refused task has no sender to leak), before the task is
+        // followed (its first change is still to come).
+        if let Some(push) = push {
+            self.add_push(&entry, push);
+        }
         {
             let mut tasks = lock(&self.tasks);
             if tasks.len() >= MAX_KEPT_TASKS {

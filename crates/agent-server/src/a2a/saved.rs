@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use agent_a2a::{Dialect, Message, Role, Task, TaskState, TaskStatus};
 use agent_store::{Store, TaskRecord};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tracing::warn;
 
@@ -22,6 +23,7 @@ pub const STOPPED: &str = "the server stopped before the task ended";
 
 enum Write {
     Put { task: Box<Task> },
+    Push { id: String, settings: Vec<Value> },
     Flush(oneshot::Sender<()>),
 }
 
@@ -56,6 +58,16 @@ impl TaskSaver {
         }
     }
 
+    /// Stores the push notification settings of the task `id` (after the task).
+    pub fn save_push(&self, id: &str, settings: Vec<Value>) {
+        if let Some(sender) = &self.sender {
+            let _ = sender.send(Write::Push {
+                id: id.to_owned(),
+                settings,
+            });
+        }
+    }
+
     /// Waits until everything sent so far is stored (or failed to be).
     pub async fn flush(&self) {
         if let Some(sender) = &self.sender {
@@ -75,12 +87,17 @@ async fn write_all(store: Store, mut receiver: mpsc::UnboundedReceiver<Write>) {
             waiting.push(more);
         }
         let mut latest: Vec<Box<Task>> = Vec::new();
+        let mut pushes: Vec<(String, Vec<Value>)> = Vec::new();
         let mut flushed = Vec::new();
         for write in waiting {
             match write {
                 Write::Put { task } => match latest.iter_mut().find(|t| t.id == task.id) {
                     Some(slot) => *slot = task,
                     None => latest.push(task),
+                },
+                Write::Push { id, settings } => match pushes.iter_mut().find(|p| p.0 == id) {
+                    Some(slot) => slot.1 = settings,
+                    None => pushes.push((id, settings)),
                 },
                 Write::Flush(done) => flushed.push(done),
             }
@@ -93,6 +110,12 @@ async fn write_all(store: Store, mut receiver: mpsc::UnboundedReceiver<Write>) {
                 .await
             {
                 warn!(task = %task.id, %error, "cannot store the A2A task");
+            }
+        }
+        // After the tasks: a setting is stored on its task's row.
+        for (id, settings) in pushes {
+            if let Err(error) = store.set_task_push(&id, &settings).await {
+                warn!(task = %id, %error, "cannot store the A2A task's push settings");
             }
         }
         for done in flushed {

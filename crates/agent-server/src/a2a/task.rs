@@ -8,8 +8,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_a2a::{
-    Artifact, ArtifactUpdate, Message, Part, Role, StatusUpdate, StreamEvent, Task, TaskState,
-    TaskStatus,
+    Artifact, ArtifactUpdate, Message, Part, PushConfig, Role, StatusUpdate, StreamEvent, Task,
+    TaskState, TaskStatus,
 };
 use agent_store::{EventId, EventKind, RunId, RunState, StoredEvent};
 use serde_json::Value;
@@ -32,6 +32,8 @@ pub struct TaskEntry {
     state: watch::Sender<TaskState>,
     /// Where every change is stored.
     saver: TaskSaver,
+    /// Where the client wants to be told of the changes (push notifications).
+    push: Mutex<Vec<PushConfig>>,
 }
 
 impl TaskEntry {
@@ -52,6 +54,7 @@ impl TaskEntry {
             events: broadcast::channel(EVENTS_CAPACITY).0,
             state: watch::channel(TaskState::Submitted).0,
             saver,
+            push: Mutex::default(),
         })
     }
 
@@ -148,6 +151,34 @@ impl TaskEntry {
             }
         };
         let _ = self.events.send(StreamEvent::Artifact(update));
+    }
+
+    /// The push notification settings.
+    pub fn push_configs(&self) -> Vec<PushConfig> {
+        self.push
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Adds a push notification setting, or replaces the one with its id. Returns whether the
+    /// task had none before (so its sender is to be started).
+    pub fn set_push(&self, config: PushConfig) -> bool {
+        let mut push = self.push.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = push.is_empty();
+        match push.iter_mut().find(|c| c.id == config.id) {
+            Some(slot) => *slot = config,
+            None => push.push(config),
+        }
+        first
+    }
+
+    /// Removes the push notification setting `id`; whether there was one.
+    pub fn remove_push(&self, id: &str) -> bool {
+        let mut push = self.push.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = push.len();
+        push.retain(|c| c.id != id);
+        push.len() != before
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Task> {
