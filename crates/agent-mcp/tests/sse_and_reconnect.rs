@@ -179,7 +179,10 @@ async fn a_killed_stdio_server_is_restarted_and_its_tools_keep_working() {
     let long = tool(&clients, "mcp_phoenix_trigger-long-running-operation");
     let echo = tool(&clients, "mcp_phoenix_echo");
     let call_ctx = ctx();
-    let call = long.execute(json!({"duration": 60, "steps": 60}), &call_ctx);
+    // Long enough for the kill to land while it runs, short enough that a call re-sent whole
+    // to the restarted server (the kill landed before it left) completes well within LIMIT: a
+    // 60 s call re-sent took the whole LIMIT on a loaded machine.
+    let call = long.execute(json!({"duration": 10, "steps": 10}), &call_ctx);
     let kill = async {
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(first_pid),
