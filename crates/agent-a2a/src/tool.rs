@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tracing::info;
 
 use crate::client::{A2aClient, Endpoint};
+use crate::codec::Dialect;
 use crate::types::{Message, Role, StreamEvent, Task, TaskState, joined_text};
 
 /// The tool's name.
@@ -136,6 +137,13 @@ impl Tool for A2aCall {
                     .map(Message::joined_text)
                     .unwrap_or_default();
                 info!(agent = name, state = ?update.status.state, said, "a2a_call");
+                // The other agent's status, relayed as our run's progress.
+                let state = Dialect::Legacy.state(update.status.state);
+                if said.is_empty() {
+                    ctx.report(&format!("{name}: {state}"));
+                } else {
+                    ctx.report(&format!("{name}: {state}: {said}"));
+                }
             }
         });
         tokio::pin!(call);

@@ -60,6 +60,19 @@ pub enum AgentEvent {
         /// False when the observation reports an error.
         success: bool,
     },
+    /// A tool call still running told how it is getting on (the other agent's status over
+    /// `a2a_call`, …). Live views show it; the observation follows in
+    /// [`AgentEvent::ToolCallFinished`].
+    ToolProgress {
+        /// Step number.
+        step: u32,
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// What it said.
+        message: String,
+    },
     /// A step ended with this result line.
     StepFinished {
         /// Step number.

@@ -197,6 +197,16 @@ function agentEvent(data, html) {
       if (!state.calls.has(data.call.id)) (state.currentStep || $("feed")).append(callCard(data.call));
       state.calls.get(data.call.id).classList.add("running");
       break;
+    case "tool_progress": {
+      // A running call's progress (another agent's status over a2a_call): the latest line.
+      const card = state.calls.get(data.call_id);
+      if (card) {
+        let line = card.querySelector(".progress");
+        if (!line) line = card.appendChild(el("div", { class: "progress" }));
+        line.textContent = data.message;
+      }
+      break;
+    }
     case "tool_call_finished": {
       const card = state.calls.get(data.call_id) || (state.currentStep || $("feed")).appendChild(callCard({ id: data.call_id, function: { name: data.name, arguments: "" } }));
       card.classList.remove("running");

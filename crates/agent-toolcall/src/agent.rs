@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use agent_core::{
-    Agent, AgentError, AgentEvent, BaseAgent, FinishReason, Message, STUCK_PROMPT, ToolCall,
-    ToolChoice,
+    Agent, AgentError, AgentEvent, BaseAgent, EventBus, FinishReason, Message, STUCK_PROMPT,
+    ToolCall, ToolChoice,
 };
 use agent_llm::{ChatModel, ChatRequest, LlmError};
 use agent_react::ReActAgent;
-use agent_tools::{CreateChatCompletion, Terminate, Tool, ToolCollection, ToolContext, ToolResult};
+use agent_tools::{
+    CreateChatCompletion, Progress, Terminate, Tool, ToolCollection, ToolContext, ToolResult,
+};
 use async_trait::async_trait;
 use serde_json::Value;
 use tracing::{debug, info, warn};
@@ -350,7 +352,12 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         };
         info!(tool = name, "activating tool");
         let ctx = ToolContext::new(self.core.base.cancellation_token(), call.id.clone())
-            .with_session(self.core.base.session());
+            .with_session(self.core.base.session())
+            .with_progress(progress_events(
+                self.core.base.events().clone(),
+                self.core.base.current_step(),
+                call,
+            ));
         let gate = self.core.gate.clone();
         let verdict = match &gate {
             Some(gate) => gate.before(call, &args, &ctx).await,
@@ -405,6 +412,19 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
         };
         cap_observation_bytes(observation, self.core.policies.max_observation_bytes)
     }
+}
+
+/// A call's reports as [`AgentEvent::ToolProgress`] events on `events`.
+fn progress_events(events: EventBus, step: u32, call: &ToolCall) -> Progress {
+    let (call_id, name) = (call.id.clone(), call.function.name.clone());
+    Progress::new(move |message| {
+        events.emit(AgentEvent::ToolProgress {
+            step,
+            call_id: call_id.clone(),
+            name: name.clone(),
+            message: message.to_owned(),
+        });
+    })
 }
 
 /// The observation of a call's gated result.

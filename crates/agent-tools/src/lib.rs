@@ -48,7 +48,7 @@ pub use planning::{PLANNING, Plan, PlanningArgs, PlanningTool, StepStatus};
 pub use python::{PYTHON_EXECUTE, PythonExecute, PythonExecuteArgs};
 pub use result::ToolResult;
 pub use terminate::{TERMINATE, Terminate, TerminateArgs, TerminateStatus};
-pub use tool::{Tool, ToolContext, ToolError, TypedTool, parameters_schema, parse_args};
+pub use tool::{Progress, Tool, ToolContext, ToolError, TypedTool, parameters_schema, parse_args};
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
 #[cfg(doctest)]

@@ -51,6 +51,26 @@ pub struct ToolContext {
     pub call_id: String,
     /// The session the call belongs to, when the run is one's (for hooks and logs).
     pub session: Option<String>,
+    /// Where a long call tells how it is getting on ([`ToolContext::report`]); the agent makes
+    /// each report an event.
+    pub progress: Option<Progress>,
+}
+
+/// Receives a running call's reports of how it is getting on.
+#[derive(Clone)]
+pub struct Progress(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Progress {
+    /// Reports go to `report`.
+    pub fn new(report: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(report))
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
 }
 
 impl ToolContext {
@@ -60,6 +80,21 @@ impl ToolContext {
             cancellation,
             call_id: call_id.into(),
             session: None,
+            progress: None,
+        }
+    }
+
+    /// The same context, its reports going to `progress`.
+    #[must_use]
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Tells how the call is getting on (nothing happens outside an agent that listens).
+    pub fn report(&self, message: &str) {
+        if let Some(progress) = &self.progress {
+            (progress.0)(message);
         }
     }
 

@@ -534,6 +534,9 @@ fn text(style: &Style, event: &AgentEvent) {
                 indent(&preview(observation, 6, 600), "    ").trim_start()
             ));
         }
+        AgentEvent::ToolProgress { message, .. } => {
+            err(&style.dim(&format!("  … {}", preview(message, 1, 200))));
+        }
         AgentEvent::Retry {
             attempt,
             delay_ms,

@@ -60,7 +60,8 @@ async fn one_openmanus_serve_delegates_a_sub_task_to_another_over_a2a() {
         lead_dir.path(),
         &lead_mock,
         &format!(
-            "\n[[a2a.agents]]\nname = \"adder\"\nurl = \"{helper_url}\"\ndescription = \"adds numbers\"\n"
+            "\n[store]\npath = \"{}\"\n\n[[a2a.agents]]\nname = \"adder\"\nurl = \"{helper_url}\"\ndescription = \"adds numbers\"\n",
+            lead_dir.path().join("lead.db").display()
         ),
     )
     .await;
@@ -115,6 +116,32 @@ async fn one_openmanus_serve_delegates_a_sub_task_to_another_over_a2a() {
         "{:?}",
         helper_mock.requests()[0].messages()
     );
+    // The helper's statuses reached the lead's run as the call's progress, in order.
+    let store = agent_store::Store::open(lead_dir.path().join("lead.db"))
+        .await
+        .unwrap();
+    let session = task["contextId"].as_str().unwrap();
+    let progress: Vec<String> = store
+        .events_after(session, None, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.data["type"] == "tool_progress")
+        .map(|e| {
+            assert_eq!(e.data["call_id"], "d");
+            assert_eq!(e.data["name"], "a2a_call");
+            e.data["message"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let working = progress
+        .iter()
+        .position(|m| m == "adder: working: The sum is 7.")
+        .unwrap_or_else(|| panic!("{progress:?}"));
+    let completed = progress
+        .iter()
+        .position(|m| m == "adder: completed")
+        .unwrap_or_else(|| panic!("{progress:?}"));
+    assert!(working < completed, "{progress:?}");
     helper_mock.verify().unwrap();
     lead_mock.verify().unwrap();
     lead.kill().await.unwrap();

@@ -364,6 +364,8 @@ fn progress_text(data: &Value) -> Option<String> {
         "tool_call_started" => data["call"]["function"]["name"]
             .as_str()
             .map(|name| format!("calling the tool {name}")),
+        // A tool's own progress (another agent's status over a2a_call): passed on.
+        "tool_progress" => data["message"].as_str().map(str::to_owned),
         _ => None,
     }
 }
