@@ -51,7 +51,9 @@ commands:
           target/xtask-tools/npm (MCP_EVERYTHING_BIN / MCP_FILESYSTEM_BIN), the Python mcp
           SDK from PyPI into a virtualenv there (MCP_PYTHON: another interpreter that has
           it), pandas into another one for the DataAnalysis tests (ANALYSIS_PYTHON), and the
-          A2A Python SDK, 0.2.5 and 1.3.0, each in its own (A2A_PYTHON_0_2 / A2A_PYTHON_1)
+          A2A Python SDK, 0.2.5 and 1.3.0, each in its own (A2A_PYTHON_0_2 / A2A_PYTHON_1),
+          and the ACP TypeScript SDK @agentclientprotocol/sdk with npm into
+          target/xtask-tools/acp-sdk-2.4.0 (ACP_SDK: its dist/v1/stable/acp.js)
   setup   makes the machine ready for the tests, before anything is compiled: checks the
           system packages the tests need (bubblewrap, xvfb, python3-tk, pkg-config,
           libfontconfig1-dev, libfreetype-dev, fonts-dejavu-core, fonts-wqy-microhei,

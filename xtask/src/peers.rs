@@ -131,6 +131,53 @@ fn ensure_npm_peer(env_var: &str, package: &str, version: &str, bin: &str) -> Re
     Ok(bin)
 }
 
+/// The official ACP TypeScript SDK (npm) the `openmanus acp` tests drive the binary with, and
+/// the zod it imports (a peer dependency npm does not install by itself).
+const ACP_SDK_VERSION: &str = "2.4.0";
+const ZOD_VERSION: &str = "3.25.76";
+
+/// Returns the SDK's `dist/v1/stable/acp.js` the ACP tests import: `$ACP_SDK` if set, else the
+/// SDK installed (once) with npm under `target/xtask-tools/acp-sdk-<version>/`.
+fn ensure_acp_sdk() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("ACP_SDK") {
+        return Ok(PathBuf::from(path));
+    }
+    let dir = tools_dir().join(format!("acp-sdk-{ACP_SDK_VERSION}"));
+    let package = dir.join("node_modules/@agentclientprotocol/sdk");
+    let entry = package.join("dist/v1/stable/acp.js");
+    let installed = std::fs::read_to_string(package.join("package.json"))
+        .is_ok_and(|p| p.contains(&format!("\"version\": \"{ACP_SDK_VERSION}\"")));
+    if entry.exists() && installed && dir.join("node_modules/zod").exists() {
+        return Ok(entry);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let manifest = dir.join("package.json");
+    if !manifest.exists() {
+        std::fs::write(&manifest, "{\"private\": true}\n")
+            .with_context(|| format!("write {}", manifest.display()))?;
+    }
+    let mut install = Command::new(std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned()));
+    install.current_dir(&dir).args([
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        &format!("@agentclientprotocol/sdk@{ACP_SDK_VERSION}"),
+        &format!("zod@{ZOD_VERSION}"),
+    ]);
+    run(
+        "install the ACP test peer @agentclientprotocol/sdk (npm)",
+        install,
+    )?;
+    if !entry.exists() {
+        bail!(
+            "the ACP SDK was installed but {} is missing",
+            entry.display()
+        );
+    }
+    Ok(entry)
+}
+
 /// Returns the Python interpreter of a virtualenv holding the `mcp` SDK (FastMCP server and the
 /// SDK client) the MCP tests use: `$MCP_PYTHON` if set, else a virtualenv created (once) under
 /// `target/xtask-tools/`.
@@ -187,7 +234,8 @@ fn ensure_a2a_python() -> Result<PathBuf> {
 
 /// Installs (once) the independent peers the integration tests talk to — fakellm (PyPI), the
 /// MCP servers server-everything and server-filesystem (npm), the Python `mcp` SDK, pandas and
-/// the A2A SDKs (PyPI) — and returns the environment that points the tests at them.
+/// the A2A SDKs (PyPI), the ACP TypeScript SDK (npm) — and returns the environment that points
+/// the tests at them.
 pub(crate) fn test_peers() -> Result<Vec<(&'static str, OsString)>> {
     Ok(vec![
         ("FAKELLM_BIN", ensure_fakellm()?.into()),
@@ -197,6 +245,7 @@ pub(crate) fn test_peers() -> Result<Vec<(&'static str, OsString)>> {
         ("ANALYSIS_PYTHON", ensure_analysis_python()?.into()),
         ("A2A_PYTHON_0_2", ensure_a2a_python_legacy()?.into()),
         ("A2A_PYTHON_1", ensure_a2a_python()?.into()),
+        ("ACP_SDK", ensure_acp_sdk()?.into()),
     ])
 }
 

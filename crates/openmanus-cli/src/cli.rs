@@ -213,6 +213,16 @@ pub enum Command {
         #[arg(short, long)]
         interactive: bool,
     },
+    /// Be the agent of an editor (Zed, JetBrains, Neovim): the Agent Client Protocol over
+    /// standard input and output. Each editor session works in the editor's directory; --agent
+    /// picks the agent kind.
+    #[command(
+        after_help = "Zed (settings.json):\n  \"agent_servers\": {\"OpenManus\": {\"type\": \
+        \"custom\", \"command\": \"openmanus\", \"args\": [\"acp\"]}}\n\n\
+        Standard output carries the protocol only; logs go to standard error. More set-ups \
+        (JetBrains, Neovim) in docs/editors.md."
+    )]
+    Acp,
     /// Serve our tools (bash, str_replace_editor, terminate) as the MCP server `openmanus`.
     McpServer {
         /// The transport.

@@ -12,6 +12,7 @@
 //! This file only parses arguments and dispatches: agents are built and run through
 //! [`agent_session::Session`] (see `run.rs`); events are rendered by `render.rs`.
 
+mod acp;
 mod cli;
 mod color;
 mod completions;
@@ -107,6 +108,10 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     {
         // The server handles its own signals: the first stops it cleanly.
         return serve::serve(&cli.global, bind, max_concurrent_runs).await;
+    }
+    if let Some(Command::Acp) = cli.command {
+        // The editor owns standard input and output, and stops the agent by closing them.
+        return acp::acp(&cli.global, cli.agent).await;
     }
     if let Some(Command::Doctor { timeout, .. }) = cli.command {
         // Before Ctrl-C is given its meaning for runs: it stops doctor at once.
@@ -232,7 +237,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         }
         // Served above, before Ctrl-C is given its meaning for runs.
         Some(
-            Command::Serve { .. }
+            Command::Acp
+            | Command::Serve { .. }
             | Command::Worker { .. }
             | Command::Submit { .. }
             | Command::Doctor { .. },

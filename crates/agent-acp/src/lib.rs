@@ -1,0 +1,384 @@
+//! # agent-acp — openmanus in the editor
+//!
+//! The agent as an [Agent Client Protocol](https://agentclientprotocol.com) agent: an editor
+//! (Zed, JetBrains IDEs, Neovim) starts `openmanus acp` and speaks JSON-RPC with it over
+//! standard input and output (protocol v1, one JSON-RPC message per line: [`rpc`]).
+//!
+//! * `initialize` answers the capabilities this agent really has: text, resource links and
+//!   embedded resources in prompts.
+//! * `session/new` starts a session of the configured agent kind with the editor's `cwd` as its
+//!   workspace (recorded in the session store when one is given).
+//! * `session/prompt` runs the prompt and streams the run as updates ([`updates`]): the model's
+//!   text as `agent_message_chunk`, each tool call as `tool_call` / `tool_call_update` with its
+//!   kind, the file it names and, for an edit, the diff; it answers with a stop reason that
+//!   tells `end_turn`, `max_turn_requests` (out of steps), `max_tokens` (a budget reached) and
+//!   `cancelled` apart. A run that fails is a JSON-RPC error.
+//! * `session/cancel` cancels the run: its tool calls are stopped with their processes, and the
+//!   prompt answers `cancelled`.
+//!
+//! Standard output carries the protocol only; logs go to standard error. A malformed request
+//! gets a JSON-RPC error and the connection stays usable. The agent never reads the terminal:
+//! a question to the person (`ask_human`) is answered "nobody".
+//!
+//! The protocol is written here, on `serde_json`, not on the `agent-client-protocol` crate: that
+//! crate turns on `serde_json`'s `preserve_order` feature, and cargo unifies features across the
+//! build, so every JSON the `openmanus` binary writes (journals, `--json`, the HTTP API, A2A,
+//! NATS) would change its key order. The official TypeScript SDK, which checks every message
+//! against the protocol's schema, is the test peer.
+
+pub mod rpc;
+pub mod updates;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_session::{Canceller, Session, Target};
+use agent_store::Store;
+use agent_tools::{HumanInput, ToolError};
+use agents::{AgentFactory, AgentKind};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
+use tracing::{info, warn};
+
+use crate::rpc::{Incoming, Outbox, RpcError, code};
+use crate::updates::{Translator, stop_reason};
+
+/// The protocol version spoken.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// Why the agent stopped serving.
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    /// Standard input could not be read.
+    #[error("reading the editor's messages: {0}")]
+    Read(#[from] std::io::Error),
+}
+
+/// What the ACP agent serves: sessions of `kind`, built by `factory` (its workspace replaced by
+/// each session's `cwd`), recorded in `store` when there is one.
+pub struct AcpAgent {
+    factory: AgentFactory,
+    kind: AgentKind,
+    store: Option<Store>,
+    sessions: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+/// One session of the editor.
+struct Slot {
+    session: tokio::sync::Mutex<Session>,
+    canceller: Canceller,
+}
+
+/// Nobody at the terminal: standard input is the protocol.
+struct Nobody;
+
+#[async_trait]
+impl HumanInput for Nobody {
+    async fn ask(&self, _inquire: &str) -> Result<Option<String>, ToolError> {
+        Ok(None)
+    }
+}
+
+/// `session/new`'s parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NewSession {
+    cwd: PathBuf,
+    #[serde(default)]
+    mcp_servers: Vec<Value>,
+}
+
+/// `session/prompt`'s parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Prompt {
+    session_id: String,
+    prompt: Vec<Value>,
+}
+
+/// `session/cancel`'s parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Cancel {
+    session_id: String,
+}
+
+fn params<T: for<'de> Deserialize<'de>>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params).map_err(|error| RpcError::invalid_params(error.to_string()))
+}
+
+impl AcpAgent {
+    /// An agent serving sessions of `kind` built by `factory`, recorded in `store`.
+    #[must_use]
+    pub fn new(factory: AgentFactory, kind: AgentKind, store: Option<Store>) -> Self {
+        Self {
+            factory: factory.with_human_input(Arc::new(Nobody)),
+            kind,
+            store,
+            sessions: Mutex::default(),
+        }
+    }
+
+    /// Serves the editor on standard input and output until it closes standard input.
+    ///
+    /// # Errors
+    ///
+    /// Standard input could not be read.
+    pub async fn serve_stdio(self) -> Result<(), AcpError> {
+        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        self.serve(stdin, tokio::io::stdout()).await
+    }
+
+    /// Serves the editor whose messages come from `reader` and whose answers go to `writer`,
+    /// until `reader` ends; then cancels what still runs and closes every session.
+    ///
+    /// # Errors
+    ///
+    /// `reader` could not be read.
+    pub async fn serve(
+        self,
+        reader: impl AsyncBufRead + Unpin,
+        writer: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> Result<(), AcpError> {
+        let agent = Arc::new(self);
+        let (outbox, outgoing) = Outbox::new();
+        let writer = tokio::spawn(rpc::write_all(writer, outgoing));
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut lines = reader.lines();
+        let read = loop {
+            let line = match lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => break Ok(()),
+                Err(error) => break Err(error),
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match rpc::parse(&line) {
+                Incoming::Request { id, method, params } => {
+                    let (agent, outbox) = (Arc::clone(&agent), outbox.clone());
+                    tasks.spawn(async move {
+                        match agent.request(&method, params, &outbox).await {
+                            Ok(result) => outbox.respond(id, result),
+                            Err(error) => outbox.fail(id, &error),
+                        }
+                    });
+                }
+                Incoming::Notification { method, params } => agent.notification(&method, params),
+                Incoming::Response => {}
+                Incoming::Invalid(id, error) => outbox.fail(id, &error),
+            }
+            // Forget the requests already answered.
+            while tasks.try_join_next().is_some() {}
+        };
+        // The editor has gone: stop what runs, let the requests under way answer, close.
+        agent.cancel_all();
+        while tasks.join_next().await.is_some() {}
+        agent.close_all().await;
+        drop(outbox);
+        let _ = writer.await;
+        read.map_err(AcpError::from)
+    }
+
+    /// Answers one request.
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        outbox: &Outbox,
+    ) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => Ok(initialize()),
+            "session/new" => self.new_session(self::params(params)?).await,
+            "session/prompt" => self.prompt(self::params(params)?, outbox).await,
+            other => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
+        }
+    }
+
+    /// Takes one notification; the unknown ones are ignored, as the protocol says.
+    fn notification(&self, method: &str, params: Value) {
+        match method {
+            "session/cancel" => match self::params::<Cancel>(params) {
+                Ok(cancel) => self.cancel(&cancel.session_id),
+                Err(error) => warn!(%error.message, "a session/cancel without a session"),
+            },
+            other => info!(method = other, "notification ignored"),
+        }
+    }
+
+    /// Starts a session in the editor's directory.
+    async fn new_session(&self, request: NewSession) -> Result<Value, RpcError> {
+        let cwd = request.cwd;
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(RpcError::invalid_params(format!(
+                "cwd must be an absolute path to a directory: {}",
+                cwd.display()
+            )));
+        }
+        if !request.mcp_servers.is_empty() {
+            warn!(
+                servers = request.mcp_servers.len(),
+                "the editor's MCP servers are not connected yet; the configured ones are"
+            );
+        }
+        let factory = self.factory.clone().with_workspace(&cwd);
+        let target = Target::Agent(self.kind);
+        let session = match &self.store {
+            Some(store) => {
+                Session::start_recorded(&factory, target, store, json!({"via": "acp"})).await
+            }
+            None => Session::start(&factory, target).await,
+        }
+        .map_err(|error| RpcError::internal(format!("cannot start the agent: {error}")))?;
+        let id = session
+            .session_id()
+            .map_or_else(unrecorded_id, str::to_owned);
+        info!(session = %id, cwd = %cwd.display(), "ACP session started");
+        let slot = Slot {
+            canceller: session.canceller(),
+            session: tokio::sync::Mutex::new(session),
+        };
+        lock(&self.sessions).insert(id.clone(), Arc::new(slot));
+        Ok(json!({ "sessionId": id }))
+    }
+
+    /// Runs a prompt, streaming its events as `session/update` notifications; answers with how
+    /// it ended.
+    async fn prompt(&self, request: Prompt, outbox: &Outbox) -> Result<Value, RpcError> {
+        let id = request.session_id;
+        let slot = lock(&self.sessions).get(&id).cloned().ok_or_else(|| {
+            RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
+                .with_data(json!({ "sessionId": id }))
+        })?;
+        let text = prompt_text(&request.prompt);
+        if text.trim().is_empty() {
+            return Err(RpcError::invalid_params("the prompt has no text"));
+        }
+        let Ok(mut session) = slot.session.try_lock() else {
+            return Err(RpcError::new(
+                code::INVALID_REQUEST,
+                "this session is already running a prompt; cancel it first",
+            ));
+        };
+        let mut events = session.events().subscribe();
+        let mut translator = Translator::new();
+        let send = |translator: &mut Translator, event| {
+            for update in translator.updates(&event) {
+                outbox.notify(
+                    "session/update",
+                    json!({ "sessionId": id, "update": update }),
+                );
+            }
+        };
+        let report = {
+            let run = session.run(&text);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(event) = events.recv() => send(&mut translator, event),
+                    report = &mut run => break report,
+                }
+            }
+        };
+        while let Ok(event) = events.try_recv() {
+            send(&mut translator, event);
+        }
+        let report = report.map_err(|error| RpcError::internal(error.to_string()))?;
+        match stop_reason(report.ending()) {
+            Some(reason) => Ok(json!({ "stopReason": reason })),
+            None => Err(RpcError::internal(format!(
+                "the run failed: {}",
+                report.answer.as_deref().unwrap_or(&report.text)
+            ))),
+        }
+    }
+
+    /// Cancels the session's run, if one is running.
+    fn cancel(&self, id: &str) {
+        if let Some(slot) = lock(&self.sessions).get(id) {
+            let cancelled = slot.canceller.cancel();
+            info!(session = %id, cancelled, "ACP cancel");
+        }
+    }
+
+    fn cancel_all(&self) {
+        for slot in lock(&self.sessions).values() {
+            slot.canceller.cancel();
+        }
+    }
+
+    /// Closes every session (their journals and processes).
+    async fn close_all(&self) {
+        let slots: Vec<Arc<Slot>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        for slot in slots {
+            if let Ok(slot) = Arc::try_unwrap(slot)
+                && let Err(error) = slot.session.into_inner().close().await
+            {
+                warn!(%error, "cannot close an ACP session");
+            }
+        }
+    }
+}
+
+/// The id of a session the store does not keep: unique in this process.
+fn unrecorded_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("acp-{}-{n}", std::process::id())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The answer to `initialize`: protocol v1, what prompts may hold, who we are.
+fn initialize() -> Value {
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": false,
+            "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
+        },
+        "agentInfo": { "name": "openmanus", "version": env!("CARGO_PKG_VERSION") },
+        "authMethods": [],
+    })
+}
+
+/// The prompt's blocks as the task's text: text as it is, a linked resource by its URI, an
+/// embedded one with its text.
+fn prompt_text(blocks: &[Value]) -> String {
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("text") => parts.push(block["text"].as_str().unwrap_or_default().to_owned()),
+            Some("resource_link") => parts.push(format!(
+                "[{}]({})",
+                block["name"].as_str().unwrap_or_default(),
+                block["uri"].as_str().unwrap_or_default()
+            )),
+            Some("resource") => {
+                let resource = &block["resource"];
+                if let Some(text) = resource["text"].as_str() {
+                    parts.push(format!(
+                        "<resource uri=\"{}\">\n{text}\n</resource>",
+                        resource["uri"].as_str().unwrap_or_default()
+                    ));
+                }
+            }
+            other => warn!(kind = ?other, "a prompt block this agent does not take; skipped"),
+        }
+    }
+    parts.join("\n\n")
+}
+
+/// The examples of this crate's README (what crates.io shows), compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

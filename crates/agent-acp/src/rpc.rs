@@ -1,0 +1,232 @@
+//! JSON-RPC 2.0 as ACP frames it: one JSON message per line. Reading a line into what it is,
+//! and the outbox every answer and notification goes through, in order, to one writer.
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// JSON-RPC's and ACP's error codes.
+pub mod code {
+    /// Not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// JSON, but not a request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// A method the agent does not have.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Parameters that do not fit the method.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// The agent failed.
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// ACP: what the request names does not exist (a session).
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
+}
+
+/// An error answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// Its code ([`code`]).
+    pub code: i64,
+    /// What went wrong, in words.
+    pub message: String,
+    /// More, for the client.
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error of `code` saying `message`.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Parameters that do not fit.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(code::INVALID_PARAMS, message)
+    }
+
+    /// The agent failed.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(code::INTERNAL_ERROR, message)
+    }
+
+    /// The same error with `data`.
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+/// What one line is.
+#[derive(Debug, PartialEq)]
+pub enum Incoming {
+    /// A request, to answer.
+    Request {
+        /// Its id.
+        id: Value,
+        /// The method.
+        method: String,
+        /// Its parameters (`null` when it has none).
+        params: Value,
+    },
+    /// A notification: no answer.
+    Notification {
+        /// The method.
+        method: String,
+        /// Its parameters.
+        params: Value,
+    },
+    /// An answer to a request of ours (this agent sends none yet): ignored.
+    Response,
+    /// Not a message: answered with this error (and the id, when one could be read).
+    Invalid(Value, RpcError),
+}
+
+/// Reads one line.
+#[must_use]
+pub fn parse(line: &str) -> Incoming {
+    let Ok(value) = serde_json::from_str::<Value>(line) else {
+        return Incoming::Invalid(Value::Null, RpcError::new(code::PARSE_ERROR, "not JSON"));
+    };
+    let id = value.get("id").cloned();
+    let invalid = |message: &str| {
+        Incoming::Invalid(
+            id.clone().unwrap_or(Value::Null),
+            RpcError::new(code::INVALID_REQUEST, message),
+        )
+    };
+    if !value.is_object() {
+        return invalid("a message is a JSON object");
+    }
+    if value["jsonrpc"] != "2.0" {
+        return invalid("\"jsonrpc\" must be \"2.0\"");
+    }
+    let params = value.get("params").cloned().unwrap_or(Value::Null);
+    match (value["method"].as_str(), id.clone()) {
+        (Some(method), Some(id)) if id.is_string() || id.is_number() => Incoming::Request {
+            id,
+            method: method.to_owned(),
+            params,
+        },
+        (Some(_), Some(_)) => invalid("an id is a string or a number"),
+        (Some(method), None) => Incoming::Notification {
+            method: method.to_owned(),
+            params,
+        },
+        (None, Some(_)) if value.get("result").is_some() || value.get("error").is_some() => {
+            Incoming::Response
+        }
+        (None, _) => invalid("no method"),
+    }
+}
+
+/// Where answers and notifications go: one writer, in the order they were sent. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    sender: mpsc::UnboundedSender<Value>,
+}
+
+impl Outbox {
+    /// An outbox and the writer task's end of it ([`write_all`]).
+    #[must_use]
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<Value>) {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        (Self { sender }, receiver)
+    }
+
+    /// Answers request `id` with `result`.
+    pub fn respond(&self, id: Value, result: Value) {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+    }
+
+    /// Answers request `id` with `error`.
+    pub fn fail(&self, id: Value, error: &RpcError) {
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() }));
+    }
+
+    /// Sends the notification `method`.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(json!({ "jsonrpc": "2.0", "method": method, "params": params }));
+    }
+
+    fn send(&self, message: Value) {
+        // The writer has stopped only when the editor is gone; nothing is left to tell.
+        let _ = self.sender.send(message);
+    }
+}
+
+/// Writes every message of `receiver` to `writer`, one line each, until every outbox is
+/// dropped (or the editor stops reading).
+pub async fn write_all(
+    mut writer: impl AsyncWrite + Unpin,
+    mut receiver: mpsc::UnboundedReceiver<Value>,
+) {
+    while let Some(message) = receiver.recv().await {
+        let mut line = message.to_string();
+        line.push('\n');
+        if let Err(error) = writer.write_all(line.as_bytes()).await {
+            tracing::warn!(%error, "the editor stopped reading");
+            return;
+        }
+        if receiver.is_empty() && writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.flush().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_told_apart() {
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#),
+            Incoming::Request { .. }
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#),
+            Incoming::Notification { .. }
+        ));
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
+            Incoming::Response
+        );
+        assert!(matches!(
+            parse("{not json"),
+            Incoming::Invalid(
+                Value::Null,
+                RpcError {
+                    code: code::PARSE_ERROR,
+                    ..
+                }
+            )
+        ));
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"1.0","id":7,"method":"x"}"#),
+            Incoming::Invalid(id, RpcError { code: code::INVALID_REQUEST, .. }) if id == json!(7)
+        ));
+        assert!(matches!(
+            parse("[1,2]"),
+            Incoming::Invalid(
+                _,
+                RpcError {
+                    code: code::INVALID_REQUEST,
+                    ..
+                }
+            )
+        ));
+    }
+}

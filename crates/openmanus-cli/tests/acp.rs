@@ -1,0 +1,258 @@
+//! `openmanus acp` driven as an editor drives it: the official ACP TypeScript SDK
+//! (@agentclientprotocol/sdk, installed by `cargo xtask ci` / `cargo xtask integration` under
+//! `target/xtask-tools/`; `ACP_SDK` names another copy of its `dist/v1/stable/acp.js`) starts
+//! the real binary, whose agent talks to the strict mock model. And the raw protocol by hand:
+//! what stdout carries, a line that is not JSON.
+
+// Tests fail loudly: unwrapping and panicking are how they report.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use agent_testkit::{Completion, MockOpenAi};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+use crate::common::{BIN, Setup, alive, call};
+
+/// How long a scenario may take on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+fn sdk() -> PathBuf {
+    if let Some(path) = std::env::var_os("ACP_SDK") {
+        return PathBuf::from(path);
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+        "../../target/xtask-tools/acp-sdk-2.4.0/node_modules/@agentclientprotocol/sdk/dist/v1/stable/acp.js",
+    );
+    assert!(
+        path.exists(),
+        "the ACP test peer (@agentclientprotocol/sdk) is missing: run `cargo xtask integration` \
+         (it installs it with npm into target/xtask-tools) or set ACP_SDK"
+    );
+    path
+}
+
+/// Runs the SDK client's `scenario` against `openmanus acp` in `setup`; the lines it printed.
+async fn editor(setup: &Setup, scenario: &str) -> Vec<Value> {
+    editor_with(setup, scenario, &[]).await
+}
+
+/// [`editor`] with more environment for the script.
+async fn editor_with(setup: &Setup, scenario: &str, env: &[(&str, &str)]) -> Vec<Value> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp_client.mjs");
+    let child = Command::new("node")
+        .arg(script)
+        .arg(scenario)
+        .arg(setup.workspace())
+        .current_dir(setup.dir.path())
+        .env("OPENMANUS_BIN", BIN)
+        .env("ACP_SDK", sdk())
+        .env_remove("OPENMANUS_CONFIG")
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", setup.tmp())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("the editor did not finish in time")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the editor failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("{line}\n{stderr}")))
+        .collect()
+}
+
+fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|line| line["step"] == name)
+        .unwrap_or_else(|| panic!("no {name} step in {lines:?}"))
+}
+
+fn updates(lines: &[Value]) -> Vec<&Value> {
+    lines.iter().filter(|l| l["step"] == "update").collect()
+}
+
+#[tokio::test]
+async fn a_prompt_that_edits_a_file_streams_its_message_and_the_edit_as_a_diff() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let file = setup.workspace().join("hello.txt");
+    server
+        .push(Completion::tool_calls(
+            Some("Writing the file.".into()),
+            [call(
+                "e1",
+                "str_replace_editor",
+                json!({"command": "create", "path": file, "file_text": "hello from acp\n"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done: hello.txt is written.".into()),
+            [call("t", "terminate", json!({"status": "success"}))],
+        ));
+    let lines = editor(&setup, "edit").await;
+
+    let init = step(&lines, "initialized");
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["agent"], "openmanus");
+    assert_eq!(init["embeddedContext"], true);
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn", "{lines:?}");
+    assert_eq!(step(&lines, "exit")["code"], 0);
+
+    let updates = updates(&lines);
+    let texts: Vec<&str> = updates
+        .iter()
+        .filter(|u| u["kind"] == "agent_message_chunk")
+        .filter_map(|u| u["text"].as_str())
+        .collect();
+    assert!(texts.concat().contains("Writing the file."), "{updates:?}");
+    assert!(
+        texts.concat().contains("Done: hello.txt is written."),
+        "{updates:?}"
+    );
+    let started = updates
+        .iter()
+        .find(|u| u["kind"] == "tool_call" && u["id"] == "e1")
+        .unwrap_or_else(|| panic!("{updates:?}"));
+    assert_eq!(started["toolKind"], "edit");
+    assert_eq!(started["status"], "in_progress");
+    assert_eq!(started["locations"], json!([file]));
+    let finished = updates
+        .iter()
+        .find(|u| u["kind"] == "tool_call_update" && u["id"] == "e1" && u["status"] == "completed")
+        .unwrap_or_else(|| panic!("{updates:?}"));
+    assert_eq!(finished["diff"]["newText"], "hello from acp\n");
+    assert_eq!(finished["diff"]["path"], json!(file));
+    // The file is there, in the session's directory: the editor's cwd.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello from acp\n");
+    server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn cancel_in_the_middle_of_running_code_stops_it_and_answers_cancelled() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    // Unconfined, so that the sleep's pid is this machine's number.
+    let config = setup.dir.path().join("config/config.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str("\n[permissions]\nsandbox = \"full-access\"\n");
+    std::fs::write(&config, toml).unwrap();
+    let pid_file = setup.dir.path().join("sleep.pid");
+    let code = format!(
+        "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ntime.sleep(600)",
+        pid_file.display().to_string()
+    );
+    server.push(Completion::tool_calls(
+        None,
+        [call("s1", "python_execute", json!({ "code": code }))],
+    ));
+    let wait_for = pid_file.display().to_string();
+    let lines = editor_with(&setup, "cancel", &[("ACP_WAIT_FOR", &wait_for)]).await;
+    assert_eq!(step(&lines, "done")["stopReason"], "cancelled", "{lines:?}");
+    assert_eq!(step(&lines, "exit")["code"], 0);
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while alive(pid) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cancelled run's sleep (pid {pid}) still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_their_json_rpc_errors_and_the_connection_stays_usable() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let lines = editor(&setup, "errors").await;
+    let code = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l["step"] == "error" && l["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {lines:?}"))["code"]
+            .clone()
+    };
+    assert_eq!(code("unknown-method"), -32601);
+    assert_eq!(code("unknown-session"), -32002);
+    assert_eq!(code("relative-cwd"), -32602);
+    assert_eq!(code("empty-prompt"), -32602);
+    assert_eq!(step(&lines, "usable")["fresh"], true);
+    assert_eq!(step(&lines, "exit")["code"], 0);
+}
+
+#[tokio::test]
+async fn a_line_that_is_not_json_is_a_parse_error_and_stdout_carries_only_the_protocol() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let mut child = Command::new(BIN)
+        .arg("acp")
+        .current_dir(setup.dir.path())
+        .env_remove("OPENMANUS_CONFIG")
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", setup.tmp())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"{not json\n").await.unwrap();
+    stdin
+        .write_all(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+            .to_string()
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+    let mut replies = Vec::new();
+    while replies.len() < 2 {
+        let line = tokio::time::timeout(PATIENCE, stdout.next_line())
+            .await
+            .expect("no reply in time")
+            .unwrap()
+            .expect("stdout closed");
+        // Every line on stdout is a JSON-RPC message.
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        replies.push(message);
+    }
+    let parse = replies.iter().find(|r| r["error"].is_object()).unwrap();
+    assert_eq!(parse["error"]["code"], -32700, "{replies:?}");
+    let init = replies.iter().find(|r| r["id"] == 1).unwrap();
+    assert_eq!(init["result"]["protocolVersion"], 1, "{replies:?}");
+    drop(stdin);
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
