@@ -13,6 +13,7 @@
 //!   kind, the file it names and, for an edit, the diff; it answers with a stop reason that
 //!   tells `end_turn`, `max_turn_requests` (out of steps), `max_tokens` (a budget reached) and
 //!   `cancelled` apart. A run that fails is a JSON-RPC error.
+//! * `session/request_permission` is how the approval policy asks ([`permission`]).
 //! * `session/cancel` cancels the run: its tool calls are stopped with their processes, and the
 //!   prompt answers `cancelled`.
 //!
@@ -26,6 +27,7 @@
 //! NATS) would change its key order. The official TypeScript SDK, which checks every message
 //! against the protocol's schema, is the test peer.
 
+pub mod permission;
 pub mod rpc;
 pub mod updates;
 
@@ -33,16 +35,16 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_core::AgentEvent;
 use agent_session::{Canceller, Session, Target};
 use agent_store::Store;
-use agent_tools::{HumanInput, ToolError};
 use agents::{AgentFactory, AgentKind};
-use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 use tracing::{info, warn};
 
+use crate::permission::{Asking, EditorInput};
 use crate::rpc::{Incoming, Outbox, RpcError, code};
 use crate::updates::{Translator, stop_reason};
 
@@ -70,16 +72,6 @@ pub struct AcpAgent {
 struct Slot {
     session: tokio::sync::Mutex<Session>,
     canceller: Canceller,
-}
-
-/// Nobody at the terminal: standard input is the protocol.
-struct Nobody;
-
-#[async_trait]
-impl HumanInput for Nobody {
-    async fn ask(&self, _inquire: &str) -> Result<Option<String>, ToolError> {
-        Ok(None)
-    }
 }
 
 /// `session/new`'s parameters.
@@ -115,7 +107,7 @@ impl AcpAgent {
     #[must_use]
     pub fn new(factory: AgentFactory, kind: AgentKind, store: Option<Store>) -> Self {
         Self {
-            factory: factory.with_human_input(Arc::new(Nobody)),
+            factory,
             kind,
             store,
             sessions: Mutex::default(),
@@ -168,7 +160,7 @@ impl AcpAgent {
                     });
                 }
                 Incoming::Notification { method, params } => agent.notification(&method, params),
-                Incoming::Response => {}
+                Incoming::Response { id, result } => outbox.deliver(&id, result),
                 Incoming::Invalid(id, error) => outbox.fail(id, &error),
             }
             // Forget the requests already answered.
@@ -176,6 +168,7 @@ impl AcpAgent {
         };
         // The editor has gone: stop what runs, let the requests under way answer, close.
         agent.cancel_all();
+        outbox.abandon_requests();
         while tasks.join_next().await.is_some() {}
         agent.close_all().await;
         drop(outbox);
@@ -192,8 +185,8 @@ impl AcpAgent {
     ) -> Result<Value, RpcError> {
         match method {
             "initialize" => Ok(initialize()),
-            "session/new" => self.new_session(self::params(params)?).await,
-            "session/prompt" => self.prompt(self::params(params)?, outbox).await,
+            "session/new" => self.new_session(self::params(params)?, outbox).await,
+            "session/prompt" => self.prompt(self::params(params)?).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),
@@ -212,8 +205,10 @@ impl AcpAgent {
         }
     }
 
-    /// Starts a session in the editor's directory.
-    async fn new_session(&self, request: NewSession) -> Result<Value, RpcError> {
+    /// Starts a session in the editor's directory: its questions go to the editor, its events
+    /// become updates as they are emitted (so an update and a question about the same call
+    /// reach the editor in order).
+    async fn new_session(&self, request: NewSession, outbox: &Outbox) -> Result<Value, RpcError> {
         let cwd = request.cwd;
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(RpcError::invalid_params(format!(
@@ -227,7 +222,13 @@ impl AcpAgent {
                 "the editor's MCP servers are not connected yet; the configured ones are"
             );
         }
-        let factory = self.factory.clone().with_workspace(&cwd);
+        let asking = Arc::new(Mutex::new(Asking::default()));
+        let input = EditorInput::new(outbox.clone(), Arc::clone(&asking));
+        let factory = self
+            .factory
+            .clone()
+            .with_workspace(&cwd)
+            .with_human_input(Arc::new(input));
         let target = Target::Agent(self.kind);
         let session = match &self.store {
             Some(store) => {
@@ -239,6 +240,10 @@ impl AcpAgent {
         let id = session
             .session_id()
             .map_or_else(unrecorded_id, str::to_owned);
+        lock(&asking).session = Some(id.clone());
+        session
+            .events()
+            .subscribe_with(updates_sink(id.clone(), outbox.clone(), asking));
         info!(session = %id, cwd = %cwd.display(), "ACP session started");
         let slot = Slot {
             canceller: session.canceller(),
@@ -248,9 +253,9 @@ impl AcpAgent {
         Ok(json!({ "sessionId": id }))
     }
 
-    /// Runs a prompt, streaming its events as `session/update` notifications; answers with how
-    /// it ended.
-    async fn prompt(&self, request: Prompt, outbox: &Outbox) -> Result<Value, RpcError> {
+    /// Runs a prompt (its events go out as `session/update` notifications as they happen);
+    /// answers with how it ended.
+    async fn prompt(&self, request: Prompt) -> Result<Value, RpcError> {
         let id = request.session_id;
         let slot = lock(&self.sessions).get(&id).cloned().ok_or_else(|| {
             RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
@@ -266,31 +271,10 @@ impl AcpAgent {
                 "this session is already running a prompt; cancel it first",
             ));
         };
-        let mut events = session.events().subscribe();
-        let mut translator = Translator::new();
-        let send = |translator: &mut Translator, event| {
-            for update in translator.updates(&event) {
-                outbox.notify(
-                    "session/update",
-                    json!({ "sessionId": id, "update": update }),
-                );
-            }
-        };
-        let report = {
-            let run = session.run(&text);
-            tokio::pin!(run);
-            loop {
-                tokio::select! {
-                    biased;
-                    Some(event) = events.recv() => send(&mut translator, event),
-                    report = &mut run => break report,
-                }
-            }
-        };
-        while let Ok(event) = events.try_recv() {
-            send(&mut translator, event);
-        }
-        let report = report.map_err(|error| RpcError::internal(error.to_string()))?;
+        let report = session
+            .run(&text)
+            .await
+            .map_err(|error| RpcError::internal(error.to_string()))?;
         match stop_reason(report.ending()) {
             Some(reason) => Ok(json!({ "stopReason": reason })),
             None => Err(RpcError::internal(format!(
@@ -325,6 +309,32 @@ impl AcpAgent {
             }
         }
     }
+}
+
+/// The session's events as `session/update` notifications, sent as each is emitted; the call
+/// that runs is noted for the questions about it.
+fn updates_sink(
+    session: String,
+    outbox: Outbox,
+    asking: Arc<Mutex<Asking>>,
+) -> agent_core::EventSink {
+    let translator = Mutex::new(Translator::new());
+    Arc::new(move |event: &AgentEvent| {
+        match event {
+            AgentEvent::ToolCallStarted { call, .. } => {
+                lock(&asking).call = Some((call.id.clone(), call.function.name.clone()));
+            }
+            AgentEvent::ToolCallFinished { .. } => lock(&asking).call = None,
+            _ => {}
+        }
+        for update in lock(&translator).updates(event) {
+            outbox.notify(
+                "session/update",
+                json!({ "sessionId": session, "update": update }),
+            );
+        }
+        true
+    })
 }
 
 /// The id of a session the store does not keep: unique in this process.

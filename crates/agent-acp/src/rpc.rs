@@ -1,9 +1,13 @@
 //! JSON-RPC 2.0 as ACP frames it: one JSON message per line. Reading a line into what it is,
 //! and the outbox every answer and notification goes through, in order, to one writer.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
 use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// JSON-RPC's and ACP's error codes.
 pub mod code {
@@ -87,8 +91,13 @@ pub enum Incoming {
         /// Its parameters.
         params: Value,
     },
-    /// An answer to a request of ours (this agent sends none yet): ignored.
-    Response,
+    /// An answer to a request of ours.
+    Response {
+        /// The id of our request.
+        id: Value,
+        /// Its result, or the error the client answered.
+        result: Result<Value, RpcError>,
+    },
     /// Not a message: answered with this error (and the id, when one could be read).
     Invalid(Value, RpcError),
 }
@@ -124,17 +133,37 @@ pub fn parse(line: &str) -> Incoming {
             method: method.to_owned(),
             params,
         },
-        (None, Some(_)) if value.get("result").is_some() || value.get("error").is_some() => {
-            Incoming::Response
-        }
+        (None, Some(id)) if value.get("result").is_some() => Incoming::Response {
+            id,
+            result: Ok(value["result"].clone()),
+        },
+        (None, Some(id)) if value.get("error").is_some() => Incoming::Response {
+            id,
+            result: Err(RpcError {
+                code: value["error"]["code"]
+                    .as_i64()
+                    .unwrap_or(code::INTERNAL_ERROR),
+                message: value["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                data: value["error"].get("data").cloned(),
+            }),
+        },
         (None, _) => invalid("no method"),
     }
 }
 
-/// Where answers and notifications go: one writer, in the order they were sent. Cheap to clone.
+/// Our requests waiting for the client's answer, by id.
+type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>>;
+
+/// Where answers, notifications and our own requests go: one writer, in the order they were
+/// sent. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Outbox {
     sender: mpsc::UnboundedSender<Value>,
+    pending: Pending,
+    next_id: Arc<AtomicI64>,
 }
 
 impl Outbox {
@@ -142,7 +171,53 @@ impl Outbox {
     #[must_use]
     pub fn new() -> (Self, mpsc::UnboundedReceiver<Value>) {
         let (sender, receiver) = mpsc::unbounded_channel();
-        (Self { sender }, receiver)
+        let outbox = Self {
+            sender,
+            pending: Pending::default(),
+            next_id: Arc::new(AtomicI64::new(1)),
+        };
+        (outbox, receiver)
+    }
+
+    /// Sends the request `method` to the client; the receiver gets its answer (or is dropped
+    /// when the connection ends first).
+    pub fn request(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> oneshot::Receiver<Result<Value, RpcError>> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (answer, answered) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, answer);
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        answered
+    }
+
+    /// Hands the client's answer to the request `id` to whoever waits for it.
+    pub fn deliver(&self, id: &Value, result: Result<Value, RpcError>) {
+        let waiting = id.as_i64().and_then(|id| {
+            self.pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id)
+        });
+        match waiting {
+            Some(answer) => {
+                let _ = answer.send(result);
+            }
+            None => tracing::warn!(%id, "an answer to no request of ours"),
+        }
+    }
+
+    /// Forgets every request still waiting (their receivers see the connection gone).
+    pub fn abandon_requests(&self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// Answers request `id` with `result`.
@@ -202,8 +277,21 @@ mod tests {
         ));
         assert_eq!(
             parse(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#),
-            Incoming::Response
+            Incoming::Response {
+                id: json!(3),
+                result: Ok(json!({}))
+            }
         );
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"no"}}"#),
+            Incoming::Response {
+                result: Err(RpcError {
+                    code: code::INTERNAL_ERROR,
+                    ..
+                }),
+                ..
+            }
+        ));
         assert!(matches!(
             parse("{not json"),
             Incoming::Invalid(

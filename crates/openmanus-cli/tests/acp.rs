@@ -184,6 +184,82 @@ async fn cancel_in_the_middle_of_running_code_stops_it_and_answers_cancelled() {
     }
 }
 
+/// A run whose code asks first (`approval = "untrusted"`), answered `answer` in the editor; the
+/// editor's lines, whether the code ran, and what the model was told.
+async fn asked(answer: &str) -> (Vec<Value>, bool, String) {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let config = setup.dir.path().join("config/config.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str("\n[permissions]\napproval = \"untrusted\"\n");
+    std::fs::write(&config, toml).unwrap();
+    let ran = setup.workspace().join("ran.txt");
+    let code = format!("open({:?}, 'w').write('yes')", ran.display().to_string());
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call("p1", "python_execute", json!({ "code": code }))],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done.".into()),
+            [call("t", "terminate", json!({"status": "success"}))],
+        ));
+    let lines = editor_with(&setup, "permission", &[("ACP_ANSWER", answer)]).await;
+    let told = server.requests()[1]
+        .messages()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    server.verify().unwrap();
+    (lines, ran.exists(), told)
+}
+
+#[tokio::test]
+async fn a_permission_asked_in_the_editor_and_allowed_lets_the_code_run() {
+    let (lines, ran, _) = asked("once").await;
+    let asked = step(&lines, "permission");
+    assert_eq!(
+        asked["toolCallId"], "p1",
+        "the question is about the call: {lines:?}"
+    );
+    let options = asked["options"].as_array().unwrap();
+    assert!(
+        options.contains(&json!(["once", "allow_once"])),
+        "{options:?}"
+    );
+    assert!(
+        options.contains(&json!(["deny", "reject_once"])),
+        "{options:?}"
+    );
+    assert!(!asked["question"].as_str().unwrap_or_default().is_empty());
+    // The call's update came before the question about it.
+    let started = lines
+        .iter()
+        .position(|l| l["kind"] == "tool_call" && l["id"] == "p1")
+        .unwrap();
+    let question = lines
+        .iter()
+        .position(|l| l["step"] == "permission")
+        .unwrap();
+    assert!(started < question, "{lines:?}");
+    assert!(ran, "allowed, the code ran");
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn a_permission_rejected_in_the_editor_keeps_the_code_from_running_and_the_model_is_told() {
+    let (lines, ran, told) = asked("deny").await;
+    assert!(step(&lines, "permission").is_object());
+    assert!(!ran, "rejected, the code did not run");
+    assert!(
+        told.contains("declined"),
+        "the model sees the refusal: {told}"
+    );
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn");
+}
+
 #[tokio::test]
 async fn bad_requests_get_their_json_rpc_errors_and_the_connection_stays_usable() {
     let server = MockOpenAi::start().await.unwrap();

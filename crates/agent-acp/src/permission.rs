@@ -1,0 +1,102 @@
+//! The person in the editor: the approval policy's questions go to the editor as
+//! `session/request_permission`, about the tool call that asks, with the policy's answers as the
+//! options (`once` → allow once, `session` and `always` → allow always, `deny` → reject once).
+//! ACP has no free-text question: `ask_human` is answered "nobody".
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_tools::{Choice, HumanInput, ToolError};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use crate::rpc::Outbox;
+
+/// What the questions of one session need to know: the session, and the call running now.
+#[derive(Debug, Default)]
+pub struct Asking {
+    /// The session's id (set once it is started).
+    pub session: Option<String>,
+    /// The tool call that runs now (the one a question is about): its id and title.
+    pub call: Option<(String, String)>,
+}
+
+/// The editor, asked through `outbox`.
+pub struct EditorInput {
+    outbox: Outbox,
+    asking: Arc<Mutex<Asking>>,
+}
+
+impl EditorInput {
+    /// Questions of the session `asking` describes, sent through `outbox`.
+    #[must_use]
+    pub fn new(outbox: Outbox, asking: Arc<Mutex<Asking>>) -> Self {
+        Self { outbox, asking }
+    }
+}
+
+/// The ACP kind of one of the policy's answers.
+fn option_kind(answer: &str) -> &'static str {
+    match answer {
+        "once" | "yes" => "allow_once",
+        "session" | "always" => "allow_always",
+        "never" => "reject_always",
+        _ => "reject_once",
+    }
+}
+
+#[async_trait]
+impl HumanInput for EditorInput {
+    async fn ask(&self, inquire: &str) -> Result<Option<String>, ToolError> {
+        info!(question = inquire, "ask_human in an editor: nobody answers");
+        Ok(None)
+    }
+
+    async fn choose(&self, inquire: &str, choices: &[Choice]) -> Result<Option<String>, ToolError> {
+        let (session, call) = {
+            let asking = self.asking.lock().unwrap_or_else(PoisonError::into_inner);
+            (asking.session.clone(), asking.call.clone())
+        };
+        let Some(session) = session else {
+            return Ok(None);
+        };
+        let (call_id, title) = call.unwrap_or_else(|| ("permission".into(), "a tool call".into()));
+        let options: Vec<Value> = choices
+            .iter()
+            .map(|c| json!({ "optionId": c.answer, "name": c.label, "kind": option_kind(&c.answer) }))
+            .collect();
+        let params = json!({
+            "sessionId": session,
+            "toolCall": {
+                "toolCallId": call_id,
+                "title": title,
+                "content": [{ "type": "content", "content": { "type": "text", "text": inquire } }],
+            },
+            "options": options,
+        });
+        let answer = self
+            .outbox
+            .request("session/request_permission", params)
+            .await;
+        match answer {
+            Ok(Ok(result)) => match result["outcome"]["outcome"].as_str() {
+                Some("selected") => {
+                    let chosen = result["outcome"]["optionId"].as_str().unwrap_or_default();
+                    if choices.iter().any(|c| c.answer == chosen) {
+                        Ok(Some(chosen.to_owned()))
+                    } else {
+                        warn!(chosen, "the editor chose an option it was not offered");
+                        Ok(None)
+                    }
+                }
+                // Cancelled: the prompt is being cancelled; nobody answered.
+                _ => Ok(None),
+            },
+            Ok(Err(error)) => {
+                warn!(code = error.code, %error.message, "the editor refused the question");
+                Ok(None)
+            }
+            Err(_) => Ok(None),
+        }
+    }
+}
