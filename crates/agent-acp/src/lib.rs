@@ -14,6 +14,7 @@
 //!   tells `end_turn`, `max_turn_requests` (out of steps), `max_tokens` (a budget reached) and
 //!   `cancelled` apart. A run that fails is a JSON-RPC error.
 //! * `session/request_permission` is how the approval policy asks ([`permission`]).
+//! * `session/list` and `session/load` (the history replayed as updates) from the store.
 //! * `session/cancel` cancels the run: its tool calls are stopped with their processes, and the
 //!   prompt answers `cancelled`.
 //!
@@ -89,6 +90,23 @@ struct NewSession {
 struct Prompt {
     session_id: String,
     prompt: Vec<Value>,
+}
+
+/// `session/load`'s parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoadSession {
+    session_id: String,
+    #[serde(default)]
+    mcp_servers: Vec<Value>,
+}
+
+/// `session/list`'s parameters.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListSessions {
+    #[serde(default)]
+    cwd: Option<PathBuf>,
 }
 
 /// `session/cancel`'s parameters.
@@ -184,14 +202,36 @@ impl AcpAgent {
         outbox: &Outbox,
     ) -> Result<Value, RpcError> {
         match method {
-            "initialize" => Ok(initialize()),
+            "initialize" => Ok(self.initialize()),
             "session/new" => self.new_session(self::params(params)?, outbox).await,
+            "session/load" => self.load_session(self::params(params)?, outbox).await,
+            "session/list" if params.is_null() => self.list_sessions(ListSessions::default()).await,
+            "session/list" => self.list_sessions(self::params(params)?).await,
             "session/prompt" => self.prompt(self::params(params)?).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),
             )),
         }
+    }
+
+    /// The answer to `initialize`: protocol v1, what prompts may hold, who we are; loading and
+    /// listing sessions when there is a store to take them from.
+    fn initialize(&self) -> Value {
+        let stored = self.store.is_some();
+        let mut capabilities = json!({
+            "loadSession": stored,
+            "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
+        });
+        if stored {
+            capabilities["sessionCapabilities"] = json!({ "list": {} });
+        }
+        json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": capabilities,
+            "agentInfo": { "name": "openmanus", "version": env!("CARGO_PKG_VERSION") },
+            "authMethods": [],
+        })
     }
 
     /// Takes one notification; the unknown ones are ignored, as the protocol says.
@@ -240,17 +280,121 @@ impl AcpAgent {
         let id = session
             .session_id()
             .map_or_else(unrecorded_id, str::to_owned);
-        lock(&asking).session = Some(id.clone());
-        session
-            .events()
-            .subscribe_with(updates_sink(id.clone(), outbox.clone(), asking));
         info!(session = %id, cwd = %cwd.display(), "ACP session started");
+        self.keep(session, &id, outbox, &asking);
+        Ok(json!({ "sessionId": id }))
+    }
+
+    /// Keeps a started session: its questions know it, its events go out as updates.
+    fn keep(&self, session: Session, id: &str, outbox: &Outbox, asking: &Arc<Mutex<Asking>>) {
+        lock(asking).session = Some(id.to_owned());
+        session.events().subscribe_with(updates_sink(
+            id.to_owned(),
+            outbox.clone(),
+            Arc::clone(asking),
+        ));
         let slot = Slot {
             canceller: session.canceller(),
             session: tokio::sync::Mutex::new(session),
         };
-        lock(&self.sessions).insert(id.clone(), Arc::new(slot));
-        Ok(json!({ "sessionId": id }))
+        lock(&self.sessions).insert(id.to_owned(), Arc::new(slot));
+    }
+
+    /// `session/load`: continues a stored session (the agent gets its memory back) after
+    /// replaying its history as updates: each prompt as `user_message_chunk`, the replies and
+    /// tool calls as they went out live.
+    async fn load_session(&self, request: LoadSession, outbox: &Outbox) -> Result<Value, RpcError> {
+        let store = self.store.as_ref().ok_or_else(|| {
+            RpcError::new(
+                code::METHOD_NOT_FOUND,
+                "session/load: the session store is off",
+            )
+        })?;
+        let id = request.session_id;
+        if lock(&self.sessions).contains_key(&id) {
+            return Err(RpcError::invalid_params(format!(
+                "session {id} is already open"
+            )));
+        }
+        let not_found = || {
+            RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
+                .with_data(json!({ "sessionId": id }))
+        };
+        let record = store.session(&id).await.map_err(|_| not_found())?;
+        if !request.mcp_servers.is_empty() {
+            warn!("the editor's MCP servers are not connected yet; the configured ones are");
+        }
+        // The history first, as the protocol asks; then the session is live.
+        let mut translator = Translator::replaying();
+        let mut after = None;
+        loop {
+            let page = store
+                .events_after(&id, after, 500)
+                .await
+                .map_err(|error| RpcError::internal(error.to_string()))?;
+            let full = page.len() == 500;
+            for stored in page {
+                after = Some(stored.id);
+                if stored.kind != agent_store::EventKind::Agent {
+                    continue;
+                }
+                let Ok(event) = serde_json::from_value::<AgentEvent>(stored.data) else {
+                    continue;
+                };
+                for update in translator.updates(&event) {
+                    outbox.notify(
+                        "session/update",
+                        json!({ "sessionId": id, "update": update }),
+                    );
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        let asking = Arc::new(Mutex::new(Asking::default()));
+        let input = EditorInput::new(outbox.clone(), Arc::clone(&asking));
+        let factory = self
+            .factory
+            .clone()
+            .with_workspace(&record.workspace)
+            .with_human_input(Arc::new(input));
+        let session = Session::resume(&factory, store, &id)
+            .await
+            .map_err(|error| RpcError::internal(format!("cannot resume the session: {error}")))?;
+        info!(session = %id, "ACP session loaded");
+        self.keep(session, &id, outbox, &asking);
+        Ok(json!({}))
+    }
+
+    /// `session/list`: the stored sessions, newest first; those in `cwd` only when it is given.
+    async fn list_sessions(&self, request: ListSessions) -> Result<Value, RpcError> {
+        let store = self.store.as_ref().ok_or_else(|| {
+            RpcError::new(
+                code::METHOD_NOT_FOUND,
+                "session/list: the session store is off",
+            )
+        })?;
+        let records = store
+            .list_sessions()
+            .await
+            .map_err(|error| RpcError::internal(error.to_string()))?;
+        let sessions: Vec<Value> = records
+            .iter()
+            .filter(|r| request.cwd.as_ref().is_none_or(|cwd| *cwd == r.workspace))
+            .map(|r| {
+                let mut info = json!({ "sessionId": r.id, "cwd": r.workspace });
+                if !r.title.is_empty() {
+                    info["title"] = json!(r.title);
+                }
+                if let Some(at) = chrono::DateTime::from_timestamp_millis(r.updated_at) {
+                    info["updatedAt"] =
+                        json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+                }
+                info
+            })
+            .collect();
+        Ok(json!({ "sessions": sessions }))
     }
 
     /// Runs a prompt (its events go out as `session/update` notifications as they happen);
@@ -346,19 +490,6 @@ fn unrecorded_id() -> String {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The answer to `initialize`: protocol v1, what prompts may hold, who we are.
-fn initialize() -> Value {
-    json!({
-        "protocolVersion": PROTOCOL_VERSION,
-        "agentCapabilities": {
-            "loadSession": false,
-            "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
-        },
-        "agentInfo": { "name": "openmanus", "version": env!("CARGO_PKG_VERSION") },
-        "authMethods": [],
-    })
 }
 
 /// The prompt's blocks as the task's text: text as it is, a linked resource by its URI, an

@@ -101,6 +101,8 @@ pub fn stop_reason(ending: Ending) -> Option<&'static str> {
 /// Turns one session's events into updates, remembering what it needs across them.
 #[derive(Debug, Default)]
 pub struct Translator {
+    /// Replaying a stored session: the prompts are sent too (live, the editor has them).
+    replaying: bool,
     /// Whether the current reply's text streamed in (then its thought is not sent again).
     streamed: bool,
     /// The calls started and not yet finished: their arguments, for the diff at the end.
@@ -114,10 +116,27 @@ impl Translator {
         Self::default()
     }
 
+    /// A translator for the history of a stored session (`session/load`): the stored events
+    /// have no text deltas, and each run's prompt is sent as `user_message_chunk`.
+    #[must_use]
+    pub fn replaying() -> Self {
+        Self {
+            replaying: true,
+            ..Self::default()
+        }
+    }
+
     /// The updates `event` makes (`SessionUpdate`s; none for most events a person in an editor
     /// does not read).
     pub fn updates(&mut self, event: &AgentEvent) -> Vec<Value> {
         match event {
+            AgentEvent::RunStarted {
+                request: Some(request),
+                ..
+            } if self.replaying => vec![json!({
+                "sessionUpdate": "user_message_chunk",
+                "content": { "type": "text", "text": request },
+            })],
             AgentEvent::StepStarted { .. } => {
                 self.streamed = false;
                 Vec::new()

@@ -148,7 +148,7 @@ async fn a_prompt_that_edits_a_file_streams_its_message_and_the_edit_as_a_diff()
 }
 
 #[tokio::test]
-async fn cancel_in_the_middle_of_running_code_stops_it_and_answers_cancelled() {
+async fn cancel_in_the_middle_of_a_shell_command_stops_it_and_answers_cancelled() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
     // Unconfined, so that the sleep's pid is this machine's number.
@@ -157,16 +157,17 @@ async fn cancel_in_the_middle_of_running_code_stops_it_and_answers_cancelled() {
     toml.push_str("\n[permissions]\nsandbox = \"full-access\"\n");
     std::fs::write(&config, toml).unwrap();
     let pid_file = setup.dir.path().join("sleep.pid");
-    let code = format!(
-        "import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ntime.sleep(600)",
-        pid_file.display().to_string()
-    );
+    let command = format!("sh -c 'echo $$ > {}; exec sleep 600'", pid_file.display());
     server.push(Completion::tool_calls(
         None,
-        [call("s1", "python_execute", json!({ "code": code }))],
+        [call("s1", "bash", json!({ "command": command }))],
     ));
     let wait_for = pid_file.display().to_string();
-    let lines = editor_with(&setup, "cancel", &[("ACP_WAIT_FOR", &wait_for)]).await;
+    let env = [
+        ("ACP_WAIT_FOR", wait_for.as_str()),
+        ("ACP_ARGS", "--agent swe"),
+    ];
+    let lines = editor_with(&setup, "cancel", &env).await;
     assert_eq!(step(&lines, "done")["stopReason"], "cancelled", "{lines:?}");
     assert_eq!(step(&lines, "exit")["code"], 0);
     let pid: i32 = std::fs::read_to_string(&pid_file)
@@ -258,6 +259,79 @@ async fn a_permission_rejected_in_the_editor_keeps_the_code_from_running_and_the
         "the model sees the refusal: {told}"
     );
     assert_eq!(step(&lines, "done")["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn an_earlier_session_is_listed_loaded_with_its_history_and_continued() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let file = setup.workspace().join("hello.txt");
+    server
+        .push(Completion::tool_calls(
+            Some("Writing the file.".into()),
+            [call(
+                "e1",
+                "str_replace_editor",
+                json!({"command": "create", "path": file, "file_text": "hi\n"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Written.".into()),
+            [call("t1", "terminate", json!({"status": "success"}))],
+        ))
+        .push(Completion::tool_calls(
+            Some("Nothing more to do.".into()),
+            [call("t2", "terminate", json!({"status": "success"}))],
+        ));
+    let first = editor(&setup, "edit").await;
+    let init = step(&first, "initialized");
+    assert_eq!(init["loadSession"], true);
+    assert_eq!(init["list"], true);
+    let id = step(&first, "session")["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Another editor process: the session is listed, loaded, continued.
+    let lines = editor_with(&setup, "load", &[("ACP_SESSION", &id)]).await;
+    let listed = step(&lines, "listed")["sessions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let workspace = setup.workspace().display().to_string();
+    assert!(
+        listed
+            .iter()
+            .any(|s| s[0] == id.as_str() && s[1] == workspace.as_str()),
+        "{listed:?}"
+    );
+    let loaded = lines.iter().position(|l| l["step"] == "loaded").unwrap();
+    let history = &lines[..loaded];
+    let said = |kind: &str, text: &str| {
+        history
+            .iter()
+            .any(|l| l["kind"] == kind && l["text"].as_str().is_some_and(|t| t.contains(text)))
+    };
+    assert!(
+        said("user_message_chunk", "Write hello.txt."),
+        "{history:?}"
+    );
+    assert!(
+        said("agent_message_chunk", "Writing the file."),
+        "{history:?}"
+    );
+    assert!(
+        history
+            .iter()
+            .any(|l| l["kind"] == "tool_call" && l["id"] == "e1" && l["toolKind"] == "edit"),
+        "{history:?}"
+    );
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn");
+    // The agent had its memory back: the new request carries the earlier task.
+    let third = server.requests()[2].body["messages"].to_string();
+    assert!(third.contains("Write hello.txt."), "{third}");
+    assert!(third.contains("And now?"), "{third}");
+    server.verify().unwrap();
 }
 
 #[tokio::test]
