@@ -28,6 +28,7 @@
 //! NATS) would change its key order. The official TypeScript SDK, which checks every message
 //! against the protocol's schema, is the test peer.
 
+pub mod mcp;
 pub mod permission;
 pub mod rpc;
 pub mod updates;
@@ -222,6 +223,7 @@ impl AcpAgent {
         let mut capabilities = json!({
             "loadSession": stored,
             "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
+            "mcpCapabilities": { "http": true, "sse": true },
         });
         if stored {
             capabilities["sessionCapabilities"] = json!({ "list": {} });
@@ -256,18 +258,14 @@ impl AcpAgent {
                 cwd.display()
             )));
         }
-        if !request.mcp_servers.is_empty() {
-            warn!(
-                servers = request.mcp_servers.len(),
-                "the editor's MCP servers are not connected yet; the configured ones are"
-            );
-        }
+        let servers = mcp::servers(&request.mcp_servers)?;
         let asking = Arc::new(Mutex::new(Asking::default()));
         let input = EditorInput::new(outbox.clone(), Arc::clone(&asking));
         let factory = self
             .factory
             .clone()
             .with_workspace(&cwd)
+            .with_more_mcp_servers(servers)
             .with_human_input(Arc::new(input));
         let target = Target::Agent(self.kind);
         let session = match &self.store {
@@ -321,9 +319,7 @@ impl AcpAgent {
                 .with_data(json!({ "sessionId": id }))
         };
         let record = store.session(&id).await.map_err(|_| not_found())?;
-        if !request.mcp_servers.is_empty() {
-            warn!("the editor's MCP servers are not connected yet; the configured ones are");
-        }
+        let servers = mcp::servers(&request.mcp_servers)?;
         // The history first, as the protocol asks; then the session is live.
         let mut translator = Translator::replaying();
         let mut after = None;
@@ -358,6 +354,7 @@ impl AcpAgent {
             .factory
             .clone()
             .with_workspace(&record.workspace)
+            .with_more_mcp_servers(servers)
             .with_human_input(Arc::new(input));
         let session = Session::resume(&factory, store, &id)
             .await

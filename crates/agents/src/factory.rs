@@ -320,6 +320,18 @@ impl AgentFactory {
         self
     }
 
+    /// Adds `servers` after those of `mcp.json`: Manus connects them too (a server whose id is
+    /// taken is skipped with a warning). For a front end whose client brings servers of its
+    /// own, such as an editor over ACP.
+    #[must_use]
+    pub fn with_more_mcp_servers(
+        mut self,
+        servers: impl IntoIterator<Item = McpServerConfig>,
+    ) -> Self {
+        Arc::make_mut(&mut self.config).mcp.servers.extend(servers);
+        self
+    }
+
     /// The server the MCP agent ([`AgentKind::Mcp`]) works on.
     #[must_use]
     pub fn with_mcp_server(mut self, server: McpServerConfig) -> Self {

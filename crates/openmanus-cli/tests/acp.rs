@@ -335,6 +335,35 @@ async fn an_earlier_session_is_listed_loaded_with_its_history_and_continued() {
 }
 
 #[tokio::test]
+async fn the_editors_mcp_servers_give_the_agent_their_tools() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "m1",
+                "mcp_ed_bash",
+                json!({"command": "echo via-the-editors-server"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done.".into()),
+            [call("t", "terminate", json!({"status": "success"}))],
+        ));
+    // The editor's server: our own tools over stdio.
+    let servers = json!([{"name": "ed", "command": BIN, "args": ["mcp-server"], "env": []}]);
+    let lines = editor_with(&setup, "edit", &[("ACP_MCP", &servers.to_string())]).await;
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn", "{lines:?}");
+    let requests = server.requests();
+    let tools = requests[0].body["tools"].to_string();
+    assert!(tools.contains("\"mcp_ed_bash\""), "{tools}");
+    let told = requests[1].body["messages"].to_string();
+    assert!(told.contains("via-the-editors-server"), "{told}");
+    server.verify().unwrap();
+}
+
+#[tokio::test]
 async fn bad_requests_get_their_json_rpc_errors_and_the_connection_stays_usable() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
