@@ -126,7 +126,7 @@ mod tests {
             json!({"type": "websocket", "name": "a", "url": "ws://x"}),
             json!({"name": "a", "command": "x", "env": [{"name": "A"}]}),
         ] {
-            assert!(super::servers(&[bad.clone()]).is_err(), "{bad}");
+            assert!(super::servers(std::slice::from_ref(&bad)).is_err(), "{bad}");
         }
     }
 }
