@@ -14,7 +14,8 @@
 //!   tells `end_turn`, `max_turn_requests` (out of steps), `max_tokens` (a budget reached) and
 //!   `cancelled` apart. A run that fails is a JSON-RPC error.
 //! * `session/request_permission` is how the approval policy asks ([`permission`]).
-//! * `session/list` and `session/load` (the history replayed as updates) from the store.
+//! * `session/list` and `session/load` (the history replayed as updates) from the store; the
+//!   editor's `mcpServers` ([`mcp`]); the file tool through the editor's `fs/*` ([`files`]).
 //! * `session/cancel` cancels the run: its tool calls are stopped with their processes, and the
 //!   prompt answers `cancelled`.
 //!
@@ -28,6 +29,7 @@
 //! NATS) would change its key order. The official TypeScript SDK, which checks every message
 //! against the protocol's schema, is the test peer.
 
+pub mod files;
 pub mod mcp;
 pub mod permission;
 pub mod rpc;
@@ -46,6 +48,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
 use tracing::{info, warn};
 
+use crate::files::{EditorFiles, EditorFs};
 use crate::permission::{Asking, EditorInput};
 use crate::rpc::{Incoming, Outbox, RpcError, code};
 use crate::updates::{Translator, stop_reason};
@@ -68,6 +71,8 @@ pub struct AcpAgent {
     kind: AgentKind,
     store: Option<Store>,
     sessions: Mutex<HashMap<String, Arc<Slot>>>,
+    /// What the editor can do with files (said at `initialize`).
+    fs: Mutex<EditorFs>,
 }
 
 /// One session of the editor.
@@ -130,6 +135,7 @@ impl AcpAgent {
             kind,
             store,
             sessions: Mutex::default(),
+            fs: Mutex::default(),
         }
     }
 
@@ -203,7 +209,7 @@ impl AcpAgent {
         outbox: &Outbox,
     ) -> Result<Value, RpcError> {
         match method {
-            "initialize" => Ok(self.initialize()),
+            "initialize" => Ok(self.initialize(&params)),
             "session/new" => self.new_session(self::params(params)?, outbox).await,
             "session/load" => self.load_session(self::params(params)?, outbox).await,
             "session/list" if params.is_null() => self.list_sessions(ListSessions::default()).await,
@@ -218,7 +224,12 @@ impl AcpAgent {
 
     /// The answer to `initialize`: protocol v1, what prompts may hold, who we are; loading and
     /// listing sessions when there is a store to take them from.
-    fn initialize(&self) -> Value {
+    fn initialize(&self, params: &Value) -> Value {
+        let fs = &params["clientCapabilities"]["fs"];
+        *lock(&self.fs) = EditorFs {
+            read: fs["readTextFile"] == true,
+            write: fs["writeTextFile"] == true,
+        };
         let stored = self.store.is_some();
         let mut capabilities = json!({
             "loadSession": stored,
@@ -260,13 +271,7 @@ impl AcpAgent {
         }
         let servers = mcp::servers(&request.mcp_servers)?;
         let asking = Arc::new(Mutex::new(Asking::default()));
-        let input = EditorInput::new(outbox.clone(), Arc::clone(&asking));
-        let factory = self
-            .factory
-            .clone()
-            .with_workspace(&cwd)
-            .with_more_mcp_servers(servers)
-            .with_human_input(Arc::new(input));
+        let factory = self.session_factory(&cwd, servers, outbox, &asking);
         let target = Target::Agent(self.kind);
         let session = match &self.store {
             Some(store) => {
@@ -281,6 +286,30 @@ impl AcpAgent {
         info!(session = %id, cwd = %cwd.display(), "ACP session started");
         self.keep(session, &id, outbox, &asking);
         Ok(json!({ "sessionId": id }))
+    }
+
+    /// The factory of a session in `workspace`: the editor's MCP servers added, its questions
+    /// and (where the editor offers it) its files through the editor.
+    fn session_factory(
+        &self,
+        workspace: &std::path::Path,
+        servers: Vec<agent_config::McpServerConfig>,
+        outbox: &Outbox,
+        asking: &Arc<Mutex<Asking>>,
+    ) -> AgentFactory {
+        let input = EditorInput::new(outbox.clone(), Arc::clone(asking));
+        let mut factory = self
+            .factory
+            .clone()
+            .with_workspace(workspace)
+            .with_more_mcp_servers(servers)
+            .with_human_input(Arc::new(input));
+        let fs = *lock(&self.fs);
+        if fs.any() {
+            let files = EditorFiles::new(outbox.clone(), Arc::clone(asking), fs);
+            factory = factory.with_file_operator(Arc::new(files));
+        }
+        factory
     }
 
     /// Keeps a started session: its questions know it, its events go out as updates.
@@ -349,13 +378,7 @@ impl AcpAgent {
             }
         }
         let asking = Arc::new(Mutex::new(Asking::default()));
-        let input = EditorInput::new(outbox.clone(), Arc::clone(&asking));
-        let factory = self
-            .factory
-            .clone()
-            .with_workspace(&record.workspace)
-            .with_more_mcp_servers(servers)
-            .with_human_input(Arc::new(input));
+        let factory = self.session_factory(&record.workspace, servers, outbox, &asking);
         let session = Session::resume(&factory, store, &id)
             .await
             .map_err(|error| RpcError::internal(format!("cannot resume the session: {error}")))?;

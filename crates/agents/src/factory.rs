@@ -278,6 +278,7 @@ pub struct AgentFactory {
     human: Option<Arc<dyn HumanInput>>,
     mcp_server: Option<McpServerConfig>,
     python: Option<PathBuf>,
+    files: Option<Arc<dyn agent_tools::FileOperator>>,
 }
 
 impl fmt::Debug for AgentFactory {
@@ -302,6 +303,7 @@ impl AgentFactory {
             human: None,
             mcp_server: None,
             python: None,
+            files: None,
         }
     }
 
@@ -310,6 +312,15 @@ impl AgentFactory {
     #[must_use]
     pub fn with_workspace(mut self, workspace: impl AsRef<Path>) -> Self {
         self.workspace = absolute(workspace.as_ref());
+        self
+    }
+
+    /// Has `str_replace_editor` reach files through `files` instead of this machine's file
+    /// system (not when the tools run in a sandbox: its files are in there). For a front end
+    /// that holds the files itself, such as an editor over ACP (its unsaved buffers, its undo).
+    #[must_use]
+    pub fn with_file_operator(mut self, files: Arc<dyn agent_tools::FileOperator>) -> Self {
+        self.files = Some(files);
         self
     }
 
@@ -395,6 +406,7 @@ impl AgentFactory {
         agent_process::withhold_env(config.secret_env_names(std::env::vars()));
         options.secret_files = config.secret_files();
         options.human.clone_from(&self.human);
+        options.files.clone_from(&self.files);
         options.python.clone_from(&self.python);
         #[cfg(feature = "browser")]
         {

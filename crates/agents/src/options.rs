@@ -84,6 +84,9 @@ pub struct AgentOptions {
     /// How Manus connects its MCP servers: timeouts, reconnection, and how long its first step
     /// waits for servers still connecting (`[mcp]`).
     pub mcp: McpClientOptions,
+    /// Where `str_replace_editor` reads and writes files when no sandbox holds them (`None`:
+    /// this machine's file system).
+    pub files: Option<Arc<dyn agent_tools::FileOperator>>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -127,6 +130,7 @@ impl AgentOptions {
             web_search: None,
             secret_files: Vec::new(),
             mcp: McpClientOptions::default(),
+            files: None,
         }
     }
 
@@ -150,11 +154,12 @@ impl AgentOptions {
         if read_only && self.sandbox.is_none() {
             editor = editor.read_only();
         }
-        match &self.sandbox {
-            Some(sandbox) => {
+        match (&self.sandbox, &self.files) {
+            (Some(sandbox), _) => {
                 editor.with_file_operator(Arc::new(SandboxFileOperator::new(Arc::clone(sandbox))))
             }
-            None => editor,
+            (None, Some(files)) => editor.with_file_operator(Arc::clone(files)),
+            (None, None) => editor,
         }
     }
 

@@ -364,6 +364,48 @@ async fn the_editors_mcp_servers_give_the_agent_their_tools() {
 }
 
 #[tokio::test]
+async fn the_file_tool_reads_and_writes_through_the_editor_when_it_offers_to() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let notes = setup.workspace().join("notes.txt");
+    std::fs::write(&notes, "on disk\n").unwrap();
+    let out = setup.workspace().join("out.txt");
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "v1",
+                "str_replace_editor",
+                json!({"command": "view", "path": notes}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "c1",
+                "str_replace_editor",
+                json!({"command": "create", "path": out, "file_text": "written via the editor\n"}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done.".into()),
+            [call("t", "terminate", json!({"status": "success"}))],
+        ));
+    let lines = editor_with(&setup, "edit", &[("ACP_FS", "1")]).await;
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn", "{lines:?}");
+    // The view saw the editor's buffer, not the disk.
+    assert_eq!(step(&lines, "fs-read")["path"], json!(notes));
+    let viewed = server.requests()[1].body["messages"].to_string();
+    assert!(viewed.contains("the unsaved buffer"), "{viewed}");
+    assert!(!viewed.contains("on disk"), "{viewed}");
+    // The new file went to the editor.
+    let wrote = step(&lines, "fs-write");
+    assert_eq!(wrote["path"], json!(out));
+    assert_eq!(wrote["content"], "written via the editor\n");
+    server.verify().unwrap();
+}
+
+#[tokio::test]
 async fn bad_requests_get_their_json_rpc_errors_and_the_connection_stays_usable() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
