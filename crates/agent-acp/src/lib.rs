@@ -4,8 +4,8 @@
 //! (Zed, JetBrains IDEs, Neovim) starts `openmanus acp` and speaks JSON-RPC with it over
 //! standard input and output (protocol v1, one JSON-RPC message per line: [`rpc`]).
 //!
-//! * `initialize` answers the capabilities this agent really has: text, resource links and
-//!   embedded resources in prompts.
+//! * `initialize` answers the capabilities this agent really has: text, images, resource links
+//!   and embedded resources in prompts.
 //! * `session/new` starts a session of the configured agent kind with the editor's `cwd` as its
 //!   workspace (recorded in the session store when one is given).
 //! * `session/prompt` runs the prompt and streams the run as updates ([`updates`]): the model's
@@ -233,7 +233,7 @@ impl AcpAgent {
         let stored = self.store.is_some();
         let mut capabilities = json!({
             "loadSession": stored,
-            "promptCapabilities": { "image": false, "audio": false, "embeddedContext": true },
+            "promptCapabilities": { "image": true, "audio": false, "embeddedContext": true },
             "mcpCapabilities": { "http": true, "sse": true },
         });
         if stored {
@@ -429,6 +429,7 @@ impl AcpAgent {
         if text.trim().is_empty() {
             return Err(RpcError::invalid_params("the prompt has no text"));
         }
+        let images = prompt_images(&request.prompt)?;
         let Ok(mut session) = slot.session.try_lock() else {
             return Err(RpcError::new(
                 code::INVALID_REQUEST,
@@ -436,7 +437,7 @@ impl AcpAgent {
             ));
         };
         let report = session
-            .run(&text)
+            .run_with_images(&text, images)
             .await
             .map_err(|error| RpcError::internal(error.to_string()))?;
         match stop_reason(report.ending()) {
@@ -533,10 +534,40 @@ fn prompt_text(blocks: &[Value]) -> String {
                     ));
                 }
             }
+            // Images go with the task as images ([`prompt_images`]).
+            Some("image") => {}
             other => warn!(kind = ?other, "a prompt block this agent does not take; skipped"),
         }
     }
     parts.join("\n\n")
+}
+
+/// The prompt's images (PNG, JPEG, GIF, WebP), as messages the model sees with the task.
+fn prompt_images(blocks: &[Value]) -> Result<Vec<agent_core::Message>, RpcError> {
+    blocks
+        .iter()
+        .filter(|block| block["type"] == "image")
+        .map(|block| {
+            let mime = block["mimeType"].as_str().unwrap_or_default();
+            if !matches!(
+                mime,
+                "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+            ) {
+                return Err(RpcError::invalid_params(format!(
+                    "an image of type {mime:?}: PNG, JPEG, GIF and WebP are taken"
+                )));
+            }
+            let data = block["data"]
+                .as_str()
+                .filter(|d| !d.is_empty())
+                .ok_or_else(|| RpcError::invalid_params("an image without data"))?;
+            let caption = match block["uri"].as_str() {
+                Some(uri) => format!("Image attached to the prompt: {uri}"),
+                None => "Image attached to the prompt".to_owned(),
+            };
+            Ok(agent_core::Message::user_message_with_image(caption, data))
+        })
+        .collect()
 }
 
 /// The examples of this crate's README (what crates.io shows), compiled as doctests.

@@ -406,6 +406,28 @@ async fn the_file_tool_reads_and_writes_through_the_editor_when_it_offers_to() {
 }
 
 #[tokio::test]
+async fn an_image_in_the_prompt_reaches_the_model() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server.push(Completion::tool_calls(
+        Some("A single pixel.".into()),
+        [call("t", "terminate", json!({"status": "success"}))],
+    ));
+    let lines = editor(&setup, "image").await;
+    assert_eq!(step(&lines, "initialized")["image"], true);
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn", "{lines:?}");
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(
+        sent.contains("data:image/png;base64,iVBORw0KGgo"),
+        "the model got the image: {sent}"
+    );
+    assert!(sent.contains("What is in the picture?"), "{sent}");
+    // An image of a type the model does not take is refused, before anything runs.
+    assert_eq!(step(&lines, "tiff")["code"], -32602);
+    server.verify().unwrap();
+}
+
+#[tokio::test]
 async fn bad_requests_get_their_json_rpc_errors_and_the_connection_stays_usable() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
