@@ -15,7 +15,8 @@
 //!   `cancelled` apart. A run that fails is a JSON-RPC error.
 //! * `session/request_permission` is how the approval policy asks ([`permission`]).
 //! * `session/list` and `session/load` (the history replayed as updates) from the store; the
-//!   editor's `mcpServers` ([`mcp`]); the file tool through the editor's `fs/*` ([`files`]).
+//!   editor's `mcpServers` ([`mcp`]); the file tool through the editor's `fs/*` ([`files`]);
+//!   `session/set_mode` over the approval policies.
 //! * `session/cancel` cancels the run: its tool calls are stopped with their processes, and the
 //!   prompt answers `cancelled`.
 //!
@@ -39,9 +40,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_config::ApprovalPolicy;
 use agent_core::AgentEvent;
 use agent_session::{Canceller, Session, Target};
 use agent_store::Store;
+use agents::permissions::ApprovalSwitch;
 use agents::{AgentFactory, AgentKind};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -79,6 +82,8 @@ pub struct AcpAgent {
 struct Slot {
     session: tokio::sync::Mutex<Session>,
     canceller: Canceller,
+    /// Its mode: the approval policy.
+    approval: ApprovalSwitch,
 }
 
 /// `session/new`'s parameters.
@@ -113,6 +118,14 @@ struct LoadSession {
 struct ListSessions {
     #[serde(default)]
     cwd: Option<PathBuf>,
+}
+
+/// `session/set_mode`'s parameters.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SetMode {
+    session_id: String,
+    mode_id: String,
 }
 
 /// `session/cancel`'s parameters.
@@ -214,6 +227,7 @@ impl AcpAgent {
             "session/load" => self.load_session(self::params(params)?, outbox).await,
             "session/list" if params.is_null() => self.list_sessions(ListSessions::default()).await,
             "session/list" => self.list_sessions(self::params(params)?).await,
+            "session/set_mode" => self.set_mode(self::params(params)?),
             "session/prompt" => self.prompt(self::params(params)?).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
@@ -271,7 +285,8 @@ impl AcpAgent {
         }
         let servers = mcp::servers(&request.mcp_servers)?;
         let asking = Arc::new(Mutex::new(Asking::default()));
-        let factory = self.session_factory(&cwd, servers, outbox, &asking);
+        let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
+        let factory = self.session_factory(&cwd, servers, outbox, &asking, &approval);
         let target = Target::Agent(self.kind);
         let session = match &self.store {
             Some(store) => {
@@ -284,8 +299,9 @@ impl AcpAgent {
             .session_id()
             .map_or_else(unrecorded_id, str::to_owned);
         info!(session = %id, cwd = %cwd.display(), "ACP session started");
-        self.keep(session, &id, outbox, &asking);
-        Ok(json!({ "sessionId": id }))
+        let modes = modes(approval.get());
+        self.keep(session, &id, outbox, &asking, approval);
+        Ok(json!({ "sessionId": id, "modes": modes }))
     }
 
     /// The factory of a session in `workspace`: the editor's MCP servers added, its questions
@@ -296,6 +312,7 @@ impl AcpAgent {
         servers: Vec<agent_config::McpServerConfig>,
         outbox: &Outbox,
         asking: &Arc<Mutex<Asking>>,
+        approval: &ApprovalSwitch,
     ) -> AgentFactory {
         let input = EditorInput::new(outbox.clone(), Arc::clone(asking));
         let mut factory = self
@@ -303,7 +320,8 @@ impl AcpAgent {
             .clone()
             .with_workspace(workspace)
             .with_more_mcp_servers(servers)
-            .with_human_input(Arc::new(input));
+            .with_human_input(Arc::new(input))
+            .with_approval_switch(approval.clone());
         let fs = *lock(&self.fs);
         if fs.any() {
             let files = EditorFiles::new(outbox.clone(), Arc::clone(asking), fs);
@@ -313,7 +331,14 @@ impl AcpAgent {
     }
 
     /// Keeps a started session: its questions know it, its events go out as updates.
-    fn keep(&self, session: Session, id: &str, outbox: &Outbox, asking: &Arc<Mutex<Asking>>) {
+    fn keep(
+        &self,
+        session: Session,
+        id: &str,
+        outbox: &Outbox,
+        asking: &Arc<Mutex<Asking>>,
+        approval: ApprovalSwitch,
+    ) {
         lock(asking).session = Some(id.to_owned());
         session.events().subscribe_with(updates_sink(
             id.to_owned(),
@@ -323,6 +348,7 @@ impl AcpAgent {
         let slot = Slot {
             canceller: session.canceller(),
             session: tokio::sync::Mutex::new(session),
+            approval,
         };
         lock(&self.sessions).insert(id.to_owned(), Arc::new(slot));
     }
@@ -378,13 +404,15 @@ impl AcpAgent {
             }
         }
         let asking = Arc::new(Mutex::new(Asking::default()));
-        let factory = self.session_factory(&record.workspace, servers, outbox, &asking);
+        let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
+        let factory = self.session_factory(&record.workspace, servers, outbox, &asking, &approval);
         let session = Session::resume(&factory, store, &id)
             .await
             .map_err(|error| RpcError::internal(format!("cannot resume the session: {error}")))?;
         info!(session = %id, "ACP session loaded");
-        self.keep(session, &id, outbox, &asking);
-        Ok(json!({}))
+        let modes = modes(approval.get());
+        self.keep(session, &id, outbox, &asking, approval);
+        Ok(json!({ "modes": modes }))
     }
 
     /// `session/list`: the stored sessions, newest first; those in `cwd` only when it is given.
@@ -449,6 +477,29 @@ impl AcpAgent {
         }
     }
 
+    /// `session/set_mode`: the session's approval policy from now on, its run included.
+    fn set_mode(&self, request: SetMode) -> Result<Value, RpcError> {
+        let slot = lock(&self.sessions)
+            .get(&request.session_id)
+            .cloned()
+            .ok_or_else(|| {
+                RpcError::new(
+                    code::RESOURCE_NOT_FOUND,
+                    format!("no session {}", request.session_id),
+                )
+                .with_data(json!({ "sessionId": request.session_id }))
+            })?;
+        let policy: ApprovalPolicy = request.mode_id.parse().map_err(|_| {
+            RpcError::invalid_params(format!(
+                "no mode {:?}: untrusted, on-request or never",
+                request.mode_id
+            ))
+        })?;
+        slot.approval.set(policy);
+        info!(session = %request.session_id, mode = %policy, "ACP mode set");
+        Ok(json!({}))
+    }
+
     /// Cancels the session's run, if one is running.
     fn cancel(&self, id: &str) {
         if let Some(slot) = lock(&self.sessions).get(id) {
@@ -500,6 +551,32 @@ fn updates_sink(
         }
         true
     })
+}
+
+/// The session's modes (`SessionModeState`): the approval policies, `current` selected.
+fn modes(current: ApprovalPolicy) -> Value {
+    let describe = |policy: ApprovalPolicy| match policy {
+        ApprovalPolicy::Untrusted => (
+            "Ask before code",
+            "Asks before any command or code that is not known to be harmless",
+        ),
+        ApprovalPolicy::OnRequest => (
+            "Ask when the sandbox refuses",
+            "Runs confined; asks when a call needs more than the sandbox allows",
+        ),
+        ApprovalPolicy::Never => (
+            "Never ask",
+            "Runs confined; what the sandbox refuses stays refused",
+        ),
+    };
+    let available: Vec<Value> = ApprovalPolicy::ALL
+        .iter()
+        .map(|policy| {
+            let (name, description) = describe(*policy);
+            json!({ "id": policy.as_str(), "name": name, "description": description })
+        })
+        .collect();
+    json!({ "currentModeId": current.as_str(), "availableModes": available })
 }
 
 /// The id of a session the store does not keep: unique in this process.

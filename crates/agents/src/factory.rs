@@ -279,6 +279,7 @@ pub struct AgentFactory {
     mcp_server: Option<McpServerConfig>,
     python: Option<PathBuf>,
     files: Option<Arc<dyn agent_tools::FileOperator>>,
+    approval_switch: Option<crate::permissions::ApprovalSwitch>,
 }
 
 impl fmt::Debug for AgentFactory {
@@ -304,6 +305,7 @@ impl AgentFactory {
             mcp_server: None,
             python: None,
             files: None,
+            approval_switch: None,
         }
     }
 
@@ -321,6 +323,14 @@ impl AgentFactory {
     #[must_use]
     pub fn with_file_operator(mut self, files: Arc<dyn agent_tools::FileOperator>) -> Self {
         self.files = Some(files);
+        self
+    }
+
+    /// Has the agents' approval policy follow `switch` (set it to the configured policy first):
+    /// a front end can change it while they live, as an editor's mode menu does.
+    #[must_use]
+    pub fn with_approval_switch(mut self, switch: crate::permissions::ApprovalSwitch) -> Self {
+        self.approval_switch = Some(switch);
         self
     }
 
@@ -407,6 +417,7 @@ impl AgentFactory {
         options.secret_files = config.secret_files();
         options.human.clone_from(&self.human);
         options.files.clone_from(&self.files);
+        options.approval_switch.clone_from(&self.approval_switch);
         options.python.clone_from(&self.python);
         #[cfg(feature = "browser")]
         {

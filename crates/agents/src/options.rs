@@ -87,6 +87,8 @@ pub struct AgentOptions {
     /// Where `str_replace_editor` reads and writes files when no sandbox holds them (`None`:
     /// this machine's file system).
     pub files: Option<Arc<dyn agent_tools::FileOperator>>,
+    /// When set, the approval policy is what it says at each call, not `approval`.
+    pub approval_switch: Option<crate::permissions::ApprovalSwitch>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -131,6 +133,7 @@ impl AgentOptions {
             secret_files: Vec::new(),
             mcp: McpClientOptions::default(),
             files: None,
+            approval_switch: None,
         }
     }
 
@@ -247,13 +250,14 @@ impl AgentOptions {
 
     /// The approval policy and the rules: around the confined tools with their unconfined
     /// twins; without a confinement (full access, or the tools in a sandbox), only when there
-    /// are rules or the `untrusted` policy, and with no twins (rules deny, `untrusted` asks,
-    /// nothing is given more).
+    /// are rules, the `untrusted` policy or a switch that may turn to it, and with no twins
+    /// (rules deny, `untrusted` asks, nothing is given more).
     fn sandbox_gate(&self, human: &Arc<dyn HumanInput>) -> Option<SandboxGate> {
         let confinement = self.confinement.as_ref().filter(|_| self.sandbox.is_none());
         if confinement.is_none()
             && self.rules.is_empty()
             && self.approval != ApprovalPolicy::Untrusted
+            && self.approval_switch.is_none()
         {
             return None;
         }
@@ -276,6 +280,7 @@ impl AgentOptions {
         Some(SandboxGate::new(GateOptions {
             mode: confinement.map_or(SandboxMode::FullAccess, |c| c.mode()),
             policy: self.approval,
+            switch: self.approval_switch.clone(),
             network_off: confinement.is_some_and(|c| !c.network_allowed()),
             workspace: self.workspace.clone(),
             human: Arc::clone(human),

@@ -428,6 +428,38 @@ async fn an_image_in_the_prompt_reaches_the_model() {
 }
 
 #[tokio::test]
+async fn the_mode_menu_switches_the_approval_policy_of_a_live_session() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    let ran = setup.workspace().join("ran.txt");
+    let code = format!("open({:?}, 'w').write('yes')", ran.display().to_string());
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call("p1", "python_execute", json!({ "code": code }))],
+        ))
+        .push(Completion::tool_calls(
+            Some("Done.".into()),
+            [call("t", "terminate", json!({"status": "success"}))],
+        ));
+    // The configured policy asks only when the sandbox refuses; the editor switches to
+    // `untrusted`, which asks before any code.
+    let env = [("ACP_MODE", "untrusted"), ("ACP_ANSWER", "once")];
+    let lines = editor_with(&setup, "mode", &env).await;
+    let created = step(&lines, "session");
+    assert_eq!(created["mode"], "on-request");
+    assert_eq!(
+        created["modes"],
+        json!(["untrusted", "on-request", "never"])
+    );
+    assert_eq!(step(&lines, "bad-mode")["code"], -32602);
+    assert_eq!(step(&lines, "permission")["toolCallId"], "p1", "{lines:?}");
+    assert!(ran.exists());
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn");
+    server.verify().unwrap();
+}
+
+#[tokio::test]
 async fn bad_requests_get_their_json_rpc_errors_and_the_connection_stays_usable() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);

@@ -11,6 +11,7 @@ use agent_config::{
     ApprovalPolicy, PermissionRule, RuleDecision, RuleSubject, RulesFile, SandboxMode,
 };
 
+use super::ApprovalSwitch;
 use super::escalation;
 use super::paths::named_paths;
 use agent_core::ToolCall;
@@ -88,6 +89,7 @@ impl Approval {
 pub struct SandboxGate {
     mode: SandboxMode,
     policy: ApprovalPolicy,
+    switch: Option<ApprovalSwitch>,
     network_off: bool,
     workspace: PathBuf,
     human: Arc<dyn HumanInput>,
@@ -102,7 +104,7 @@ impl std::fmt::Debug for SandboxGate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SandboxGate")
             .field("mode", &self.mode)
-            .field("policy", &self.policy)
+            .field("policy", &self.policy())
             .field("workspace", &self.workspace)
             .field("guarded", &self.twins.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
@@ -115,6 +117,8 @@ pub struct GateOptions {
     pub mode: SandboxMode,
     /// When to ask.
     pub policy: ApprovalPolicy,
+    /// When set, when to ask is what it says at each call (`policy` is then unused).
+    pub switch: Option<ApprovalSwitch>,
     /// The tools have no network.
     pub network_off: bool,
     /// The workspace (rules may be pinned to it).
@@ -133,12 +137,20 @@ pub struct GateOptions {
 }
 
 impl SandboxGate {
+    /// When to ask, now.
+    fn policy(&self) -> ApprovalPolicy {
+        self.switch
+            .as_ref()
+            .map_or(self.policy, ApprovalSwitch::get)
+    }
+
     /// The gate `options` describe.
     #[must_use]
     pub fn new(options: GateOptions) -> Self {
         Self {
             mode: options.mode,
             policy: options.policy,
+            switch: options.switch,
             network_off: options.network_off,
             workspace: options.workspace,
             human: options.human,
@@ -226,7 +238,7 @@ impl SandboxGate {
                 )],
             )
         };
-        if self.policy == ApprovalPolicy::Never {
+        if self.policy() == ApprovalPolicy::Never {
             return confined(Decider::Policy, "the approval policy is `never`");
         }
         let question = format!("the model asks for it: {why}");
@@ -443,7 +455,7 @@ impl SandboxGate {
                 )],
             });
         }
-        if self.policy == ApprovalPolicy::Untrusted && !approved && !harmless(tool, &text) {
+        if self.policy() == ApprovalPolicy::Untrusted && !approved && !harmless(tool, &text) {
             let why = "the `untrusted` policy asks before code runs";
             match self.ask(tool, &text, why).await {
                 Some(Approval::Deny) => {
@@ -505,7 +517,7 @@ impl ToolGate for SandboxGate {
                 why.to_owned(),
             )],
         };
-        if self.policy == ApprovalPolicy::Never {
+        if self.policy() == ApprovalPolicy::Never {
             return denied(Decider::Policy, "the approval policy is `never`");
         }
         let text = text_of(args);

@@ -9,7 +9,9 @@ mod gate;
 mod hooks;
 pub mod paths;
 mod project;
+mod switch;
 
 pub use gate::{Approval, GateOptions, SandboxGate};
 pub use hooks::HookGate;
 pub use project::{project_denials, project_rules_path};
+pub use switch::ApprovalSwitch;
