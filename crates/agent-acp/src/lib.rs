@@ -44,8 +44,8 @@ use agent_config::ApprovalPolicy;
 use agent_core::AgentEvent;
 use agent_session::{Canceller, Session, Target};
 use agent_store::Store;
+use agents::AgentFactory;
 use agents::permissions::ApprovalSwitch;
-use agents::{AgentFactory, AgentKind};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
@@ -54,7 +54,7 @@ use tracing::{info, warn};
 use crate::files::{EditorFiles, EditorFs};
 use crate::permission::{Asking, EditorInput};
 use crate::rpc::{Incoming, Outbox, RpcError, code};
-use crate::updates::{Translator, stop_reason};
+use crate::updates::{PlanTracker, Translator, stop_reason};
 
 /// The protocol version spoken.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -67,11 +67,12 @@ pub enum AcpError {
     Read(#[from] std::io::Error),
 }
 
-/// What the ACP agent serves: sessions of `kind`, built by `factory` (its workspace replaced by
-/// each session's `cwd`), recorded in `store` when there is one.
+/// What the ACP agent serves: sessions of `target` (an agent kind, or the planning flow), built
+/// by `factory` (its workspace replaced by each session's `cwd`), recorded in `store` when there
+/// is one.
 pub struct AcpAgent {
     factory: AgentFactory,
-    kind: AgentKind,
+    target: Target,
     store: Option<Store>,
     sessions: Mutex<HashMap<String, Arc<Slot>>>,
     /// What the editor can do with files (said at `initialize`).
@@ -140,12 +141,13 @@ fn params<T: for<'de> Deserialize<'de>>(params: Value) -> Result<T, RpcError> {
 }
 
 impl AcpAgent {
-    /// An agent serving sessions of `kind` built by `factory`, recorded in `store`.
+    /// An agent serving sessions of `target` built by `factory`, recorded in `store`. A flow's
+    /// plan goes to the editor as `plan` updates.
     #[must_use]
-    pub fn new(factory: AgentFactory, kind: AgentKind, store: Option<Store>) -> Self {
+    pub fn new(factory: AgentFactory, target: Target, store: Option<Store>) -> Self {
         Self {
             factory,
-            kind,
+            target,
             store,
             sessions: Mutex::default(),
             fs: Mutex::default(),
@@ -228,7 +230,7 @@ impl AcpAgent {
             "session/list" if params.is_null() => self.list_sessions(ListSessions::default()).await,
             "session/list" => self.list_sessions(self::params(params)?).await,
             "session/set_mode" => self.set_mode(self::params(params)?),
-            "session/prompt" => self.prompt(self::params(params)?).await,
+            "session/prompt" => self.prompt(self::params(params)?, outbox).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("method not found: {other}"),
@@ -287,7 +289,7 @@ impl AcpAgent {
         let asking = Arc::new(Mutex::new(Asking::default()));
         let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
         let factory = self.session_factory(&cwd, servers, outbox, &asking, &approval);
-        let target = Target::Agent(self.kind);
+        let target = self.target;
         let session = match &self.store {
             Some(store) => {
                 Session::start_recorded(&factory, target, store, json!({"via": "acp"})).await
@@ -447,7 +449,7 @@ impl AcpAgent {
 
     /// Runs a prompt (its events go out as `session/update` notifications as they happen);
     /// answers with how it ended.
-    async fn prompt(&self, request: Prompt) -> Result<Value, RpcError> {
+    async fn prompt(&self, request: Prompt, outbox: &Outbox) -> Result<Value, RpcError> {
         let id = request.session_id;
         let slot = lock(&self.sessions).get(&id).cloned().ok_or_else(|| {
             RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
@@ -464,10 +466,33 @@ impl AcpAgent {
                 "this session is already running a prompt; cancel it first",
             ));
         };
-        let report = session
-            .run_with_images(&text, images)
-            .await
-            .map_err(|error| RpcError::internal(error.to_string()))?;
+        // A flow's plan, as its events come (the agents' events go out as they are emitted).
+        let mut flow = session.flow_events();
+        let mut plan = PlanTracker::new();
+        let send_plan = |plan: &mut PlanTracker, event: &agents::flow::FlowEvent| {
+            let event = serde_json::to_value(event).unwrap_or_default();
+            if let Some(update) = plan.update(&event) {
+                outbox.notify(
+                    "session/update",
+                    json!({ "sessionId": id, "update": update }),
+                );
+            }
+        };
+        let report = {
+            let run = session.run_with_images(&text, images);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(event) = flow.recv() => send_plan(&mut plan, &event),
+                    report = &mut run => break report,
+                }
+            }
+        };
+        while let Ok(event) = flow.try_recv() {
+            send_plan(&mut plan, &event);
+        }
+        let report = report.map_err(|error| RpcError::internal(error.to_string()))?;
         match stop_reason(report.ending()) {
             Some(reason) => Ok(json!({ "stopReason": reason })),
             None => Err(RpcError::internal(format!(

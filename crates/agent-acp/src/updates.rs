@@ -208,6 +208,59 @@ impl Translator {
     }
 }
 
+/// The planning flow's plan, kept as its events tell it, for `plan` updates (each one the whole
+/// plan: ACP replaces the editor's with it).
+#[derive(Debug, Default)]
+pub struct PlanTracker {
+    /// Each step's text and status (`pending`, `in_progress`, `completed`).
+    entries: Vec<(String, &'static str)>,
+}
+
+impl PlanTracker {
+    /// An empty plan.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The `plan` update a flow event makes (`None` when it changes nothing), given the event
+    /// as JSON (`FlowEvent` serialised: `plan_created`, `step_started`, `step_finished`).
+    pub fn update(&mut self, event: &Value) -> Option<Value> {
+        match event["type"].as_str()? {
+            "plan_created" => {
+                self.entries = event["plan"]["steps"]
+                    .as_array()?
+                    .iter()
+                    .map(|step| (step.as_str().unwrap_or_default().to_owned(), "pending"))
+                    .collect();
+            }
+            "step_started" => {
+                let index = usize::try_from(event["index"].as_u64()?).ok()?;
+                self.entries.get_mut(index)?.1 = "in_progress";
+            }
+            "step_finished" => {
+                let index = usize::try_from(event["index"].as_u64()?).ok()?;
+                // A blocked step is not done: it goes back to waiting (ACP has no "failed").
+                let status = if event["status"] == "completed" {
+                    "completed"
+                } else {
+                    "pending"
+                };
+                self.entries.get_mut(index)?.1 = status;
+            }
+            _ => return None,
+        }
+        let entries: Vec<Value> = self
+            .entries
+            .iter()
+            .map(|(content, status)| {
+                json!({ "content": content, "priority": "medium", "status": status })
+            })
+            .collect();
+        Some(json!({ "sessionUpdate": "plan", "entries": entries }))
+    }
+}
+
 /// A piece of the agent's message (`agent_message_chunk`).
 fn chunk(text: &str) -> Value {
     json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": text } })
@@ -264,6 +317,34 @@ mod tests {
         let sent = translator.updates(&thought);
         assert_eq!(sent[0]["sessionUpdate"], "agent_message_chunk");
         assert_eq!(sent[0]["content"]["text"], "Hello");
+    }
+
+    #[test]
+    fn the_flows_plan_is_sent_whole_at_each_change() {
+        let mut plan = PlanTracker::new();
+        let created = json!({"type": "plan_created", "plan": {"steps": ["one", "two"]}});
+        let sent = plan.update(&created).unwrap();
+        assert_eq!(sent["sessionUpdate"], "plan");
+        assert_eq!(sent["entries"][1]["status"], "pending");
+        let sent = plan
+            .update(&json!({"type": "step_started", "index": 0}))
+            .unwrap();
+        assert_eq!(sent["entries"][0]["status"], "in_progress");
+        let done = json!({"type": "step_finished", "index": 0, "status": "completed"});
+        assert_eq!(
+            plan.update(&done).unwrap()["entries"][0]["status"],
+            "completed"
+        );
+        let blocked = json!({"type": "step_finished", "index": 1, "status": "blocked"});
+        assert_eq!(
+            plan.update(&blocked).unwrap()["entries"][1]["status"],
+            "pending"
+        );
+        assert!(
+            plan.update(&json!({"type": "step_started", "index": 9}))
+                .is_none()
+        );
+        assert!(plan.update(&json!({"type": "finished"})).is_none());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! output ([`agent_acp`]).
 
 use agent_acp::AcpAgent;
-use agents::AgentKind;
+use agent_session::Target;
 use anyhow::Result;
 
 use crate::cli::GlobalArgs;
@@ -15,14 +15,14 @@ use crate::{config, sessions};
 /// # Errors
 ///
 /// A configuration error, a store that cannot be opened, a connection that failed.
-pub async fn acp(global: &GlobalArgs, kind: AgentKind) -> Result<u8> {
+pub async fn acp(global: &GlobalArgs, target: Target) -> Result<u8> {
     let factory = config::factory(global, config::load(global)?);
     let store = if global.no_store || !factory.config().store.enabled {
         None
     } else {
         Some(sessions::open(global, &factory).await?)
     };
-    AcpAgent::new(factory, kind, store.clone())
+    AcpAgent::new(factory, target, store.clone())
         .serve_stdio()
         .await?;
     if let Some(store) = store {

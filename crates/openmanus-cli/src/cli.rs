@@ -215,14 +215,19 @@ pub enum Command {
     },
     /// Be the agent of an editor (Zed, JetBrains, Neovim): the Agent Client Protocol over
     /// standard input and output. Each editor session works in the editor's directory; --agent
-    /// picks the agent kind.
+    /// picks the agent kind, --flow the planning flow.
     #[command(
         after_help = "Zed (settings.json):\n  \"agent_servers\": {\"OpenManus\": {\"type\": \
         \"custom\", \"command\": \"openmanus\", \"args\": [\"acp\"]}}\n\n\
         Standard output carries the protocol only; logs go to standard error. More set-ups \
         (JetBrains, Neovim) in docs/editors.md."
     )]
-    Acp,
+    Acp {
+        /// Run the planning flow in each session instead of an agent: its plan shows in the
+        /// editor's plan view.
+        #[arg(long)]
+        flow: bool,
+    },
     /// Serve our tools (bash, str_replace_editor, terminate) as the MCP server `openmanus`.
     McpServer {
         /// The transport.

@@ -109,9 +109,14 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         // The server handles its own signals: the first stops it cleanly.
         return serve::serve(&cli.global, bind, max_concurrent_runs).await;
     }
-    if let Some(Command::Acp) = cli.command {
+    if let Some(Command::Acp { flow }) = cli.command {
         // The editor owns standard input and output, and stops the agent by closing them.
-        return acp::acp(&cli.global, cli.agent).await;
+        let target = if flow {
+            Target::Flow
+        } else {
+            Target::Agent(cli.agent)
+        };
+        return acp::acp(&cli.global, target).await;
     }
     if let Some(Command::Doctor { timeout, .. }) = cli.command {
         // Before Ctrl-C is given its meaning for runs: it stops doctor at once.
@@ -237,7 +242,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         }
         // Served above, before Ctrl-C is given its meaning for runs.
         Some(
-            Command::Acp
+            Command::Acp { .. }
             | Command::Serve { .. }
             | Command::Worker { .. }
             | Command::Submit { .. }

@@ -63,16 +63,39 @@ async fn editor_with(setup: &Setup, scenario: &str, env: &[(&str, &str)]) -> Vec
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
-        .await
-        .expect("the editor did not finish in time")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    // What it printed is read as it comes, so that a scenario that hangs still shows how far
+    // it got.
+    let collect = |pipe: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = text.clone();
+        let task = tokio::spawn(async move {
+            let mut lines = BufReader::new(pipe.unwrap()).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut text = sink.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        (text, task)
+    };
+    let mut child = child;
+    let (stdout, out_task) = collect(child.stdout.take().map(|p| Box::new(p) as _));
+    let (stderr, err_task) = collect(child.stderr.take().map(|p| Box::new(p) as _));
+    let Ok(status) = tokio::time::timeout(PATIENCE, child.wait()).await else {
+        let _ = child.kill().await;
+        panic!(
+            "the editor did not finish in time:\n{}\n{}",
+            stdout.lock().unwrap(),
+            stderr.lock().unwrap()
+        );
+    };
+    let status = status.unwrap();
+    let _ = tokio::join!(out_task, err_task);
+    let stdout = stdout.lock().unwrap().clone();
+    let stderr = stderr.lock().unwrap().clone();
     assert!(
-        output.status.success(),
-        "the editor failed ({}):\n{stdout}\n{stderr}",
-        output.status
+        status.success(),
+        "the editor failed ({status}):\n{stdout}\n{stderr}"
     );
     stdout
         .lines()
@@ -165,7 +188,7 @@ async fn cancel_in_the_middle_of_a_shell_command_stops_it_and_answers_cancelled(
     let wait_for = pid_file.display().to_string();
     let env = [
         ("ACP_WAIT_FOR", wait_for.as_str()),
-        ("ACP_ARGS", "--agent swe"),
+        ("ACP_ARGS", "--agent swe acp"),
     ];
     let lines = editor_with(&setup, "cancel", &env).await;
     assert_eq!(step(&lines, "done")["stopReason"], "cancelled", "{lines:?}");
@@ -456,6 +479,64 @@ async fn the_mode_menu_switches_the_approval_policy_of_a_live_session() {
     assert_eq!(step(&lines, "permission")["toolCallId"], "p1", "{lines:?}");
     assert!(ran.exists());
     assert_eq!(step(&lines, "done")["stopReason"], "end_turn");
+    server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn the_planning_flows_plan_goes_to_the_editor_as_plan_updates() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            None,
+            [call(
+                "p1",
+                "planning",
+                json!({"command": "create", "plan_id": "plan_e", "title": "Editor",
+                       "steps": ["[MANUS] write the notes", "[MANUS] read them back"]}),
+            )],
+        ))
+        .push(Completion::tool_calls(
+            Some("Step one done.".into()),
+            [call("t1", "terminate", json!({"status": "success"}))],
+        ))
+        .push(Completion::tool_calls(
+            Some("Step two done.".into()),
+            [call("t2", "terminate", json!({"status": "success"}))],
+        ))
+        .push_text("Summary: both steps done.");
+    let lines = editor_with(&setup, "edit", &[("ACP_ARGS", "acp --flow")]).await;
+    assert_eq!(step(&lines, "done")["stopReason"], "end_turn", "{lines:?}");
+    let plans: Vec<&Value> = updates(&lines)
+        .into_iter()
+        .filter(|u| u["kind"] == "plan")
+        .map(|u| &u["plan"])
+        .collect();
+    let first = plans
+        .first()
+        .unwrap_or_else(|| panic!("no plan in {lines:?}"));
+    assert_eq!(
+        **first,
+        json!([
+            ["[MANUS] write the notes", "pending"],
+            ["[MANUS] read them back", "pending"]
+        ])
+    );
+    assert!(
+        plans.contains(&&json!([
+            ["[MANUS] write the notes", "in_progress"],
+            ["[MANUS] read them back", "pending"]
+        ])),
+        "{plans:?}"
+    );
+    let last = plans.last().unwrap();
+    assert_eq!(
+        **last,
+        json!([
+            ["[MANUS] write the notes", "completed"],
+            ["[MANUS] read them back", "completed"]
+        ])
+    );
     server.verify().unwrap();
 }
 
