@@ -48,7 +48,7 @@ use agents::AgentFactory;
 use agents::permissions::ApprovalSwitch;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite};
+use tokio::io::{AsyncBufRead, AsyncWrite};
 use tracing::{info, warn};
 
 use crate::files::{EditorFiles, EditorFs};
@@ -82,9 +82,71 @@ pub struct AcpAgent {
 /// One session of the editor.
 struct Slot {
     session: tokio::sync::Mutex<Session>,
-    canceller: Canceller,
+    cancel: Arc<PendingCancel>,
     /// Its mode: the approval policy.
     approval: ApprovalSwitch,
+}
+
+/// A session's cancellation, a cancel included that came while its prompt had started but its
+/// run had not armed its token yet (the store's write, the workspace's snapshot): kept, and
+/// carried out at the run's first event.
+struct PendingCancel {
+    canceller: Canceller,
+    /// A prompt is under way (its answer still to come).
+    prompting: std::sync::atomic::AtomicBool,
+    /// A cancel came before the run could take it.
+    pending: std::sync::atomic::AtomicBool,
+}
+
+impl PendingCancel {
+    fn new(canceller: Canceller) -> Self {
+        Self {
+            canceller,
+            prompting: std::sync::atomic::AtomicBool::new(false),
+            pending: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Cancels the run, or keeps the cancel for the run about to start; whether the run (now
+    /// or soon) is cancelled.
+    fn cancel(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.canceller.cancel() {
+            return true;
+        }
+        if self.prompting.load(SeqCst) {
+            self.pending.store(true, SeqCst);
+            // The run may have armed its token in between.
+            if self.canceller.cancel() {
+                self.pending.store(false, SeqCst);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// At each event of the run: a cancel kept for it is carried out.
+    fn carry_out(&self) {
+        if self
+            .pending
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.canceller.cancel();
+        }
+    }
+
+    /// A prompt is under way: a cancel from now on is kept until its run takes it.
+    fn start(&self) {
+        self.prompting
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The prompt has been answered: a cancel kept for it goes with it.
+    fn finish(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.prompting.store(false, SeqCst);
+        self.pending.store(false, SeqCst);
+    }
 }
 
 /// `session/new`'s parameters.
@@ -179,11 +241,15 @@ impl AcpAgent {
         let (outbox, outgoing) = Outbox::new();
         let writer = tokio::spawn(rpc::write_all(writer, outgoing));
         let mut tasks = tokio::task::JoinSet::new();
-        let mut lines = reader.lines();
+        let mut reader = reader;
         let read = loop {
-            let line = match lines.next_line().await {
-                Ok(Some(line)) => line,
-                Ok(None) => break Ok(()),
+            let line = match rpc::read_line(&mut reader).await {
+                Ok(rpc::Line::Text(line)) => line,
+                Ok(rpc::Line::End) => break Ok(()),
+                Ok(rpc::Line::Bad(error)) => {
+                    outbox.fail(Value::Null, &error);
+                    continue;
+                }
                 Err(error) => break Err(error),
             };
             if line.trim().is_empty() {
@@ -191,11 +257,21 @@ impl AcpAgent {
             }
             match rpc::parse(&line) {
                 Incoming::Request { id, method, params } => {
+                    if method == "session/prompt" {
+                        agent.expect_prompt(&params);
+                    }
                     let (agent, outbox) = (Arc::clone(&agent), outbox.clone());
                     tasks.spawn(async move {
-                        match agent.request(&method, params, &outbox).await {
-                            Ok(result) => outbox.respond(id, result),
-                            Err(error) => outbox.fail(id, &error),
+                        // A request that panics is still answered.
+                        let answered =
+                            std::panic::AssertUnwindSafe(agent.request(&method, params, &outbox));
+                        match futures::FutureExt::catch_unwind(answered).await {
+                            Ok(Ok(result)) => outbox.respond(id, result),
+                            Ok(Err(error)) => outbox.fail(id, &error),
+                            Err(_) => outbox.fail(
+                                id,
+                                &RpcError::internal(format!("{method} failed unexpectedly")),
+                            ),
                         }
                     });
                 }
@@ -342,13 +418,15 @@ impl AcpAgent {
         approval: ApprovalSwitch,
     ) {
         lock(asking).session = Some(id.to_owned());
+        let cancel = Arc::new(PendingCancel::new(session.canceller()));
         session.events().subscribe_with(updates_sink(
             id.to_owned(),
             outbox.clone(),
             Arc::clone(asking),
+            Arc::clone(&cancel),
         ));
         let slot = Slot {
-            canceller: session.canceller(),
+            cancel,
             session: tokio::sync::Mutex::new(session),
             approval,
         };
@@ -455,16 +533,26 @@ impl AcpAgent {
             RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
                 .with_data(json!({ "sessionId": id }))
         })?;
-        let text = prompt_text(&request.prompt);
-        if text.trim().is_empty() {
-            return Err(RpcError::invalid_params("the prompt has no text"));
-        }
-        let images = prompt_images(&request.prompt)?;
         let Ok(mut session) = slot.session.try_lock() else {
             return Err(RpcError::new(
                 code::INVALID_REQUEST,
                 "this session is already running a prompt; cancel it first",
             ));
+        };
+        // Marked when the request was read ([`AcpAgent::expect_prompt`]): a cancel since then
+        // is kept for the run.
+        slot.cancel.start();
+        let text = prompt_text(&request.prompt);
+        let images = match prompt_images(&request.prompt) {
+            Ok(images) if !text.trim().is_empty() => images,
+            Ok(_) => {
+                slot.cancel.finish();
+                return Err(RpcError::invalid_params("the prompt has no text"));
+            }
+            Err(error) => {
+                slot.cancel.finish();
+                return Err(error);
+            }
         };
         // A flow's plan, as its events come (the agents' events go out as they are emitted).
         let mut flow = session.flow_events();
@@ -484,11 +572,15 @@ impl AcpAgent {
             loop {
                 tokio::select! {
                     biased;
-                    Some(event) = flow.recv() => send_plan(&mut plan, &event),
+                    Some(event) = flow.recv() => {
+                        slot.cancel.carry_out();
+                        send_plan(&mut plan, &event);
+                    }
                     report = &mut run => break report,
                 }
             }
         };
+        slot.cancel.finish();
         while let Ok(event) = flow.try_recv() {
             send_plan(&mut plan, &event);
         }
@@ -525,17 +617,29 @@ impl AcpAgent {
         Ok(json!({}))
     }
 
+    /// A prompt for a session was read: from now on a cancel of the session is kept for its run,
+    /// whenever the run gets to start (the prompt is answered in a task of its own).
+    fn expect_prompt(&self, params: &Value) {
+        if let Some(slot) = params["sessionId"]
+            .as_str()
+            .and_then(|id| lock(&self.sessions).get(id).cloned())
+            && slot.session.try_lock().is_ok()
+        {
+            slot.cancel.start();
+        }
+    }
+
     /// Cancels the session's run, if one is running.
     fn cancel(&self, id: &str) {
         if let Some(slot) = lock(&self.sessions).get(id) {
-            let cancelled = slot.canceller.cancel();
+            let cancelled = slot.cancel.cancel();
             info!(session = %id, cancelled, "ACP cancel");
         }
     }
 
     fn cancel_all(&self) {
         for slot in lock(&self.sessions).values() {
-            slot.canceller.cancel();
+            slot.cancel.cancel();
         }
     }
 
@@ -558,9 +662,11 @@ fn updates_sink(
     session: String,
     outbox: Outbox,
     asking: Arc<Mutex<Asking>>,
+    cancel: Arc<PendingCancel>,
 ) -> agent_core::EventSink {
     let translator = Mutex::new(Translator::new());
     Arc::new(move |event: &AgentEvent| {
+        cancel.carry_out();
         match event {
             AgentEvent::ToolCallStarted { call, .. } => {
                 lock(&asking).call = Some((call.id.clone(), call.function.name.clone()));

@@ -1,6 +1,7 @@
 //! The person in the editor: the approval policy's questions go to the editor as
 //! `session/request_permission`, about the tool call that asks, with the policy's answers as the
 //! options (`once` → allow once, `session` and `always` → allow always, `deny` → reject once).
+//! Once asked, anything but an option the editor chose is a refusal.
 //! ACP has no free-text question: `ask_human` is answered "nobody".
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -78,25 +79,34 @@ impl HumanInput for EditorInput {
             .outbox
             .request("session/request_permission", params)
             .await;
+        // Once the editor was asked, only an option it chose allows; anything else (cancelled,
+        // an error, an option it was not offered, the editor gone) is a refusal, never
+        // "nobody is there" (which lets the sandbox decide, and runs the call).
+        let refusal = || {
+            choices
+                .iter()
+                .find(|c| option_kind(&c.answer).starts_with("reject"))
+                .map(|c| c.answer.clone())
+        };
         match answer {
-            Ok(Ok(result)) => match result["outcome"]["outcome"].as_str() {
-                Some("selected") => {
-                    let chosen = result["outcome"]["optionId"].as_str().unwrap_or_default();
-                    if choices.iter().any(|c| c.answer == chosen) {
-                        Ok(Some(chosen.to_owned()))
-                    } else {
-                        warn!(chosen, "the editor chose an option it was not offered");
-                        Ok(None)
-                    }
+            Ok(Ok(result)) if result["outcome"]["outcome"] == "selected" => {
+                let chosen = result["outcome"]["optionId"].as_str().unwrap_or_default();
+                if choices.iter().any(|c| c.answer == chosen) {
+                    Ok(Some(chosen.to_owned()))
+                } else {
+                    warn!(
+                        chosen,
+                        "the editor chose an option it was not offered: refused"
+                    );
+                    Ok(refusal())
                 }
-                // Cancelled: the prompt is being cancelled; nobody answered.
-                _ => Ok(None),
-            },
+            }
+            Ok(Ok(_)) => Ok(refusal()),
             Ok(Err(error)) => {
                 warn!(code = error.code, %error.message, "the editor refused the question");
-                Ok(None)
+                Ok(refusal())
             }
-            Err(_) => Ok(None),
+            Err(_) => Ok(refusal()),
         }
     }
 }

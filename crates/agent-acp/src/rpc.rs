@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 /// JSON-RPC's and ACP's error codes.
@@ -69,6 +69,63 @@ impl RpcError {
             error["data"] = data.clone();
         }
         error
+    }
+}
+
+/// The longest message line taken (a longer one is refused, and skipped to its end).
+pub const MAX_LINE: u64 = 64 * 1024 * 1024;
+
+/// One line of the editor's.
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    /// A line of text (without its newline).
+    Text(String),
+    /// A line that cannot be a message (not UTF-8, longer than [`MAX_LINE`]): answered with
+    /// this error, and the connection goes on.
+    Bad(RpcError),
+    /// The editor closed its end.
+    End,
+}
+
+/// Reads the next line, at most [`MAX_LINE`] bytes of it held at once.
+///
+/// # Errors
+///
+/// Reading failed.
+pub async fn read_line(reader: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<Line> {
+    let mut bytes = Vec::new();
+    let read = (&mut *reader)
+        .take(MAX_LINE)
+        .read_until(b'\n', &mut bytes)
+        .await?;
+    if read == 0 {
+        return Ok(Line::End);
+    }
+    if bytes.last() != Some(&b'\n') && read as u64 == MAX_LINE {
+        // Skip the rest of the line without holding it.
+        loop {
+            let buffer = reader.fill_buf().await?;
+            if buffer.is_empty() {
+                break;
+            }
+            if let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                reader.consume(end + 1);
+                break;
+            }
+            let all = buffer.len();
+            reader.consume(all);
+        }
+        return Ok(Line::Bad(RpcError::new(
+            code::INVALID_REQUEST,
+            format!("a message longer than {MAX_LINE} bytes"),
+        )));
+    }
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Line::Text(text)),
+        Err(_) => Ok(Line::Bad(RpcError::new(code::PARSE_ERROR, "not UTF-8"))),
     }
 }
 
@@ -164,6 +221,8 @@ pub struct Outbox {
     sender: mpsc::UnboundedSender<Value>,
     pending: Pending,
     next_id: Arc<AtomicI64>,
+    /// The editor has gone: no request of ours can be answered any more.
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Outbox {
@@ -175,6 +234,7 @@ impl Outbox {
             sender,
             pending: Pending::default(),
             next_id: Arc::new(AtomicI64::new(1)),
+            closed: Arc::default(),
         };
         (outbox, receiver)
     }
@@ -186,8 +246,12 @@ impl Outbox {
         method: &str,
         params: Value,
     ) -> oneshot::Receiver<Result<Value, RpcError>> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = oneshot::channel();
+        if self.closed.load(Ordering::SeqCst) {
+            // Dropped: the asker sees the editor gone at once.
+            return answered;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -212,8 +276,10 @@ impl Outbox {
         }
     }
 
-    /// Forgets every request still waiting (their receivers see the connection gone).
+    /// Forgets every request still waiting, and refuses new ones (their receivers see the
+    /// connection gone).
     pub fn abandon_requests(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         self.pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -264,6 +330,28 @@ pub async fn write_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn lines_that_are_not_text_are_refused_and_reading_goes_on() {
+        let input: &[u8] = b"{\"a\":1}\n\xff\xfe\nlast";
+        let mut reader = tokio::io::BufReader::new(input);
+        assert_eq!(
+            read_line(&mut reader).await.unwrap(),
+            Line::Text("{\"a\":1}".into())
+        );
+        assert!(matches!(
+            read_line(&mut reader).await.unwrap(),
+            Line::Bad(RpcError {
+                code: code::PARSE_ERROR,
+                ..
+            })
+        ));
+        assert_eq!(
+            read_line(&mut reader).await.unwrap(),
+            Line::Text("last".into())
+        );
+        assert_eq!(read_line(&mut reader).await.unwrap(), Line::End);
+    }
 
     #[test]
     fn lines_are_told_apart() {

@@ -90,9 +90,9 @@ impl Server {
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
+        // The A2A tasks still going end as failed and are stored before the sessions close.
+        self.a2a.shutdown().await;
         self.hub.close_all().await;
-        // The tasks the closing ended are stored before the process goes.
-        self.a2a.flush().await;
         result
     }
 }

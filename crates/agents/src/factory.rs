@@ -349,7 +349,15 @@ impl AgentFactory {
         mut self,
         servers: impl IntoIterator<Item = McpServerConfig>,
     ) -> Self {
-        Arc::make_mut(&mut self.config).mcp.servers.extend(servers);
+        let config = Arc::make_mut(&mut self.config);
+        for server in servers {
+            // Never started: the configured server keeps its id.
+            if config.mcp.server(&server.id).is_some() {
+                tracing::warn!(server = %server.id, "an MCP server of this id is configured already; skipped");
+                continue;
+            }
+            config.mcp.servers.push(server);
+        }
         self
     }
 

@@ -170,7 +170,8 @@ impl AgentOptions {
     /// on the host and someone may be asked (the policy is not `never`).
     fn escalatable(&self, tool: impl Tool + 'static) -> Arc<dyn Tool> {
         let confined = self.confinement.is_some() && self.sandbox.is_none();
-        if confined && self.approval != ApprovalPolicy::Never {
+        // With a switch the policy may change: the call can always ask, the gate decides.
+        if confined && (self.approval_switch.is_some() || self.approval != ApprovalPolicy::Never) {
             Arc::new(Escalatable::new(Arc::new(tool)))
         } else {
             Arc::new(tool)

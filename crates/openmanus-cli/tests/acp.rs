@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use agent_testkit::{Completion, MockOpenAi};
+use agent_testkit::{Completion, Fault, MockOpenAi};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
@@ -538,6 +538,20 @@ async fn the_planning_flows_plan_goes_to_the_editor_as_plan_updates() {
         ])
     );
     server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn a_cancel_right_behind_the_prompt_is_not_lost() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    // The model would take ten minutes: only the cancel can end the turn soon.
+    server.push(Fault::slow_first_byte(
+        Duration::from_secs(600),
+        Completion::text("Too late."),
+    ));
+    let lines = editor(&setup, "cancel-at-once").await;
+    assert_eq!(step(&lines, "done")["stopReason"], "cancelled", "{lines:?}");
+    assert_eq!(step(&lines, "exit")["code"], 0);
 }
 
 #[tokio::test]

@@ -95,11 +95,25 @@ impl A2a {
         lock(&self.tasks).get(id).cloned()
     }
 
-    /// Waits until every task change so far is in the store (at shutdown).
+    /// Waits until every task change so far is in the store.
     pub async fn flush(&self) {
         if let Some(saver) = self.saver.get() {
             saver.flush().await;
         }
+    }
+
+    /// At shutdown: every task still going here ends `failed` ("the server shut down"), and
+    /// everything is stored before the process goes.
+    pub async fn shutdown(&self) {
+        let going: Vec<Arc<TaskEntry>> = lock(&self.tasks)
+            .values()
+            .filter(|entry| !entry.state().is_terminal())
+            .cloned()
+            .collect();
+        for entry in going {
+            entry.set_state(TaskState::Failed, Some(task::SHUT_DOWN.into()));
+        }
+        self.flush().await;
     }
 
     fn saver(&self) -> &TaskSaver {
@@ -470,6 +484,8 @@ impl A2a {
             }
             tasks.insert(entry.id(), Arc::clone(&entry));
         }
+        // Stored once known here and queued: a refused message leaves no task behind.
+        entry.save();
         lock(&self.latest).insert(context, Arc::clone(&entry));
         tokio::spawn(task::follow(
             Arc::clone(&self.hub),

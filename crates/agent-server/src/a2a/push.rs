@@ -85,14 +85,14 @@ impl A2a {
         if config.id.is_empty() {
             config.id = entry.id();
         }
-        let first = entry.set_push(config);
+        entry.set_push(config);
         let stored = entry
             .push_configs()
             .iter()
             .map(PushConfig::to_stored)
             .collect();
         self.saver().save_push(&entry.id(), stored);
-        if first {
+        if entry.start_pushing() {
             tokio::spawn(deliver(Arc::clone(entry), entry.subscribe()));
         }
     }

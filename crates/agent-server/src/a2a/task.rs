@@ -20,6 +20,9 @@ use super::saved::TaskSaver;
 use crate::hub::Hub;
 use crate::notice::{Notice, Status};
 
+/// The status message of a task its server stopped, cleanly, before it ended.
+pub const SHUT_DOWN: &str = "the server shut down";
+
 /// How many events a slow stream client may fall behind before it misses some.
 const EVENTS_CAPACITY: usize = 256;
 
@@ -34,6 +37,8 @@ pub struct TaskEntry {
     saver: TaskSaver,
     /// Where the client wants to be told of the changes (push notifications).
     push: Mutex<Vec<PushConfig>>,
+    /// A sender of push notifications was started.
+    pushing: std::sync::atomic::AtomicBool,
 }
 
 impl TaskEntry {
@@ -47,7 +52,6 @@ impl TaskEntry {
             artifacts: Vec::new(),
             history: vec![message],
         };
-        saver.save(&task);
         Arc::new(Self {
             task: Mutex::new(task),
             run_id: Mutex::new(None),
@@ -55,7 +59,21 @@ impl TaskEntry {
             state: watch::channel(TaskState::Submitted).0,
             saver,
             push: Mutex::default(),
+            pushing: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Stores the task as it stands (once it is known to the server; every change after that
+    /// is stored by itself).
+    pub fn save(&self) {
+        let task = self.lock();
+        self.saver.save(&task);
+    }
+
+    /// Whether a sender of push notifications should start now: the first time only, and not
+    /// for a task that has ended (nothing more will be told).
+    pub fn start_pushing(&self) -> bool {
+        !self.state().is_terminal() && !self.pushing.swap(true, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The task as it stands.
@@ -161,16 +179,13 @@ impl TaskEntry {
             .clone()
     }
 
-    /// Adds a push notification setting, or replaces the one with its id. Returns whether the
-    /// task had none before (so its sender is to be started).
-    pub fn set_push(&self, config: PushConfig) -> bool {
+    /// Adds a push notification setting, or replaces the one with its id.
+    pub fn set_push(&self, config: PushConfig) {
         let mut push = self.push.lock().unwrap_or_else(PoisonError::into_inner);
-        let first = push.is_empty();
         match push.iter_mut().find(|c| c.id == config.id) {
             Some(slot) => *slot = config,
             None => push.push(config),
         }
-        first
     }
 
     /// Removes the push notification setting `id`; whether there was one.
@@ -213,7 +228,7 @@ pub async fn follow(
         let notice = tokio::select! {
             notice = notices.recv() => notice,
             _ = closing.wait_for(|closing| *closing) => {
-                entry.set_state(TaskState::Failed, Some("the server shut down".into()));
+                entry.set_state(TaskState::Failed, Some(SHUT_DOWN.into()));
                 return;
             }
         };
