@@ -16,6 +16,19 @@ use crate::{config, sessions};
 ///
 /// A configuration error, a store that cannot be opened, a connection that failed.
 pub async fn acp(global: &GlobalArgs, target: Target) -> Result<u8> {
+    for (given, flag) in [
+        (global.json, "--json"),
+        (
+            global.output_last_message.is_some(),
+            "--output-last-message",
+        ),
+    ] {
+        if given {
+            anyhow::bail!(
+                "acp does not use {flag}: standard output carries the Agent Client Protocol,                  which the editor reads"
+            );
+        }
+    }
     let factory = config::factory(global, config::load(global)?);
     let store = if global.no_store || !factory.config().store.enabled {
         None

@@ -44,6 +44,7 @@ json_tests! {
     json_flow: "flow",
     json_mcp: "mcp",
     json_mcp_server_is_refused: "mcp-server",
+    json_acp_is_refused: "acp",
     json_serve: "serve",
     json_worker: "worker",
     json_submit: "submit",
@@ -448,6 +449,10 @@ mod cases {
 
     pub async fn json_mcp_server_is_refused() {
         refused(&["mcp-server", "--json"], "mcp-server does not use --json").await;
+    }
+
+    pub async fn json_acp_is_refused() {
+        refused(&["acp", "--json"], "acp does not use --json").await;
     }
 
     pub async fn json_completions_is_refused() {

@@ -9,7 +9,7 @@
 //! client's next message to the task is the answer. The task's artifact is the final answer.
 //! Both wire dialects are served: protocol 1.0 and 0.2/0.3 (a2a-sdk 0.2.5, OpenManus's pin),
 //! told apart by the method name. Tasks are kept in memory while they run and stored at every
-//! change ([`saved`]): after a restart, `tasks/get` and `tasks/list` find them in the store (a
+//! change (the module `saved`): after a restart, `tasks/get` and `tasks/list` find them in the store (a
 //! task its server left unfinished is `failed`).
 
 mod push;
