@@ -77,6 +77,8 @@ pub struct AcpAgent {
     sessions: Mutex<HashMap<String, Arc<Slot>>>,
     /// What the editor can do with files (said at `initialize`).
     fs: Mutex<EditorFs>,
+    /// The ids of the sessions being loaded (not yet in `sessions`).
+    loading: Mutex<std::collections::HashSet<String>>,
 }
 
 /// One session of the editor.
@@ -213,6 +215,7 @@ impl AcpAgent {
             store,
             sessions: Mutex::default(),
             fs: Mutex::default(),
+            loading: Mutex::default(),
         }
     }
 
@@ -444,23 +447,50 @@ impl AcpAgent {
             )
         })?;
         let id = request.session_id;
-        if lock(&self.sessions).contains_key(&id) {
+        // Reserved until it is kept (or the load failed): a second load of it is refused.
+        let reserved = {
+            let open = lock(&self.sessions).contains_key(&id);
+            !open && lock(&self.loading).insert(id.clone())
+        };
+        if !reserved {
             return Err(RpcError::invalid_params(format!(
                 "session {id} is already open"
             )));
         }
+        let loaded = self
+            .load_reserved(&id, request.mcp_servers, store, outbox)
+            .await;
+        lock(&self.loading).remove(&id);
+        loaded
+    }
+
+    /// [`Self::load_session`] of a reserved id: resumed first (so that a session that cannot be
+    /// resumed replays nothing), then its history replayed, then kept.
+    async fn load_reserved(
+        &self,
+        id: &str,
+        mcp_servers: Vec<Value>,
+        store: &Store,
+        outbox: &Outbox,
+    ) -> Result<Value, RpcError> {
         let not_found = || {
             RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
                 .with_data(json!({ "sessionId": id }))
         };
-        let record = store.session(&id).await.map_err(|_| not_found())?;
-        let servers = mcp::servers(&request.mcp_servers)?;
-        // The history first, as the protocol asks; then the session is live.
+        let record = store.session(id).await.map_err(|_| not_found())?;
+        let servers = mcp::servers(&mcp_servers)?;
+        let asking = Arc::new(Mutex::new(Asking::default()));
+        let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
+        let factory = self.session_factory(&record.workspace, servers, outbox, &asking, &approval);
+        let session = Session::resume(&factory, store, id)
+            .await
+            .map_err(|error| RpcError::internal(format!("cannot resume the session: {error}")))?;
+        // The history, as the protocol asks, before the answer; then the session is live.
         let mut translator = Translator::replaying();
         let mut after = None;
         loop {
             let page = store
-                .events_after(&id, after, 500)
+                .events_after(id, after, 500)
                 .await
                 .map_err(|error| RpcError::internal(error.to_string()))?;
             let full = page.len() == 500;
@@ -483,15 +513,9 @@ impl AcpAgent {
                 break;
             }
         }
-        let asking = Arc::new(Mutex::new(Asking::default()));
-        let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
-        let factory = self.session_factory(&record.workspace, servers, outbox, &asking, &approval);
-        let session = Session::resume(&factory, store, &id)
-            .await
-            .map_err(|error| RpcError::internal(format!("cannot resume the session: {error}")))?;
         info!(session = %id, "ACP session loaded");
         let modes = modes(approval.get());
-        self.keep(session, &id, outbox, &asking, approval);
+        self.keep(session, id, outbox, &asking, approval);
         Ok(json!({ "modes": modes }))
     }
 

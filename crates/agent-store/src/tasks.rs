@@ -116,8 +116,8 @@ impl Store {
             .transpose()
     }
 
-    /// The tasks of `protocol`, of `session` only when one is given, oldest first, at most
-    /// `limit`.
+    /// The tasks of `protocol`, of `session` only when one is given, oldest first: the newest
+    /// `limit` of them.
     ///
     /// # Errors
     ///
@@ -131,7 +131,7 @@ impl Store {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = sqlx::query(&format!(
             "SELECT {TASK_COLUMNS} FROM tasks WHERE protocol = ? \
-             AND (? IS NULL OR session_id = ?) ORDER BY created_at, id LIMIT ?"
+             AND (? IS NULL OR session_id = ?) ORDER BY created_at DESC, id DESC LIMIT ?"
         ))
         .bind(protocol)
         .bind(session)
@@ -139,6 +139,6 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(task_from_row).collect()
+        rows.iter().rev().map(task_from_row).collect()
     }
 }

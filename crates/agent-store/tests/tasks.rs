@@ -62,7 +62,9 @@ async fn a_task_is_stored_replaced_listed_and_outlives_the_process() {
     assert_eq!(of_b.len(), 1);
     assert_eq!(of_b[0].id, "t2");
     assert!(store.tasks("acp", None, 10).await.unwrap().is_empty());
-    assert_eq!(store.tasks("a2a", None, 1).await.unwrap().len(), 1);
+    let newest = store.tasks("a2a", None, 1).await.unwrap();
+    assert_eq!(newest.len(), 1);
+    assert_eq!(newest[0].id, "t2", "a limit keeps the newest");
 
     assert!(store.task("nope").await.unwrap().is_none());
     assert!(matches!(

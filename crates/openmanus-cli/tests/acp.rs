@@ -374,6 +374,11 @@ async fn the_editors_mcp_servers_give_the_agent_their_tools() {
             Some("Done.".into()),
             [call("t", "terminate", json!({"status": "success"}))],
         ));
+    // The first step waits for the editor's server however loaded the machine is.
+    let config = setup.dir.path().join("config/config.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str("\n[mcp]\nstartup_wait_secs = 120\n");
+    std::fs::write(&config, toml).unwrap();
     // The editor's server: our own tools over stdio.
     let servers = json!([{"name": "ed", "command": BIN, "args": ["mcp-server"], "env": []}]);
     let lines = editor_with(&setup, "edit", &[("ACP_MCP", &servers.to_string())]).await;

@@ -871,13 +871,13 @@ async fn a_hung_mcp_server_holds_the_start_only_for_the_startup_wait_and_is_stop
     let mut toml = std::fs::read_to_string(&config).unwrap();
     toml.push_str("[mcp]\nstartup_wait_secs = 2\nconnect_timeout_secs = 600\n");
     std::fs::write(&config, toml).unwrap();
-    // A server that starts and never answers the handshake; it writes its pid first.
-    let pid_file = setup.dir.path().join("hung.pid");
+    // A server that starts and never answers the handshake: a sleep this test can find by its
+    // command line.
+    let marker = format!("600.{}", std::process::id());
     std::fs::write(
         setup.dir.path().join("config/mcp.json"),
-        json!({"mcpServers": {"hung": {"type": "stdio", "command": "sh",
-            "args": ["-c", "echo $$ > \"$0\"; exec sleep 600", pid_file]}}})
-        .to_string(),
+        json!({"mcpServers": {"hung": {"type": "stdio", "command": "sleep", "args": [marker]}}})
+            .to_string(),
     )
     .unwrap();
     server.push(Completion::tool_calls(
@@ -895,18 +895,15 @@ async fn a_hung_mcp_server_holds_the_start_only_for_the_startup_wait_and_is_stop
         began.elapsed()
     );
     assert!(stderr.contains("still connecting"), "{stderr}");
-    // The server's process did not outlive the run.
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    // It was sent SIGKILL before the program exited; give the kernel time to finish it.
+    // The server's process did not outlive the run (it was sent SIGKILL before the program
+    // exited; the kernel may take a moment to finish it).
+    let needle = format!("sleep {marker}");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while alive(pid) && Instant::now() < deadline {
+    while !agent_process::processes_with(&needle).is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(!alive(pid), "the hung server {pid} is still running");
+    let left = agent_process::processes_with(&needle);
+    assert!(left.is_empty(), "the hung server still runs: {left:?}");
 }
 
 #[tokio::test]
