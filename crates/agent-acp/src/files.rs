@@ -79,6 +79,11 @@ impl EditorFiles {
     }
 }
 
+/// A path as the protocol carries it: UTF-8 text (a path that is not stays on this machine).
+fn text_path(path: &Path) -> Option<&str> {
+    path.to_str()
+}
+
 fn io_error(method: &str, error: &RpcError) -> io::Error {
     let kind = if error.code == code::RESOURCE_NOT_FOUND {
         io::ErrorKind::NotFound
@@ -91,13 +96,15 @@ fn io_error(method: &str, error: &RpcError) -> io::Error {
 #[async_trait]
 impl FileOperator for EditorFiles {
     async fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let Some(session) = self.session().filter(|_| self.fs.read) else {
+        let (Some(session), Some(path_text)) =
+            (self.session().filter(|_| self.fs.read), text_path(path))
+        else {
             return self.local.read_file(path).await;
         };
         let result = self
             .ask(
                 "fs/read_text_file",
-                json!({ "sessionId": session, "path": path }),
+                json!({ "sessionId": session, "path": path_text }),
             )
             .await?;
         let content = result["content"].as_str().ok_or_else(|| {
@@ -108,12 +115,16 @@ impl FileOperator for EditorFiles {
 
     async fn write_file(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
         let text = std::str::from_utf8(contents).ok();
-        let (Some(session), Some(text)) = (self.session().filter(|_| self.fs.write), text) else {
+        let (Some(session), Some(text), Some(path_text)) = (
+            self.session().filter(|_| self.fs.write),
+            text,
+            text_path(path),
+        ) else {
             return self.local.write_file(path, contents).await;
         };
         self.ask(
             "fs/write_text_file",
-            json!({ "sessionId": session, "path": path, "content": text }),
+            json!({ "sessionId": session, "path": path_text, "content": text }),
         )
         .await
         .map(|_| ())

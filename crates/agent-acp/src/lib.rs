@@ -535,7 +535,8 @@ impl AcpAgent {
             .iter()
             .filter(|r| request.cwd.as_ref().is_none_or(|cwd| *cwd == r.workspace))
             .map(|r| {
-                let mut info = json!({ "sessionId": r.id, "cwd": r.workspace });
+                let cwd = r.workspace.to_string_lossy();
+                let mut info = json!({ "sessionId": r.id, "cwd": cwd });
                 if !r.title.is_empty() {
                     info["title"] = json!(r.title);
                 }
