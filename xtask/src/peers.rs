@@ -3,7 +3,7 @@
 //! and npm, unless an environment variable points at one already installed.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
@@ -102,33 +102,40 @@ fn ensure_npm_peer(env_var: &str, package: &str, version: &str, bin: &str) -> Re
         .join("@modelcontextprotocol")
         .join(package)
         .join("package.json");
-    let installed = std::fs::read_to_string(&manifest)
-        .is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")));
-    if bin.exists() && installed {
+    if bin.exists() && has_version(&manifest, version) {
         return Ok(bin);
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    let root_manifest = dir.join("package.json");
-    if !root_manifest.exists() {
-        std::fs::write(&root_manifest, "{\"private\": true}\n")
-            .with_context(|| format!("write {}", root_manifest.display()))?;
-    }
-    let mut install = Command::new(std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned()));
-    install.current_dir(&dir).args([
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--loglevel=error",
-        &format!("@modelcontextprotocol/{package}@{version}"),
-    ]);
-    run(
+    npm_install(
+        &dir,
+        &[format!("@modelcontextprotocol/{package}@{version}")],
         &format!("install the MCP test server {package} (npm)"),
-        install,
     )?;
     if !bin.exists() {
         bail!("{package} was installed but {} is missing", bin.display());
     }
     Ok(bin)
+}
+
+/// Whether the npm package whose `package.json` is `manifest` is at `version`.
+fn has_version(manifest: &Path, version: &str) -> bool {
+    std::fs::read_to_string(manifest)
+        .is_ok_and(|p| p.contains(&format!("\"version\": \"{version}\"")))
+}
+
+/// `npm install`s `specs` (`name@version`) into `dir`, a private package of its own.
+fn npm_install(dir: &Path, specs: &[String], what: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let manifest = dir.join("package.json");
+    if !manifest.exists() {
+        std::fs::write(&manifest, "{\"private\": true}\n")
+            .with_context(|| format!("write {}", manifest.display()))?;
+    }
+    let mut install = Command::new(std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned()));
+    install
+        .current_dir(dir)
+        .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
+        .args(specs);
+    run(what, install)
 }
 
 /// The official ACP TypeScript SDK (npm) the `openmanus acp` tests drive the binary with, and
@@ -145,29 +152,17 @@ fn ensure_acp_sdk() -> Result<PathBuf> {
     let dir = tools_dir().join(format!("acp-sdk-{ACP_SDK_VERSION}"));
     let package = dir.join("node_modules/@agentclientprotocol/sdk");
     let entry = package.join("dist/v1/stable/acp.js");
-    let installed = std::fs::read_to_string(package.join("package.json"))
-        .is_ok_and(|p| p.contains(&format!("\"version\": \"{ACP_SDK_VERSION}\"")));
+    let installed = has_version(&package.join("package.json"), ACP_SDK_VERSION);
     if entry.exists() && installed && dir.join("node_modules/zod").exists() {
         return Ok(entry);
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    let manifest = dir.join("package.json");
-    if !manifest.exists() {
-        std::fs::write(&manifest, "{\"private\": true}\n")
-            .with_context(|| format!("write {}", manifest.display()))?;
-    }
-    let mut install = Command::new(std::env::var("NPM").unwrap_or_else(|_| "npm".to_owned()));
-    install.current_dir(&dir).args([
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--loglevel=error",
-        &format!("@agentclientprotocol/sdk@{ACP_SDK_VERSION}"),
-        &format!("zod@{ZOD_VERSION}"),
-    ]);
-    run(
+    npm_install(
+        &dir,
+        &[
+            format!("@agentclientprotocol/sdk@{ACP_SDK_VERSION}"),
+            format!("zod@{ZOD_VERSION}"),
+        ],
         "install the ACP test peer @agentclientprotocol/sdk (npm)",
-        install,
     )?;
     if !entry.exists() {
         bail!(

@@ -29,10 +29,10 @@ fn call(id: &str, name: &str, args: Value) -> Completion {
     Completion::tool_calls(None, [ToolCall::new(id, name, args.to_string())])
 }
 
-/// Containers made from the test image, running or not.
-async fn containers() -> Vec<String> {
+/// The ids of the containers `filter` (`docker ps --filter`) selects, running or not.
+async fn containers_where(filter: &str) -> Vec<String> {
     let out = Command::new("docker")
-        .args(["ps", "-aq", "--filter", &format!("ancestor={}", image())])
+        .args(["ps", "-aq", "--filter", filter])
         .output()
         .await
         .unwrap();
@@ -40,6 +40,11 @@ async fn containers() -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// Containers made from the test image, running or not.
+async fn containers() -> Vec<String> {
+    containers_where(&format!("ancestor={}", image())).await
 }
 
 async fn run(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
@@ -109,20 +114,7 @@ async fn swe_bash_runs_in_a_docker_container_with_use_sandbox() {
 
 /// The containers labelled as owned by process `pid`, running or not.
 async fn owned_by(pid: u32) -> Vec<String> {
-    let out = Command::new("docker")
-        .args([
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=org.openmanus.owner.pid={pid}"),
-        ])
-        .output()
-        .await
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    containers_where(&format!("label=org.openmanus.owner.pid={pid}")).await
 }
 
 #[tokio::test]
