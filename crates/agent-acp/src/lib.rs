@@ -473,11 +473,7 @@ impl AcpAgent {
         store: &Store,
         outbox: &Outbox,
     ) -> Result<Value, RpcError> {
-        let not_found = || {
-            RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
-                .with_data(json!({ "sessionId": id }))
-        };
-        let record = store.session(id).await.map_err(|_| not_found())?;
+        let record = store.session(id).await.map_err(|_| no_session(id))?;
         let servers = mcp::servers(&mcp_servers)?;
         let asking = Arc::new(Mutex::new(Asking::default()));
         let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
@@ -554,10 +550,7 @@ impl AcpAgent {
     /// answers with how it ended.
     async fn prompt(&self, request: Prompt, outbox: &Outbox) -> Result<Value, RpcError> {
         let id = request.session_id;
-        let slot = lock(&self.sessions).get(&id).cloned().ok_or_else(|| {
-            RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
-                .with_data(json!({ "sessionId": id }))
-        })?;
+        let slot = self.slot(&id)?;
         let Ok(mut session) = slot.session.try_lock() else {
             return Err(RpcError::new(
                 code::INVALID_REQUEST,
@@ -619,18 +612,17 @@ impl AcpAgent {
         }
     }
 
+    /// The open session `id`.
+    fn slot(&self, id: &str) -> Result<Arc<Slot>, RpcError> {
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| no_session(id))
+    }
+
     /// `session/set_mode`: the session's approval policy from now on, its run included.
     fn set_mode(&self, request: SetMode) -> Result<Value, RpcError> {
-        let slot = lock(&self.sessions)
-            .get(&request.session_id)
-            .cloned()
-            .ok_or_else(|| {
-                RpcError::new(
-                    code::RESOURCE_NOT_FOUND,
-                    format!("no session {}", request.session_id),
-                )
-                .with_data(json!({ "sessionId": request.session_id }))
-            })?;
+        let slot = self.slot(&request.session_id)?;
         let policy: ApprovalPolicy = request.mode_id.parse().map_err(|_| {
             RpcError::invalid_params(format!(
                 "no mode {:?}: untrusted, on-request or never",
@@ -733,6 +725,12 @@ fn modes(current: ApprovalPolicy) -> Value {
         })
         .collect();
     json!({ "currentModeId": current.as_str(), "availableModes": available })
+}
+
+/// ACP's "session not found": `-32002` with the id as data.
+fn no_session(id: &str) -> RpcError {
+    RpcError::new(code::RESOURCE_NOT_FOUND, format!("no session {id}"))
+        .with_data(json!({ "sessionId": id }))
 }
 
 /// The id of a session the store does not keep: unique in this process.

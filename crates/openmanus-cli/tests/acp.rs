@@ -175,10 +175,7 @@ async fn cancel_in_the_middle_of_a_shell_command_stops_it_and_answers_cancelled(
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
     // Unconfined, so that the sleep's pid is this machine's number.
-    let config = setup.dir.path().join("config/config.toml");
-    let mut toml = std::fs::read_to_string(&config).unwrap();
-    toml.push_str("\n[permissions]\nsandbox = \"full-access\"\n");
-    std::fs::write(&config, toml).unwrap();
+    setup.append_config("[permissions]\nsandbox = \"full-access\"\n");
     let pid_file = setup.dir.path().join("sleep.pid");
     let command = format!("sh -c 'echo $$ > {}; exec sleep 600'", pid_file.display());
     server.push(Completion::tool_calls(
@@ -213,10 +210,7 @@ async fn cancel_in_the_middle_of_a_shell_command_stops_it_and_answers_cancelled(
 async fn asked(answer: &str) -> (Vec<Value>, bool, String) {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
-    let config = setup.dir.path().join("config/config.toml");
-    let mut toml = std::fs::read_to_string(&config).unwrap();
-    toml.push_str("\n[permissions]\napproval = \"untrusted\"\n");
-    std::fs::write(&config, toml).unwrap();
+    setup.append_config("[permissions]\napproval = \"untrusted\"\n");
     let ran = setup.workspace().join("ran.txt");
     let code = format!("open({:?}, 'w').write('yes')", ran.display().to_string());
     server
@@ -375,10 +369,7 @@ async fn the_editors_mcp_servers_give_the_agent_their_tools() {
             [call("t", "terminate", json!({"status": "success"}))],
         ));
     // The first step waits for the editor's server however loaded the machine is.
-    let config = setup.dir.path().join("config/config.toml");
-    let mut toml = std::fs::read_to_string(&config).unwrap();
-    toml.push_str("\n[mcp]\nstartup_wait_secs = 120\n");
-    std::fs::write(&config, toml).unwrap();
+    setup.append_config("[mcp]\nstartup_wait_secs = 120\n");
     // The editor's server: our own tools over stdio.
     let servers = json!([{"name": "ed", "command": BIN, "args": ["mcp-server"], "env": []}]);
     let lines = editor_with(&setup, "edit", &[("ACP_MCP", &servers.to_string())]).await;

@@ -867,10 +867,7 @@ async fn manus_gets_the_tools_of_the_servers_in_mcp_json() {
 async fn a_hung_mcp_server_holds_the_start_only_for_the_startup_wait_and_is_stopped() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
-    let config = setup.dir.path().join("config/config.toml");
-    let mut toml = std::fs::read_to_string(&config).unwrap();
-    toml.push_str("[mcp]\nstartup_wait_secs = 2\nconnect_timeout_secs = 600\n");
-    std::fs::write(&config, toml).unwrap();
+    setup.append_config("[mcp]\nstartup_wait_secs = 2\nconnect_timeout_secs = 600\n");
     // A server that starts and never answers the handshake: a sleep this test can find by its
     // command line.
     let marker = format!("600.{}", std::process::id());

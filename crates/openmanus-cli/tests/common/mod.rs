@@ -39,6 +39,15 @@ impl Setup {
         Self { dir }
     }
 
+    /// Appends `toml` (whole sections) to the configuration.
+    pub fn append_config(&self, toml: &str) {
+        let path = self.dir.path().join("config/config.toml");
+        let mut config = std::fs::read_to_string(&path).unwrap();
+        config.push('\n');
+        config.push_str(toml);
+        std::fs::write(&path, config).unwrap();
+    }
+
     /// The directory the program's temporary files go to.
     pub fn tmp(&self) -> PathBuf {
         self.dir.path().join("tmp")
