@@ -8,6 +8,7 @@
 //! process killed first would orphan its children, out of reach of the walk.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -25,6 +26,8 @@ pub(crate) struct Stat {
     /// Whether it is a zombie (dead, waiting for its parent to reap it), or dead (`X`, being
     /// torn down).
     pub zombie: bool,
+    /// Whether it is stopped (`T`, or `t` under a tracer).
+    pub stopped: bool,
     /// Its start time (clock ticks after boot): with the pid, names the process for good.
     pub start: u64,
 }
@@ -39,6 +42,7 @@ pub(crate) fn stat(pid: i32) -> Option<Stat> {
     let fields: Vec<&str> = rest.split_whitespace().take(20).collect();
     Some(Stat {
         zombie: matches!(*fields.first()?, "Z" | "X"),
+        stopped: matches!(*fields.first()?, "T" | "t"),
         ppid: fields.get(1)?.parse().ok()?,
         pgid: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
@@ -100,13 +104,33 @@ pub(crate) fn stop_descendants_where(
         if fresh.is_empty() {
             break;
         }
+        let mut signalled = Vec::with_capacity(fresh.len());
         for (pid, stat) in fresh {
             // ESRCH: it ended meanwhile; EPERM: not ours to stop (it changed credentials).
-            let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+            if kill(Pid::from_raw(pid), Signal::SIGSTOP).is_ok() {
+                signalled.push(pid);
+            }
             stopped.insert(pid, stat);
         }
+        wait_stopped(signalled);
     }
     stopped
+}
+
+/// How long [`wait_stopped`] waits, in all, for the processes of one round to stop.
+const STOP_PATIENCE: Duration = Duration::from_millis(200);
+
+/// Waits (at most [`STOP_PATIENCE`]) until each of `pids` is stopped, dead or gone. A SIGSTOP
+/// is only pending until its process next leaves the kernel: a process in the middle of a
+/// `fork` or `setsid` finishes it first, so the walk that follows must not look before then (it
+/// would miss the child, or read a group the process is leaving).
+fn wait_stopped(pids: Vec<i32>) {
+    let deadline = Instant::now() + STOP_PATIENCE;
+    for pid in pids {
+        while stat(pid).is_some_and(|s| !s.stopped && !s.zombie) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
 }
 
 /// Sends SIGKILL to `pids`; returns how many received it.

@@ -1,11 +1,12 @@
 //! The one emergency shutdown: every registered process group killed, every hook run.
 
-use nix::sys::signal::Signal;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use tracing::{debug, warn};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::descendants::{kill_all, stop_descendants_where};
+use crate::descendants::{Stat, stop_descendants_where};
 use crate::hooks::hooks;
 use crate::registry::entries;
 
@@ -38,9 +39,11 @@ pub struct EmergencyReport {
 pub fn emergency_shutdown() -> EmergencyReport {
     let mut report = EmergencyReport::default();
     let frozen = stop_descendants();
+    let mut killed_groups = BTreeSet::new();
     for entry in entries() {
         if entry.signal(Signal::SIGKILL) {
             report.groups_killed += 1;
+            killed_groups.insert(entry.pgid());
             debug!(
                 pgid = entry.pgid(),
                 name = entry.name(),
@@ -48,7 +51,16 @@ pub fn emergency_shutdown() -> EmergencyReport {
             );
         }
     }
-    report.descendants_killed = kill_all(&frozen);
+    // Every frozen process is sent its own SIGKILL (one that left its group since the walk read
+    // it escaped the group's). One that is already gone was in a group just killed (and reaped
+    // since): it counts as killed by its group.
+    report.descendants_killed = frozen
+        .iter()
+        .filter(|(pid, stat)| {
+            kill(Pid::from_raw(**pid), Signal::SIGKILL).is_ok()
+                || killed_groups.contains(&stat.pgid)
+        })
+        .count();
     for (name, hook) in hooks() {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook()));
         match ran {
@@ -63,7 +75,7 @@ pub fn emergency_shutdown() -> EmergencyReport {
 /// Sends SIGSTOP to every descendant of this process, walking the tree again until no new one
 /// appears; returns the stopped ones. The keeper ([`crate::keeper`]) is left alone: it must
 /// outlive this process.
-fn stop_descendants() -> BTreeSet<i32> {
+fn stop_descendants() -> BTreeMap<i32, Stat> {
     let keeper = crate::keeper::keeper_pid();
     stop_descendants_where(|_, mut all| {
         if let Some(keeper) = keeper {
@@ -71,6 +83,4 @@ fn stop_descendants() -> BTreeSet<i32> {
         }
         all
     })
-    .into_keys()
-    .collect()
 }
