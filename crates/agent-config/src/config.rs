@@ -16,6 +16,7 @@ use crate::permissions::PermissionsSettings;
 use crate::sections::{
     A2aSettings, AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings,
     RunflowSettings, SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
+    TelemetrySettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
 
@@ -68,6 +69,8 @@ pub struct Config {
     pub nats: NatsSettings,
     /// `[a2a]`.
     pub a2a: A2aSettings,
+    /// `[telemetry]`.
+    pub telemetry: TelemetrySettings,
     /// `[permissions]`.
     pub permissions: PermissionsSettings,
 }
@@ -102,6 +105,7 @@ impl Config {
             server: ServerSettings::default(),
             nats: NatsSettings::default(),
             a2a: A2aSettings::default(),
+            telemetry: TelemetrySettings::default(),
             permissions: PermissionsSettings::default(),
         }
     }
@@ -151,6 +155,7 @@ impl Config {
             server: sections.server,
             nats: sections.nats,
             a2a: sections.a2a,
+            telemetry: sections.telemetry,
             permissions: sections.permissions,
         })
     }

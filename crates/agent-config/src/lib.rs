@@ -112,7 +112,7 @@ pub use sections::{
     DEFAULT_COMPACTION_THRESHOLD, DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MCP_CONNECT_TIMEOUT_SECS,
     DEFAULT_MCP_STARTUP_WAIT_SECS, DaytonaSettings, Dispatch, EngineBaseUrls, McpSettings,
     NatsSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
-    ServerSettings, StoreSettings,
+    ServerSettings, StoreSettings, TelemetrySettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};
 

@@ -29,8 +29,11 @@ const MIN_SECRET_LEN: usize = 8;
 
 impl Config {
     /// The secret values this configuration resolved: every LLM profile's API key, the
-    /// Daytona key, the Brave search key, the MCP servers' header values.
-    fn secret_values(&self) -> BTreeSet<String> {
+    /// Daytona key, the Brave search key, the telemetry export's header values (values
+    /// shorter than 8 bytes are left out). Tool processes do not see variables holding them;
+    /// captured telemetry content has them replaced.
+    #[must_use]
+    pub fn secret_values(&self) -> BTreeSet<String> {
         let mut values: BTreeSet<String> = std::iter::once(self.default_llm())
             .chain(self.llm_profile_names().filter_map(|n| self.llm_profile(n)))
             .map(|llm| llm.api_key.expose().to_owned())
@@ -39,6 +42,7 @@ impl Config {
             values.insert(daytona.daytona_api_key.expose().to_owned());
         }
         values.extend(self.search.brave_api_key.clone());
+        values.extend(self.telemetry.headers.values().cloned());
         values.retain(|v| v.len() >= MIN_SECRET_LEN);
         values
     }

@@ -2,6 +2,7 @@
 //! `[mcp]`, `[runflow]` (OpenManus's) and `[agent]` (ours). Every section may be missing and
 //! every key in it may be missing: what is not written takes its default.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -505,6 +506,32 @@ pub struct A2aAgentSettings {
     pub token_env: Option<String>,
 }
 
+/// `[telemetry]`: OpenTelemetry export of every run (GenAI spans over OTLP). The standard
+/// `OTEL_*` variables say the same and win over these keys; with neither an endpoint here nor
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` (or `_TRACES_ENDPOINT`), nothing is exported.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// `false` turns export off whatever else is set (as `OTEL_SDK_DISABLED=true`).
+    pub enabled: Option<bool>,
+    /// The collector's base URL (`http://127.0.0.1:4318`; for HTTP, `/v1/traces` is added),
+    /// as `OTEL_EXPORTER_OTLP_ENDPOINT`. Setting it turns export on.
+    pub endpoint: Option<String>,
+    /// `http/protobuf` (the default) or `grpc`, as `OTEL_EXPORTER_OTLP_PROTOCOL`.
+    pub protocol: Option<String>,
+    /// Headers sent with every export (`Authorization = "Basic ${LANGFUSE_AUTH}"`), as
+    /// `OTEL_EXPORTER_OTLP_HEADERS`; the variable's headers are added to these.
+    pub headers: BTreeMap<String, String>,
+    /// The `service.name` of the spans (default `openmanus`), as `OTEL_SERVICE_NAME`.
+    pub service_name: Option<String>,
+    /// More resource attributes, as `OTEL_RESOURCE_ATTRIBUTES` (which adds to them).
+    pub resource_attributes: BTreeMap<String, String>,
+    /// Record message content, tool arguments and tool results in the spans (default `false`;
+    /// they may hold personal data). The configuration's secrets are replaced and each value is
+    /// cut at 32 KiB. `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` does the same.
+    pub capture_content: bool,
+}
+
 /// `[server]`: `openmanus serve`, the HTTP API and web page.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -645,5 +672,6 @@ pub(crate) struct Sections {
     pub(crate) server: ServerSettings,
     pub(crate) nats: NatsSettings,
     pub(crate) a2a: A2aSettings,
+    pub(crate) telemetry: TelemetrySettings,
     pub(crate) permissions: crate::permissions::PermissionsSettings,
 }

@@ -1,0 +1,490 @@
+//! The exporter: the GenAI spans of this process sent to an OpenTelemetry collector over OTLP,
+//! configured as every OpenTelemetry SDK is (the `OTEL_*` variables), or by `[telemetry]`.
+//!
+//! [`ExportPlan::resolve`] reads the settings and the environment (the variables win); with
+//! no endpoint, or `OTEL_SDK_DISABLED=true`, there is no plan and nothing is installed: the
+//! spans stay callsite checks. [`Telemetry::start`] builds the exporter: spans are queued and
+//! sent by the batch processor's own thread (a blocking HTTP client there, or gRPC on a small
+//! runtime of its own), so a collector that is slow or down never holds a run; its first
+//! failure is a warning, and the later ones are not repeated.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agent_config::TelemetrySettings;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, RetryPolicy, WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::resource::EnvResourceDetector;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use tracing::warn;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::TARGET;
+use crate::capture::{self, Scrubber};
+
+/// The service name when neither `OTEL_SERVICE_NAME` nor `[telemetry] service_name` says one.
+pub const DEFAULT_SERVICE_NAME: &str = "openmanus";
+
+/// How long the last spans may take to leave at the end of the process.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Why telemetry could not be set up. The program goes on without it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    /// A protocol this build does not speak.
+    #[error(
+        "OTLP protocol `{0}` is not supported: use `http/protobuf`{grpc}",
+        grpc = if cfg!(feature = "grpc") { " or `grpc`" } else { " (this build has no gRPC)" }
+    )]
+    Protocol(String),
+    /// The HTTP client of the exporter could not be built.
+    #[error("cannot build the telemetry HTTP client: {0}")]
+    Client(String),
+    /// The exporter could not be built (a malformed endpoint, header or timeout).
+    #[error("cannot build the OTLP exporter: {0}")]
+    Exporter(String),
+}
+
+/// How spans travel to the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// OTLP over HTTP, protobuf bodies (`http/protobuf`).
+    HttpProtobuf,
+    /// OTLP over gRPC (`grpc`).
+    Grpc,
+}
+
+/// What to export, where: the settings and the environment resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportPlan {
+    /// The URL spans are sent to (for HTTP, with `/v1/traces`).
+    pub endpoint: String,
+    /// The transport.
+    pub transport: Transport,
+    /// Headers from `[telemetry] headers` (the exporter adds `OTEL_EXPORTER_OTLP_HEADERS`).
+    pub headers: HashMap<String, String>,
+    /// `service.name`.
+    pub service_name: String,
+    /// More resource attributes from `[telemetry]` (`OTEL_RESOURCE_ATTRIBUTES` adds to them).
+    pub resource_attributes: Vec<(String, String)>,
+    /// Whether content is captured.
+    pub capture_content: bool,
+}
+
+impl ExportPlan {
+    /// The plan `settings` and the environment (`env(name)`) make, or `None` when nothing is
+    /// to be exported: `OTEL_SDK_DISABLED=true`, `[telemetry] enabled = false`, or no endpoint
+    /// (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, used as it is; `OTEL_EXPORTER_OTLP_ENDPOINT` or
+    /// `[telemetry] endpoint`, with `/v1/traces` added for HTTP).
+    ///
+    /// # Errors
+    ///
+    /// [`TelemetryError::Protocol`] for a protocol other than `http/protobuf` (or `grpc`
+    /// with the `grpc` feature).
+    pub fn resolve(
+        settings: &TelemetrySettings,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, TelemetryError> {
+        let var = |name: &str| {
+            env(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let is_true = |name: &str| var(name).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if is_true("OTEL_SDK_DISABLED") || settings.enabled == Some(false) {
+            return Ok(None);
+        }
+        let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+            .or_else(|| settings.protocol.clone())
+            .unwrap_or_else(|| "http/protobuf".to_owned());
+        let transport = match protocol.to_ascii_lowercase().as_str() {
+            "http/protobuf" => Transport::HttpProtobuf,
+            "grpc" if cfg!(feature = "grpc") => Transport::Grpc,
+            _ => return Err(TelemetryError::Protocol(protocol)),
+        };
+        let endpoint = if let Some(exact) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+            exact
+        } else {
+            let Some(base) = var("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .or_else(|| settings.endpoint.clone().filter(|e| !e.trim().is_empty()))
+            else {
+                return Ok(None);
+            };
+            match transport {
+                Transport::HttpProtobuf => format!("{}/v1/traces", base.trim_end_matches('/')),
+                Transport::Grpc => base,
+            }
+        };
+        let capture_content = settings.capture_content
+            || is_true("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT");
+        Ok(Some(Self {
+            endpoint,
+            transport,
+            headers: settings
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            service_name: var("OTEL_SERVICE_NAME")
+                .or_else(|| settings.service_name.clone())
+                .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned()),
+            resource_attributes: settings
+                .resource_attributes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            capture_content,
+        }))
+    }
+}
+
+/// The installed exporter. Keep it for the life of the process and call
+/// [`shutdown`](Self::shutdown) at the end: the spans still queued leave then.
+#[derive(Debug)]
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+    endpoint: String,
+    /// The runtime the gRPC channel lives on.
+    #[cfg(feature = "grpc")]
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Telemetry {
+    /// Builds the exporter of `plan`; HTTPS connections use `tls` (the process's one TLS
+    /// configuration). Content capture is turned on when the plan says so, with `secrets`
+    /// replaced.
+    ///
+    /// # Errors
+    ///
+    /// [`TelemetryError::Client`] or [`TelemetryError::Exporter`] when the exporter cannot be
+    /// built.
+    pub fn start(
+        plan: &ExportPlan,
+        tls: rustls::ClientConfig,
+        secrets: impl IntoIterator<Item = String>,
+    ) -> Result<Self, TelemetryError> {
+        #[cfg(feature = "grpc")]
+        let mut runtime = None;
+        let exporter = match plan.transport {
+            Transport::HttpProtobuf => Reported::new(http_exporter(plan, tls)?, &plan.endpoint),
+            #[cfg(feature = "grpc")]
+            Transport::Grpc => {
+                let (exporter, rt) = grpc_exporter(plan)?;
+                runtime = Some(rt);
+                Reported::new(exporter, &plan.endpoint)
+            }
+            #[cfg(not(feature = "grpc"))]
+            Transport::Grpc => return Err(TelemetryError::Protocol("grpc".to_owned())),
+        };
+        let mut resource = Resource::builder_empty()
+            .with_service_name(plan.service_name.clone())
+            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+            .with_attributes(
+                plan.resource_attributes
+                    .iter()
+                    .map(|(k, v)| KeyValue::new(k.clone(), v.clone())),
+            )
+            .with_detector(Box::new(EnvResourceDetector::new()));
+        if let Some(name) = std::env::var("OTEL_SERVICE_NAME")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            resource = resource.with_service_name(name);
+        }
+        let provider = SdkTracerProvider::builder()
+            .with_resource(resource.build())
+            .with_batch_exporter(exporter)
+            .build();
+        if plan.capture_content {
+            capture::enable(Scrubber::new(secrets));
+        }
+        Ok(Self {
+            provider,
+            endpoint: plan.endpoint.clone(),
+            #[cfg(feature = "grpc")]
+            runtime,
+        })
+    }
+
+    /// The `tracing` layer that turns the GenAI spans ([`TARGET`]) into OpenTelemetry spans;
+    /// it sees nothing else.
+    pub fn layer<S>(&self) -> impl Layer<S> + use<S>
+    where
+        S: tracing::Subscriber + for<'span> LookupSpan<'span>,
+    {
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("openmanus"))
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_target(false)
+            .with_level(false)
+            .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE))
+    }
+
+    /// Where spans go.
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Sends the spans still queued now (waits at most [`SHUTDOWN_TIMEOUT`]); for tests and
+    /// for programs about to be stopped.
+    pub fn flush(&self) {
+        if let Err(error) = self.provider.force_flush() {
+            warn!(%error, "telemetry: the last spans could not be sent");
+        }
+    }
+
+    /// Sends the spans still queued and stops the exporter (at most [`SHUTDOWN_TIMEOUT`]).
+    /// Blocking: call it outside the async runtime, or through `spawn_blocking`.
+    pub fn shutdown(self) {
+        if let Err(error) = self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT) {
+            tracing::debug!(%error, "telemetry shut down with an error");
+        }
+        #[cfg(feature = "grpc")]
+        if let Some(runtime) = self.runtime {
+            runtime.shutdown_timeout(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Retries after a failed export: a few, short, so the exit of a process whose collector is
+/// down is not held (a refused connection is retried too).
+fn retry_policy() -> RetryPolicy {
+    RetryPolicy::recommended()
+        .with_max_retries(2)
+        .with_initial_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_millis(400))
+}
+
+fn http_exporter(
+    plan: &ExportPlan,
+    tls: rustls::ClientConfig,
+) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
+    // A blocking client must be neither built nor dropped inside an async runtime: built on a
+    // thread of its own; it lives on the batch processor's thread.
+    let client = std::thread::spawn(move || {
+        reqwest::blocking::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .build()
+    })
+    .join()
+    .map_err(|_| TelemetryError::Client("the client thread panicked".to_owned()))?
+    .map_err(|e| TelemetryError::Client(e.to_string()))?;
+    opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_http_client(client)
+        .with_endpoint(plan.endpoint.clone())
+        .with_headers(plan.headers.clone())
+        .with_retry_policy(retry_policy())
+        .build()
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))
+}
+
+#[cfg(feature = "grpc")]
+fn grpc_exporter(
+    plan: &ExportPlan,
+) -> Result<(opentelemetry_otlp::SpanExporter, tokio::runtime::Runtime), TelemetryError> {
+    use opentelemetry_otlp::WithTonicConfig;
+    use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
+    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+    // The channel's tasks run here, whatever runtime (if any) the program has.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("otlp-grpc")
+        .enable_all()
+        .build()
+        .map_err(|e| TelemetryError::Client(e.to_string()))?;
+    let mut headers = HeaderMap::new();
+    for (key, value) in &plan.headers {
+        let name = HeaderName::from_bytes(key.to_ascii_lowercase().as_bytes())
+            .map_err(|e| TelemetryError::Exporter(format!("header `{key}`: {e}")))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|e| TelemetryError::Exporter(format!("the value of header `{key}`: {e}")))?;
+        headers.insert(name, value);
+    }
+    let metadata = MetadataMap::from_headers(headers);
+    let exporter = {
+        let _entered = runtime.enter();
+        opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(plan.endpoint.clone())
+            .with_metadata(metadata)
+            .with_retry_policy(retry_policy())
+            .build()
+            .map_err(|e| TelemetryError::Exporter(e.to_string()))?
+    };
+    Ok((exporter, runtime))
+}
+
+/// An exporter whose first failure is a warning (with where it was sending), and the later
+/// ones only debug lines: a collector that is down costs one line, not one per batch.
+#[derive(Debug)]
+struct Reported<E> {
+    inner: E,
+    endpoint: String,
+    warned: Arc<AtomicBool>,
+}
+
+impl<E> Reported<E> {
+    fn new(inner: E, endpoint: &str) -> Self {
+        Self {
+            inner,
+            endpoint: endpoint.to_owned(),
+            warned: Arc::default(),
+        }
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for Reported<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let result = self.inner.export(batch).await;
+        if let Err(error) = &result {
+            if self.warned.swap(true, Ordering::Relaxed) {
+                tracing::debug!(%error, endpoint = %self.endpoint, "telemetry export failed again");
+            } else {
+                warn!(
+                    %error,
+                    endpoint = %self.endpoint,
+                    "telemetry: spans could not be sent to the collector (runs go on; later \
+                     failures are not reported)"
+                );
+            }
+        }
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn nothing_set_means_no_export() {
+        let plan = ExportPlan::resolve(&TelemetrySettings::default(), env(&[])).unwrap();
+        assert_eq!(plan, None);
+    }
+
+    #[test]
+    fn the_endpoint_variable_turns_export_on_and_gets_the_traces_path() {
+        let plan = ExportPlan::resolve(
+            &TelemetrySettings::default(),
+            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318/")]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(plan.endpoint, "http://127.0.0.1:4318/v1/traces");
+        assert_eq!(plan.transport, Transport::HttpProtobuf);
+        assert_eq!(plan.service_name, DEFAULT_SERVICE_NAME);
+        assert!(!plan.capture_content);
+    }
+
+    #[test]
+    fn variables_win_over_the_settings_and_the_signal_endpoint_is_taken_as_it_is() {
+        let settings = TelemetrySettings {
+            endpoint: Some("http://collector:4318".to_owned()),
+            service_name: Some("from-config".to_owned()),
+            ..TelemetrySettings::default()
+        };
+        let plan = ExportPlan::resolve(
+            &settings,
+            env(&[
+                (
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://other:9999/custom",
+                ),
+                ("OTEL_SERVICE_NAME", "from-env"),
+                ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "TRUE"),
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(plan.endpoint, "http://other:9999/custom");
+        assert_eq!(plan.service_name, "from-env");
+        assert!(plan.capture_content);
+        let from_settings = ExportPlan::resolve(&settings, env(&[])).unwrap().unwrap();
+        assert_eq!(from_settings.endpoint, "http://collector:4318/v1/traces");
+        assert_eq!(from_settings.service_name, "from-config");
+    }
+
+    #[test]
+    fn disabled_wins_over_an_endpoint() {
+        let settings = TelemetrySettings {
+            endpoint: Some("http://collector:4318".to_owned()),
+            ..TelemetrySettings::default()
+        };
+        for vars in [
+            [("OTEL_SDK_DISABLED", "true")],
+            [("OTEL_SDK_DISABLED", " TRUE ")],
+        ] {
+            assert_eq!(ExportPlan::resolve(&settings, env(&vars)).unwrap(), None);
+        }
+        let off = TelemetrySettings {
+            enabled: Some(false),
+            ..settings
+        };
+        assert_eq!(ExportPlan::resolve(&off, env(&[])).unwrap(), None);
+    }
+
+    #[test]
+    fn an_unknown_protocol_is_an_error_that_names_it() {
+        let error = ExportPlan::resolve(
+            &TelemetrySettings::default(),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("`http/json`"), "{error}");
+    }
+
+    #[cfg(feature = "grpc")]
+    #[test]
+    fn grpc_keeps_the_endpoint_as_it_is() {
+        let plan = ExportPlan::resolve(
+            &TelemetrySettings::default(),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(plan.endpoint, "http://127.0.0.1:4317");
+        assert_eq!(plan.transport, Transport::Grpc);
+    }
+}
