@@ -13,6 +13,7 @@ use crate::event::{AgentEvent, EventBus};
 use crate::memory::Memory;
 use crate::outcome::{AnswerTracker, FinishReason, RunOutcome, RunStatus, StepRecord};
 use crate::schema::{AgentState, Message, Role, ToolCall};
+use crate::spans::{self, ModelLabels};
 
 /// OpenManus's default step budget for a BaseAgent (10): the generic fallback of an agent that
 /// sets none. Each agent kind declares its own budget beside the kind (ToolCallAgent's
@@ -496,6 +497,12 @@ pub trait Agent: Send {
         Vec::new()
     }
 
+    /// The provider and model the agent asks, for its telemetry span (`gen_ai.provider.name`,
+    /// `gen_ai.request.model`); `None` (the default) for an agent without a model.
+    fn model_labels(&self) -> Option<ModelLabels<'_>> {
+        None
+    }
+
     /// Whether the agent is repeating itself; checked after every step.
     fn is_stuck(&self) -> bool {
         self.base().is_stuck()
@@ -536,168 +543,178 @@ pub async fn run_loop<A: Agent + ?Sized>(
     if state != AgentState::Idle {
         return Err(AgentError::InvalidState(state));
     }
+    let invoke = spans::invoke_agent(&*agent);
     let span = info_span!("run", agent = %agent.base().name);
-    async move {
-        let base = agent.base_mut();
-        base.begin_run();
-        let token = base.cancellation_token();
-        if token.is_cancelled() {
-            // A token that is already cancelled runs nothing and leaves memory as it is.
-            base.emit(AgentEvent::Finished {
-                status: RunStatus::Cancelled.to_string(),
-                steps: 0,
-                usage: TokenUsage::default(),
-            });
-            return Ok(RunOutcome {
-                status: RunStatus::Cancelled,
-                steps: Vec::new(),
-                final_state: base.state(),
-                answer: None,
-                usage: TokenUsage::default(),
-            });
-        }
-        // A run whose future was dropped mid-step left calls unanswered: answer them first.
-        base.memory.close_open_tool_calls(cancelled_observation);
-        let request = request.filter(|r| !r.is_empty());
-        base.emit(AgentEvent::RunStarted {
-            agent: base.name.clone(),
-            request: request.clone(),
-        });
-        if let Some(request) = request {
-            base.memory.add_task(Message::user_message(request));
-        }
-        base.set_state(AgentState::Running)?;
-        let deadline = base
-            .budget
-            .max_duration
-            .and_then(|max| base.meter.started().checked_add(max));
+    let outcome = run_steps(agent, request)
+        .instrument(span)
+        .instrument(invoke.clone())
+        .await;
+    spans::record_outcome(&invoke, &outcome);
+    outcome
+}
 
-        let mut steps = Vec::new();
-        let mut status = None;
-        while agent.base().current_step < agent.base().max_steps
-            && agent.base().state() == AgentState::Running
-        {
-            if token.is_cancelled() {
+/// The loop of [`run_loop`], inside its spans.
+async fn run_steps<A: Agent + ?Sized>(
+    agent: &mut A,
+    request: Option<String>,
+) -> Result<RunOutcome, AgentError> {
+    let base = agent.base_mut();
+    base.begin_run();
+    let token = base.cancellation_token();
+    if token.is_cancelled() {
+        // A token that is already cancelled runs nothing and leaves memory as it is.
+        base.emit(AgentEvent::Finished {
+            status: RunStatus::Cancelled.to_string(),
+            steps: 0,
+            usage: TokenUsage::default(),
+        });
+        return Ok(RunOutcome {
+            status: RunStatus::Cancelled,
+            steps: Vec::new(),
+            final_state: base.state(),
+            answer: None,
+            usage: TokenUsage::default(),
+        });
+    }
+    // A run whose future was dropped mid-step left calls unanswered: answer them first.
+    base.memory.close_open_tool_calls(cancelled_observation);
+    let request = request.filter(|r| !r.is_empty());
+    base.emit(AgentEvent::RunStarted {
+        agent: base.name.clone(),
+        request: request.clone(),
+    });
+    if let Some(request) = request {
+        base.memory.add_task(Message::user_message(request));
+    }
+    base.set_state(AgentState::Running)?;
+    let deadline = base
+        .budget
+        .max_duration
+        .and_then(|max| base.meter.started().checked_add(max));
+
+    let mut steps = Vec::new();
+    let mut status = None;
+    while agent.base().current_step < agent.base().max_steps
+        && agent.base().state() == AgentState::Running
+    {
+        if token.is_cancelled() {
+            status = Some(RunStatus::Cancelled);
+            break;
+        }
+        let base = agent.base_mut();
+        if let Some(exceeded) = base.budget_exceeded() {
+            info!(%exceeded, "budget reached; finishing");
+            base.finish(FinishReason::Budget(exceeded))?;
+            break;
+        }
+        base.current_step += 1;
+        let step = base.current_step;
+        let max_steps = base.max_steps;
+        info!("Executing step {step}/{max_steps}");
+        base.emit(AgentEvent::StepStarted { step, max_steps });
+
+        let out_of_time = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let result = tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            () = out_of_time => Some(None),
+            result = agent.step().instrument(info_span!("step", step)) => Some(Some(result)),
+        };
+        match result {
+            Some(None) => {
+                let base = agent.base_mut();
+                let closed = base.memory.close_open_tool_calls(out_of_time_observation);
+                base.emit_closed_calls(step, &closed, out_of_time_observation);
+                let elapsed = base.meter.started().elapsed();
+                let exceeded = base.budget.time_exceeded(elapsed);
+                info!(
+                    step,
+                    closed = closed.len(),
+                    "time budget ran out inside a step"
+                );
+                if let Some(exceeded) = exceeded
+                    && base.state() == AgentState::Running
+                {
+                    base.finish(FinishReason::Budget(exceeded))?;
+                }
+                break;
+            }
+            None => {
+                let base = agent.base_mut();
+                let closed = base.memory.close_open_tool_calls(cancelled_observation);
+                base.emit_closed_calls(step, &closed, cancelled_observation);
+                info!(step, closed = closed.len(), "run cancelled inside a step");
                 status = Some(RunStatus::Cancelled);
                 break;
             }
-            let base = agent.base_mut();
-            if let Some(exceeded) = base.budget_exceeded() {
-                info!(%exceeded, "budget reached; finishing");
-                base.finish(FinishReason::Budget(exceeded))?;
+            Some(Some(Err(error))) => {
+                warn!(step, %error, "step failed");
+                // Only a running agent moves to ERROR; a step that already finished the
+                // agent and then failed still reports the failure.
+                let base = agent.base_mut();
+                // Calls the failed step started but never answered get a result, so the
+                // conversation stays valid for a later run.
+                let closed = base.memory.close_open_tool_calls(failed_observation);
+                base.emit_closed_calls(step, &closed, failed_observation);
+                if base.state() == AgentState::Running {
+                    base.transition_or_log(AgentState::Error);
+                }
+                status = Some(RunStatus::Failed(Arc::new(error)));
                 break;
             }
-            base.current_step += 1;
-            let step = base.current_step;
-            let max_steps = base.max_steps;
-            info!("Executing step {step}/{max_steps}");
-            base.emit(AgentEvent::StepStarted { step, max_steps });
-
-            let out_of_time = async {
-                match deadline {
-                    Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
-                    None => std::future::pending().await,
+            Some(Some(Ok(result))) => {
+                if agent.is_stuck() {
+                    agent.handle_stuck_state();
+                } else {
+                    agent.base_mut().stuck_hint = false;
                 }
-            };
-            let result = tokio::select! {
-                biased;
-                () = token.cancelled() => None,
-                () = out_of_time => Some(None),
-                result = agent.step().instrument(info_span!("step", step)) => Some(Some(result)),
-            };
-            match result {
-                Some(None) => {
-                    let base = agent.base_mut();
-                    let closed = base.memory.close_open_tool_calls(out_of_time_observation);
-                    base.emit_closed_calls(step, &closed, out_of_time_observation);
-                    let elapsed = base.meter.started().elapsed();
-                    let exceeded = base.budget.time_exceeded(elapsed);
-                    info!(
-                        step,
-                        closed = closed.len(),
-                        "time budget ran out inside a step"
-                    );
-                    if let Some(exceeded) = exceeded
-                        && base.state() == AgentState::Running
-                    {
-                        base.finish(FinishReason::Budget(exceeded))?;
-                    }
-                    break;
-                }
-                None => {
-                    let base = agent.base_mut();
-                    let closed = base.memory.close_open_tool_calls(cancelled_observation);
-                    base.emit_closed_calls(step, &closed, cancelled_observation);
-                    info!(step, closed = closed.len(), "run cancelled inside a step");
-                    status = Some(RunStatus::Cancelled);
-                    break;
-                }
-                Some(Some(Err(error))) => {
-                    warn!(step, %error, "step failed");
-                    // Only a running agent moves to ERROR; a step that already finished the
-                    // agent and then failed still reports the failure.
-                    let base = agent.base_mut();
-                    // Calls the failed step started but never answered get a result, so the
-                    // conversation stays valid for a later run.
-                    let closed = base.memory.close_open_tool_calls(failed_observation);
-                    base.emit_closed_calls(step, &closed, failed_observation);
-                    if base.state() == AgentState::Running {
-                        base.transition_or_log(AgentState::Error);
-                    }
-                    status = Some(RunStatus::Failed(Arc::new(error)));
-                    break;
-                }
-                Some(Some(Ok(result))) => {
-                    if agent.is_stuck() {
-                        agent.handle_stuck_state();
-                    } else {
-                        agent.base_mut().stuck_hint = false;
-                    }
-                    agent.base().emit(AgentEvent::StepFinished {
-                        step,
-                        result: result.clone(),
-                    });
-                    steps.push(StepRecord { step, result });
-                }
+                agent.base().emit(AgentEvent::StepFinished {
+                    step,
+                    result: result.clone(),
+                });
+                steps.push(StepRecord { step, result });
             }
         }
-
-        let base = agent.base_mut();
-        let status = match status {
-            Some(status) => status,
-            None if base.state() == AgentState::Finished => RunStatus::Finished(
-                base.finish_reason
-                    .clone()
-                    .unwrap_or_else(|| FinishReason::Other("finished".to_owned())),
-            ),
-            None if base.state() == AgentState::Running => RunStatus::MaxSteps(base.max_steps),
-            // A step moved the state machine itself (to ERROR or IDLE) without failing.
-            None => RunStatus::Failed(Arc::new(AgentError::step(format!(
-                "a step left the agent in state {} without finishing it",
-                base.state()
-            )))),
-        };
-        if matches!(status, RunStatus::MaxSteps(_) | RunStatus::Cancelled) {
-            base.transition_or_log(AgentState::Idle);
-        }
-        base.ending = Some(status.clone());
-        agent.cleanup().await;
-        let base = agent.base();
-        let usage = base.run_usage();
-        base.emit(AgentEvent::Finished {
-            status: status.to_string(),
-            steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
-            usage,
-        });
-        let answer = base.answers().answer(&status);
-        Ok(RunOutcome {
-            status,
-            steps,
-            final_state: base.state(),
-            answer,
-            usage,
-        })
     }
-    .instrument(span)
-    .await
+
+    let base = agent.base_mut();
+    let status = match status {
+        Some(status) => status,
+        None if base.state() == AgentState::Finished => RunStatus::Finished(
+            base.finish_reason
+                .clone()
+                .unwrap_or_else(|| FinishReason::Other("finished".to_owned())),
+        ),
+        None if base.state() == AgentState::Running => RunStatus::MaxSteps(base.max_steps),
+        // A step moved the state machine itself (to ERROR or IDLE) without failing.
+        None => RunStatus::Failed(Arc::new(AgentError::step(format!(
+            "a step left the agent in state {} without finishing it",
+            base.state()
+        )))),
+    };
+    if matches!(status, RunStatus::MaxSteps(_) | RunStatus::Cancelled) {
+        base.transition_or_log(AgentState::Idle);
+    }
+    base.ending = Some(status.clone());
+    agent.cleanup().await;
+    let base = agent.base();
+    let usage = base.run_usage();
+    base.emit(AgentEvent::Finished {
+        status: status.to_string(),
+        steps: u32::try_from(steps.len()).unwrap_or(u32::MAX),
+        usage,
+    });
+    let answer = base.answers().answer(&status);
+    Ok(RunOutcome {
+        status,
+        steps,
+        final_state: base.state(),
+        answer,
+        usage,
+    })
 }

@@ -43,6 +43,7 @@ mod event;
 mod memory;
 mod outcome;
 mod schema;
+mod spans;
 
 pub use agent::{
     Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, STUCK_PROMPT, StuckDetection,
@@ -60,6 +61,7 @@ pub use outcome::{FinishReason, RunOutcome, RunStatus, StepRecord};
 pub use schema::{
     AgentState, Function, FunctionDefinition, Message, Role, ToolCall, ToolChoice, ToolDefinition,
 };
+pub use spans::ModelLabels;
 pub use tokio_util::sync::CancellationToken;
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.

@@ -440,6 +440,10 @@ impl ChatModel for LlmClient {
         self.frame.model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        self.frame.provider_name()
+    }
+
     fn price(&self) -> Option<crate::Price> {
         self.frame.price()
     }

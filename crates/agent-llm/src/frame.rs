@@ -277,6 +277,11 @@ impl ClientFrame {
         &self.settings.model
     }
 
+    /// `gen_ai.provider.name` of the settings' `api_type`.
+    pub(crate) fn provider_name(&self) -> &'static str {
+        crate::spans::provider_name(self.settings.api_type)
+    }
+
     /// [`ChatModel::price`](crate::ChatModel::price): the settings' price, else free for
     /// Ollama, else the shipped table's.
     pub(crate) fn price(&self) -> Option<Price> {

@@ -53,6 +53,7 @@ mod provider;
 mod request;
 mod retry;
 mod settings;
+pub mod spans;
 pub mod text_mode;
 pub mod tokens;
 mod types;
@@ -91,6 +92,12 @@ pub trait ChatModel: Send + Sync {
 
     /// The model name, for logs and events.
     fn model_name(&self) -> &str {
+        "unknown"
+    }
+
+    /// `gen_ai.provider.name` of the model's provider, for telemetry (`openai`, `anthropic`,
+    /// `aws.bedrock`, …; default `unknown`).
+    fn provider_name(&self) -> &str {
         "unknown"
     }
 

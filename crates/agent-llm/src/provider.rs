@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agent_core::{AgentEvent, EventBus, Role};
 use async_trait::async_trait;
 use serde_json::Value;
-use tracing::warn;
+use tracing::{Instrument as _, warn};
+
+use crate::spans;
 
 use crate::anthropic::AnthropicClient;
 use crate::settings::{ApiType, LlmSettings, ToolCallMode};
@@ -250,19 +252,8 @@ impl Model {
         }
     }
 
-    fn history_as_text(&self, request: &ChatRequest) -> bool {
-        !matches!(self.backend, Backend::OpenAi(_))
-            && request.tools.is_empty()
-            && request
-                .messages
-                .iter()
-                .any(|m| m.has_tool_calls() || m.role == Role::Tool)
-    }
-}
-
-#[async_trait]
-impl ChatModel for Model {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    /// One call, without its span.
+    async fn complete_now(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         if self.text_mode_active() || self.history_as_text(&request) {
             return self.complete_text(request).await;
         }
@@ -283,9 +274,32 @@ impl ChatModel for Model {
         }
     }
 
+    fn history_as_text(&self, request: &ChatRequest) -> bool {
+        !matches!(self.backend, Backend::OpenAi(_))
+            && request.tools.is_empty()
+            && request
+                .messages
+                .iter()
+                .any(|m| m.has_tool_calls() || m.role == Role::Tool)
+    }
+}
+
+#[async_trait]
+impl ChatModel for Model {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let span = spans::chat(&self.settings, &request);
+        let reply = self.complete_now(request).instrument(span.clone()).await;
+        spans::record_reply(&span, &reply);
+        reply
+    }
+
     // The client's answers: its frame's (built from the same settings).
     fn model_name(&self) -> &str {
         self.inner().model_name()
+    }
+
+    fn provider_name(&self) -> &str {
+        self.inner().provider_name()
     }
 
     fn price(&self) -> Option<crate::Price> {

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use agent_core::{
-    Agent, AgentError, AgentEvent, BaseAgent, EventBus, FinishReason, Message, STUCK_PROMPT,
-    ToolCall, ToolChoice,
+    Agent, AgentError, AgentEvent, BaseAgent, EventBus, FinishReason, Message, ModelLabels,
+    STUCK_PROMPT, ToolCall, ToolChoice,
 };
 use agent_llm::{ChatModel, ChatRequest, LlmError};
 use agent_react::ReActAgent;
@@ -13,7 +13,7 @@ use agent_tools::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use tracing::{debug, info, warn};
+use tracing::{Instrument as _, debug, info, warn};
 
 use crate::compaction::{Compaction, compact_if_needed, estimate_tokens, window_of};
 use crate::gate::{Gated, PermissionRecord, RunEnd, ToolGate, Verdict};
@@ -21,6 +21,7 @@ use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
     AutoTextReply, NextStepPromptMode, Policies, cap_observation_bytes, truncate_observation,
 };
+use crate::spans;
 use crate::trimming::TOOL_IMAGE_PREFIX;
 use crate::usage::usage_event;
 
@@ -621,7 +622,15 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                 step,
                 call: call.clone(),
             });
-            let execution = self.execute_tool(&call).await;
+            let span = spans::execute_tool(&call);
+            let execution = self.execute_tool(&call).instrument(span.clone()).await;
+            spans::record_execution(
+                &span,
+                &execution.records,
+                &execution.observation,
+                execution.success(),
+            );
+            drop(span);
             for record in &execution.records {
                 self.core.base.emit(AgentEvent::Permission {
                     step,
@@ -681,6 +690,13 @@ impl<H: ToolCallHooks> Agent for ToolCallAgent<H> {
 
     async fn step(&mut self) -> Result<String, AgentError> {
         agent_react::step(self).await
+    }
+
+    fn model_labels(&self) -> Option<ModelLabels<'_>> {
+        Some(ModelLabels {
+            provider: self.core.llm.provider_name(),
+            model: self.core.llm.model_name(),
+        })
     }
 
     async fn cleanup(&mut self) {

@@ -41,6 +41,7 @@ pub mod compaction;
 pub mod gate;
 mod hooks;
 mod policy;
+mod spans;
 pub mod trimming;
 mod usage;
 

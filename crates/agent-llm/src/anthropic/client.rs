@@ -229,6 +229,10 @@ impl ChatModel for AnthropicClient {
         self.frame.model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        self.frame.provider_name()
+    }
+
     fn price(&self) -> Option<crate::Price> {
         self.frame.price()
     }

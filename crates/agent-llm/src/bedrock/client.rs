@@ -505,6 +505,10 @@ impl ChatModel for BedrockClient {
         self.frame.model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        self.frame.provider_name()
+    }
+
     fn price(&self) -> Option<crate::Price> {
         self.frame.price()
     }

@@ -183,6 +183,10 @@ impl ChatModel for JournaledModel {
         self.inner.model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
     fn price(&self) -> Option<agent_llm::Price> {
         self.inner.price()
     }

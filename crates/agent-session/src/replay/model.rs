@@ -190,6 +190,12 @@ impl ChatModel for ReplayModel {
             .map_or("replay", ChatModel::model_name)
     }
 
+    fn provider_name(&self) -> &str {
+        self.profile
+            .as_deref()
+            .map_or("replay", ChatModel::provider_name)
+    }
+
     fn supports_images(&self) -> bool {
         self.profile
             .as_deref()

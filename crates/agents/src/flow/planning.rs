@@ -735,7 +735,20 @@ impl PlanningFlow {
         } else {
             let id = self.new_plan_id();
             self.plan_id = Some(id.clone());
-            match self.create_plan(input_text, &id, deadline).await {
+            let plan_span = info_span!(
+                target: "gen_ai",
+                "plan",
+                otel.name = "plan planning",
+                otel.kind = "internal",
+                gen_ai.operation.name = "plan",
+                gen_ai.agent.name = "planning",
+                openinference.span.kind = "CHAIN",
+            );
+            let created = self
+                .create_plan(input_text, &id, deadline)
+                .instrument(plan_span)
+                .await;
+            match created {
                 Err(interrupt) => return Ok(Some(interrupt)),
                 Ok(source) => (id, source?),
             }
@@ -893,7 +906,20 @@ impl PlanningFlow {
 impl Flow for PlanningFlow {
     async fn execute(&mut self, input_text: &str) -> Result<FlowOutcome, FlowError> {
         let span = info_span!("flow", kind = "planning");
-        self.execute_inner(input_text).instrument(span).await
+        // The flow is a workflow of agents: its plan, then each step's executor run, one trace.
+        let workflow = info_span!(
+            target: "gen_ai",
+            "invoke_workflow",
+            otel.name = "invoke_workflow planning",
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_workflow",
+            gen_ai.workflow.name = "planning",
+            openinference.span.kind = "CHAIN",
+        );
+        self.execute_inner(input_text)
+            .instrument(span)
+            .instrument(workflow)
+            .await
     }
 
     fn cancellation_token(&self) -> CancellationToken {

@@ -1,0 +1,98 @@
+//! The run's OpenTelemetry span: `invoke_agent {agent}` by the GenAI semantic conventions,
+//! written with `tracing` (target `gen_ai`, see `agent-telemetry`). With no layer recording the
+//! target, building it is a callsite check and recording into it does nothing.
+
+use tracing::field::Empty;
+
+use crate::agent::Agent;
+use crate::error::AgentError;
+use crate::outcome::{RunOutcome, RunStatus};
+
+/// The provider and model an agent asks, as telemetry names them
+/// ([`Agent::model_labels`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelLabels<'a> {
+    /// `gen_ai.provider.name`: `openai`, `anthropic`, `aws.bedrock`, `azure.ai.openai`,
+    /// `ollama`, …
+    pub provider: &'a str,
+    /// `gen_ai.request.model`.
+    pub model: &'a str,
+}
+
+/// The span of one run of `agent`.
+pub(crate) fn invoke_agent<A: Agent + ?Sized>(agent: &A) -> tracing::Span {
+    let base = agent.base();
+    let labels = agent.model_labels();
+    tracing::info_span!(
+        target: "gen_ai",
+        "invoke_agent",
+        otel.name = %format_args!("invoke_agent {}", base.name),
+        otel.kind = "internal",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %base.name,
+        gen_ai.agent.description = base.description.as_deref(),
+        gen_ai.provider.name = labels.map(|l| l.provider),
+        gen_ai.request.model = labels.map(|l| l.model),
+        gen_ai.conversation.id = base.session(),
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
+        openmanus.run.status = Empty,
+        openmanus.run.steps = Empty,
+        error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    )
+}
+
+/// Records how the run ended on its span: the token totals, the ending, and for a failure
+/// `error.type` and the status ERROR.
+pub(crate) fn record_outcome(span: &tracing::Span, outcome: &Result<RunOutcome, AgentError>) {
+    if span.is_disabled() {
+        return;
+    }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            span.record("error.type", error_type(error));
+            span.record("otel.status_code", "ERROR");
+            span.record("otel.status_description", tracing::field::display(error));
+            return;
+        }
+    };
+    let usage = &outcome.usage;
+    span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
+    span.record(
+        "gen_ai.usage.cache_read.input_tokens",
+        int(usage.cached_prompt_tokens),
+    );
+    span.record("openmanus.run.steps", int(outcome.steps.len()));
+    span.record(
+        "openmanus.run.status",
+        tracing::field::display(&outcome.status),
+    );
+    if let RunStatus::Failed(error) = &outcome.status {
+        span.record("error.type", error_type(error));
+        span.record("otel.status_code", "ERROR");
+        span.record("otel.status_description", tracing::field::display(error));
+    }
+}
+
+/// A short, low-cardinality name of what failed.
+fn error_type(error: &AgentError) -> &'static str {
+    match error {
+        AgentError::InvalidState(_) => "invalid_state",
+        AgentError::InvalidTransition { .. } => "invalid_transition",
+        AgentError::ToolCallsRequired => "tool_calls_required",
+        AgentError::Model(_) => "model",
+        AgentError::Cancelled => "cancelled",
+        AgentError::Step(_) => "step",
+    }
+}
+
+/// `n` as the signed integer OpenTelemetry attributes hold (the `tracing` bridge would write an
+/// unsigned one as text).
+fn int(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
