@@ -56,7 +56,15 @@ impl A2aClient {
         }
     }
 
+    /// `request` with the bearer token, and the trace context of the current span (W3C
+    /// `traceparent`) so that the other agent's run joins this trace (nothing when telemetry
+    /// is off).
     fn authorised(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let request = agent_telemetry::context::current_headers()
+            .into_iter()
+            .fold(request, |request, (name, value)| {
+                request.header(name, value)
+            });
         match &self.token {
             Some(token) => request.bearer_auth(token),
             None => request,

@@ -9,7 +9,7 @@ use agent_session::{Canceller, Session};
 use agent_store::StoredEvent;
 use agent_tools::Question;
 use tokio::sync::{Notify, broadcast, mpsc, oneshot};
-use tracing::{debug, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use crate::notice::{Notice, Status};
 use crate::queue::RunQueue;
@@ -40,8 +40,8 @@ impl Cancel {
 
 /// What the owner task is asked to do.
 enum Command {
-    /// Run this task.
-    Run(String),
+    /// Run this task, in the trace these W3C trace-context headers name (if any).
+    Run(String, Vec<(&'static str, String)>),
     /// Close the session and stop.
     Close(oneshot::Sender<()>),
 }
@@ -174,6 +174,20 @@ impl Live {
     ///
     /// A run is already queued or going, or the session is closed.
     pub fn run(&self, task: String) -> Result<(), TaskError> {
+        self.run_traced(task, Vec::new())
+    }
+
+    /// Queues `task`, its run continuing the trace `trace` names (W3C trace-context headers,
+    /// as [`agent_telemetry::context::headers`] gives them; empty: a trace of its own).
+    ///
+    /// # Errors
+    ///
+    /// As [`Live::run`].
+    pub fn run_traced(
+        &self,
+        task: String,
+        trace: Vec<(&'static str, String)>,
+    ) -> Result<(), TaskError> {
         self.update(|status| {
             if self.retired.load(Ordering::Acquire) {
                 return Err(TaskError::Closed);
@@ -185,7 +199,7 @@ impl Live {
             status.error = None;
             Ok(())
         })?;
-        self.commands.send(Command::Run(task)).map_err(|_| {
+        self.commands.send(Command::Run(task, trace)).map_err(|_| {
             self.update(|status| status.busy = false);
             TaskError::Closed
         })
@@ -265,8 +279,8 @@ impl Live {
     ) {
         let mut closed = None;
         while let Some(command) = commands.recv().await {
-            let task = match command {
-                Command::Run(task) => task,
+            let (task, trace) = match command {
+                Command::Run(task, trace) => (task, trace),
                 Command::Close(done) => {
                     closed = Some(done);
                     break;
@@ -284,13 +298,15 @@ impl Live {
                 continue;
             };
             self.update(|status| status.queue_position = None);
+            let span = run_span(&self.id, &trace);
             let outcome = match &mut runner {
                 Runner::Local(session) => session
                     .run(&task)
+                    .instrument(span)
                     .await
                     .map(|report| report.status_text())
                     .map_err(|error| error.to_string()),
-                Runner::Remote(remote) => remote.run(&task, &self.stream).await,
+                Runner::Remote(remote) => remote.run(&task, &self.stream).instrument(span).await,
             };
             let error = match outcome {
                 Ok(status) => {
@@ -373,4 +389,26 @@ async fn forward(mut events: broadcast::Receiver<StoredEvent>, stream: broadcast
             Err(broadcast::error::RecvError::Closed) => break,
         }
     }
+}
+
+/// The span a run continuing a remote trace goes in (`Span::none()` without one: the run's
+/// own `invoke_agent` span is then a root).
+fn run_span(session: &str, trace: &[(&'static str, String)]) -> tracing::Span {
+    if trace.is_empty() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(
+        target: "gen_ai",
+        "task",
+        otel.name = "task",
+        otel.kind = "internal",
+        gen_ai.conversation.id = session,
+    );
+    agent_telemetry::context::continue_from(&span, |name| {
+        trace
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.clone())
+    });
+    span
 }

@@ -45,7 +45,20 @@ impl Submitter {
     /// The task is invalid, or JetStream did not store it.
     pub async fn submit(&self, task: &TaskMessage) -> Result<Submitted, WorkerError> {
         crate::task::target_of(task)?;
-        let message = PublishMessage::build()
+        // The task's trace: this span (a child of the caller's, if any) goes in the message's
+        // headers (W3C trace context), and the worker's run continues it.
+        let span = tracing::info_span!(
+            target: "gen_ai",
+            "submit",
+            otel.name = %format_args!("submit {}", task.agent),
+            otel.kind = "producer",
+            openmanus.task.id = %task.id,
+        );
+        let message = agent_telemetry::context::headers(&span)
+            .into_iter()
+            .fold(PublishMessage::build(), |message, (name, value)| {
+                message.header(name, value.as_str())
+            })
             .message_id(&task.id)
             .payload(task.to_bytes()?);
         let ack = self

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use tokio::sync::{Semaphore, broadcast};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{Instrument as _, debug, info, warn};
 
 use crate::error::WorkerError;
 use crate::nats::Nats;
@@ -260,7 +260,11 @@ impl TaskContext {
             Arc::clone(&message),
             self.options.progress_interval,
         ));
-        let outcome = self.execute(&task, target, attempt, &stop, &message).await;
+        let span = task_span(&task, attempt, &message);
+        let outcome = self
+            .execute(&task, target, attempt, &stop, &message)
+            .instrument(span)
+            .await;
         keepalive.abort();
         let result = match outcome {
             Executed::Done(result) => result,
@@ -575,4 +579,30 @@ async fn forward(
         }
     }
     published
+}
+
+/// The span of one attempt at `task`, continuing the trace its message's headers name (the
+/// submitter's, W3C trace context): one trace from `openmanus submit` to the run.
+fn task_span(
+    task: &TaskMessage,
+    attempt: u64,
+    message: &async_nats::jetstream::Message,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: "gen_ai",
+        "task",
+        otel.name = %format_args!("task {}", task.agent),
+        otel.kind = "consumer",
+        openmanus.task.id = %task.id,
+        openmanus.task.attempt = i64::try_from(attempt).unwrap_or(i64::MAX),
+        gen_ai.conversation.id = task.session_id(),
+    );
+    agent_telemetry::context::continue_from(&span, |name| {
+        message
+            .headers
+            .as_ref()
+            .and_then(|headers| headers.get(name))
+            .map(|value| value.as_str().to_owned())
+    });
+    span
 }

@@ -465,7 +465,9 @@ impl A2a {
             .await
             .map_err(|error| RpcError::internal(error.to_string()))?
             .unwrap_or(0);
-        live.run(text).map_err(|error| match error {
+        // The trace of the request (its span continues the caller's) goes with the run.
+        let trace = agent_telemetry::context::current_headers();
+        live.run_traced(text, trace).map_err(|error| match error {
             TaskError::Busy => RpcError::unsupported(
                 "this context is busy with another task; cancel it or wait for it to end",
             ),
