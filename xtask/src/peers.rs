@@ -1,5 +1,5 @@
 //! The test peers: independent programs the integration tests talk to (fakellm, the MCP
-//! servers and SDK, the A2A SDKs, pandas), installed once into `target/xtask-tools/` from PyPI
+//! servers and SDK, the A2A SDKs, pandas, the ACP SDK, Arize Phoenix), installed once into `target/xtask-tools/` from PyPI
 //! and npm, unless an environment variable points at one already installed.
 
 use std::ffi::OsString;
@@ -227,10 +227,24 @@ fn ensure_a2a_python() -> Result<PathBuf> {
     )
 }
 
+/// The Arize Phoenix release (PyPI) the telemetry tests export to and read spans back from.
+const PHOENIX_VERSION: &str = "20.26.1";
+
+/// Returns the `phoenix` executable of the telemetry tests: `$PHOENIX_BIN` if set, else one
+/// installed (once) into a virtualenv under `target/xtask-tools/` (about 0.9 GB, 1.5 min).
+fn ensure_phoenix() -> Result<PathBuf> {
+    ensure_venv(
+        "PHOENIX_BIN",
+        &format!("phoenix-{PHOENIX_VERSION}"),
+        &format!("arize-phoenix=={PHOENIX_VERSION}"),
+        "phoenix",
+    )
+}
+
 /// Installs (once) the independent peers the integration tests talk to — fakellm (PyPI), the
 /// MCP servers server-everything and server-filesystem (npm), the Python `mcp` SDK, pandas and
-/// the A2A SDKs (PyPI), the ACP TypeScript SDK (npm) — and returns the environment that points
-/// the tests at them.
+/// the A2A SDKs (PyPI), the ACP TypeScript SDK (npm), Arize Phoenix (PyPI) — and returns the
+/// environment that points the tests at them.
 pub(crate) fn test_peers() -> Result<Vec<(&'static str, OsString)>> {
     Ok(vec![
         ("FAKELLM_BIN", ensure_fakellm()?.into()),
@@ -241,6 +255,7 @@ pub(crate) fn test_peers() -> Result<Vec<(&'static str, OsString)>> {
         ("A2A_PYTHON_0_2", ensure_a2a_python_legacy()?.into()),
         ("A2A_PYTHON_1", ensure_a2a_python()?.into()),
         ("ACP_SDK", ensure_acp_sdk()?.into()),
+        ("PHOENIX_BIN", ensure_phoenix()?.into()),
     ])
 }
 

@@ -50,6 +50,7 @@ pub mod mock_bedrock;
 pub mod mock_openai;
 mod model;
 mod nats;
+mod phoenix;
 mod server;
 pub mod snapshot;
 mod tools;
@@ -71,6 +72,7 @@ pub use violation::{ProtocolViolation, ViolationList};
 
 pub use model::{ScriptedModel, ScriptedReply, tool_call, validate_request};
 pub use nats::NatsServer;
+pub use phoenix::{PHOENIX_VERSION, Phoenix};
 pub use tools::{
     BlockingTool, EchoArgs, EchoTool, FailArgs, FailMode, FailTool, ImageArgs, ImageTool, NoArgs,
     ToolProbe,

@@ -30,6 +30,7 @@ mod run;
 mod serve;
 mod sessions;
 mod signal;
+mod telemetry;
 mod worker;
 
 use std::process::ExitCode;
@@ -52,9 +53,13 @@ fn main() -> ExitCode {
     }
     let mut cli = Cli::parse();
     cli.gather_overrides();
-    init_logging(&cli.global);
     // ring as rustls's process-wide provider before any library builds an HTTP client.
     agent_llm::http::install_crypto_provider();
+    let (telemetry, telemetry_problem) = telemetry::start(&cli.global);
+    init_logging(&cli.global, telemetry.as_ref());
+    if let Some(problem) = telemetry_problem {
+        tracing::warn!("telemetry is off: {problem}");
+    }
     // One thread: a run is one conversation at a time, and tools that block run on tokio's
     // blocking pool. It halves the CPU a step costs (`cargo xtask bench`, process_cost: 0.8 ms
     // against 1.4 ms per step with the multi-threaded runtime): fewer threads woken per step.
@@ -77,10 +82,19 @@ fn main() -> ExitCode {
             }
         }
     });
+    if let Some(telemetry) = telemetry {
+        // The spans still queued leave now (a collector that is down costs at most a few
+        // seconds here, never during the run).
+        telemetry.shutdown();
+    }
     ExitCode::from(code)
 }
 
-fn init_logging(global: &GlobalArgs) {
+fn init_logging(global: &GlobalArgs, telemetry: Option<&agent_telemetry::export::Telemetry>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     // Without -v, libraries' chatter stays out of the live view: chromiumoxide warns about
     // every CDP message it does not know (`WS Invalid message: ...`), which says nothing
     // about the run. OPENMANUS_LOG replaces all of this.
@@ -90,12 +104,19 @@ fn init_logging(global: &GlobalArgs) {
         (false, 1) => "info",
         (false, _) => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("OPENMANUS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // The OpenTelemetry SDK's own reports of failed exports are left out unless asked for:
+    // the exporter warns once itself. The GenAI spans (target `gen_ai`) are the exporter's.
+    let default = format!("{level},opentelemetry=off");
+    let spec = std::env::var("OPENMANUS_LOG").unwrap_or_else(|_| default.clone());
+    let filter = tracing_subscriber::EnvFilter::try_new(format!("{spec},gen_ai=off"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},gen_ai=off")));
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(color::init(global.color).colour)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(telemetry.map(|t| t.layer()))
         .try_init();
 }
 
