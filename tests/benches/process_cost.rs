@@ -10,7 +10,9 @@
 //!   out); and the voluntary context switches per step (a thread that
 //!   blocked: a trip to the blocking pool, a wake-up of a writer thread), which do not depend on
 //!   the machine's load the way CPU time does;
-//! * both with the session store (the default) and with `--no-store`;
+//! * both with the session store (the default) and with `--no-store`, and with the store and
+//!   OpenTelemetry export on (`OTEL_EXPORTER_OTLP_ENDPOINT` at an OTLP/HTTP sink on 127.0.0.1
+//!   that answers 200 and counts the bytes): what export costs a step;
 //! * the floor: the CPU a process that does nothing but the HTTP exchange spends per request,
 //!   sending the same requests (the bodies the binary sent in its last 20-step run) to the same
 //!   mock over one kept-alive connection and reading the same streamed replies: this benchmark
@@ -47,6 +49,45 @@ struct Setup {
     server: MockOpenAi,
     dir: tempfile::TempDir,
     bin: PathBuf,
+    /// The OTLP/HTTP sink's base URL.
+    collector: String,
+}
+
+/// How a run is measured: with the session store or `--no-store`, with telemetry export on.
+#[derive(Clone, Copy)]
+struct Mode {
+    store: bool,
+    export: bool,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match (self.store, self.export) {
+            (true, false) => "store",
+            (false, false) => "--no-store",
+            (true, true) => "store + OTLP export",
+            (false, true) => "--no-store + OTLP export",
+        }
+    }
+}
+
+/// An OTLP/HTTP collector that takes every export (200, empty body) and counts what it got.
+async fn otlp_sink() -> Option<(String, std::sync::Arc<std::sync::atomic::AtomicUsize>)> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let received = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&received);
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            counter.fetch_add(body.len(), Ordering::Relaxed);
+            async {}
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.ok()?;
+    let url = format!("http://{}", listener.local_addr().ok()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Some((url, received))
 }
 
 impl Setup {
@@ -114,9 +155,12 @@ impl Setup {
 
     /// CPU seconds (user + system) and voluntary context switches of one native run of
     /// `steps` steps.
-    fn cpu_run(&self, steps: usize, store: bool) -> Option<Usage> {
+    fn cpu_run(&self, steps: usize, mode: Mode) -> Option<Usage> {
         let mut command = self.command(&self.bin);
-        command.args(self.args(store));
+        command.args(self.args(mode.store));
+        if mode.export {
+            command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &self.collector);
+        }
         self.measured(command, steps)
     }
 
@@ -185,13 +229,16 @@ impl Setup {
             .collect()
     }
 
-    /// Instructions of one run of `steps` steps under callgrind.
-    fn instructions(&self, steps: usize) -> Option<u64> {
+    /// Instructions of one run of `steps` steps under callgrind (with export on or off).
+    fn instructions(&self, steps: usize, export: bool) -> Option<u64> {
         self.script(steps);
         let requests = self.server.request_count();
-        let out = self.dir.path().join(format!("callgrind.{steps}.out"));
-        let status = self
-            .command(Path::new("valgrind"))
+        let out = self.dir.path().join(format!("callgrind.{steps}.{export}.out"));
+        let mut command = self.command(Path::new("valgrind"));
+        if export {
+            command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &self.collector);
+        }
+        let status = command
             .arg("--tool=callgrind")
             .arg(format!("--callgrind-out-file={}", out.display()))
             .arg(&self.bin)
@@ -337,19 +384,30 @@ fn measure() {
         println!("could not write the benchmark's files");
         return;
     }
+    let Some((collector, exported)) = runtime.block_on(otlp_sink()) else {
+        println!("could not start the OTLP sink");
+        return;
+    };
     let setup = Setup {
         server,
         dir,
         bin: PathBuf::from(bin),
+        collector,
     };
 
-    // Per store mode: (1-step CPU, per-step CPU, per-step voluntary context switches).
+    // Per mode: (1-step CPU, per-step CPU, per-step voluntary context switches).
     let mut modes = Vec::new();
-    for store in [true, false] {
+    let all = [
+        Mode { store: true, export: false },
+        Mode { store: true, export: true },
+        // Last: the floor replays this mode's bodies.
+        Mode { store: false, export: false },
+    ];
+    for mode in all {
         let mut one = Vec::new();
         let mut twenty = Vec::new();
         for _ in 0..RUNS {
-            let (Some(a), Some(b)) = (setup.cpu_run(1, store), setup.cpu_run(STEPS, store)) else {
+            let (Some(a), Some(b)) = (setup.cpu_run(1, mode), setup.cpu_run(STEPS, mode)) else {
                 println!("process_cost: a run of the binary failed");
                 return;
             };
@@ -364,8 +422,9 @@ fn measure() {
         let cpu_step = (mean_of(&twenty, |u| u.cpu) - cpu_one) / steps;
         let switches_step =
             (mean_of(&twenty, |u| u.switches) - mean_of(&one, |u| u.switches)) / steps;
-        modes.push((store, cpu_one, cpu_step, switches_step));
+        modes.push((mode, cpu_one, cpu_step, switches_step));
     }
+    let exported = exported.load(std::sync::atomic::Ordering::Relaxed);
 
     // The floor: bare clients sending the bodies of the last 20-step run (of --no-store, the
     // last mode).
@@ -390,11 +449,16 @@ fn measure() {
         None
     };
 
-    let counted = if has("valgrind") {
-        setup.instructions(1).zip(setup.instructions(STEPS))
-    } else {
-        None
+    let counted = |export| {
+        if has("valgrind") {
+            setup
+                .instructions(1, export)
+                .zip(setup.instructions(STEPS, export))
+        } else {
+            None
+        }
     };
+    let (counted, counted_export) = (counted(false), counted(true));
     if let Err(violations) = setup.server.verify() {
         println!("process_cost: the binary's requests broke the OpenAI rules: {violations}");
     }
@@ -402,22 +466,28 @@ fn measure() {
     println!("process_cost: the release openmanus binary (SWE agent) against the mock model");
     println!("| figure | measured | target |");
     println!("|---|---|---|");
-    match counted {
-        Some((first, long)) => {
-            let per = long.saturating_sub(first) / (STEPS as u64 - 1);
-            println!(
-                "| instructions: start → first request + 1 step → exit | {:.1} M | ≤ 12 M |",
-                first as f64 / 1e6
-            );
-            println!(
-                "| instructions per step ({STEPS}-step run) | {:.2} M | — |",
-                per as f64 / 1e6
-            );
+    for (counted, label) in [(counted, ""), (counted_export, ", OTLP export on")] {
+        match counted {
+            Some((first, long)) => {
+                let per = long.saturating_sub(first) / (STEPS as u64 - 1);
+                println!(
+                    "| instructions: start → first request + 1 step → exit{label} | {:.1} M | ≤ 12 M |",
+                    first as f64 / 1e6
+                );
+                println!(
+                    "| instructions per step ({STEPS}-step run){label} | {:.2} M | — |",
+                    per as f64 / 1e6
+                );
+            }
+            None => println!("| instructions{label} | (valgrind not found or the run failed) | — |"),
         }
-        None => println!("| instructions | (valgrind not found or the run failed) | — |"),
     }
-    for (store, cpu_one, cpu_step, switches_step) in modes {
-        let mode = if store { "store" } else { "--no-store" };
+    println!(
+        "| OTLP bytes the sink received over the export runs ({} runs) | {exported} | — |",
+        RUNS * 2
+    );
+    for (mode, cpu_one, cpu_step, switches_step) in modes {
+        let mode = mode.name();
         println!(
             "| CPU: 1-step run, whole process, {mode} (mean of the middle {} of {RUNS}) | {:.1} ms | — |",
             RUNS - 2 * TRIM,
