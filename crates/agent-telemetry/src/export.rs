@@ -221,14 +221,7 @@ impl Telemetry {
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     {
-        tracing_opentelemetry::layer()
-            .with_tracer(self.provider.tracer("openmanus"))
-            .with_location(false)
-            .with_threads(false)
-            .with_tracked_inactivity(false)
-            .with_target(false)
-            .with_level(false)
-            .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE))
+        layer_with(&self.provider)
     }
 
     /// Where spans go.
@@ -256,6 +249,23 @@ impl Telemetry {
             runtime.shutdown_timeout(Duration::from_millis(100));
         }
     }
+}
+
+/// The `tracing` layer that turns the GenAI spans ([`TARGET`]) into spans of `provider` (and
+/// sees nothing else): [`Telemetry::layer`]'s, for a provider of the caller's making (a test's
+/// in-memory exporter).
+pub fn layer_with<S>(provider: &SdkTracerProvider) -> impl Layer<S> + use<S>
+where
+    S: tracing::Subscriber + for<'span> LookupSpan<'span>,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("openmanus"))
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_target(false)
+        .with_level(false)
+        .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE))
 }
 
 /// Retries after a failed export: a few, short, so the exit of a process whose collector is
