@@ -269,6 +269,8 @@ pub struct Browser {
     current: usize,
     next_tab_id: usize,
     viewport: (u32, u32),
+    /// How long a navigation of [`Browser::open_tab`] may take (the config's action timeout).
+    action_timeout: Duration,
     closed: bool,
 }
 
@@ -356,6 +358,7 @@ impl Browser {
             current: 0,
             next_tab_id: 0,
             viewport: (config.viewport_width, config.viewport_height),
+            action_timeout: config.action_timeout,
             closed: false,
         };
         if let Err(e) = browser.watch_downloads().await {
@@ -551,20 +554,27 @@ impl Browser {
         self.tabs.get(self.current).map(|tab| tab.id)
     }
 
-    /// Opens `url` in a new tab, which becomes current.
+    /// Opens `url` in a new tab, which becomes current, and waits (up to the configuration's
+    /// action timeout) until its document has loaded.
     ///
     /// # Errors
     ///
-    /// [`BrowserError::Cdp`] when the tab cannot be created or the page fails to load.
+    /// [`BrowserError::Cdp`] when the tab cannot be created, [`BrowserError::Script`] when the
+    /// navigation fails, [`BrowserError::Timeout`] when the page does not load in time.
     pub async fn open_tab(&mut self, url: &str) -> Result<&Page, BrowserError> {
         let page = self.new_page().await?;
         let id = self.next_tab_id;
         self.next_tab_id += 1;
         self.tabs.push(Tab { id, page });
         self.current = self.tabs.len() - 1;
+        let timeout = self.action_timeout;
         let page = self.current_page()?;
         if url != "about:blank" {
-            page.goto(url).await?;
+            // Our own wait, bounded by the action timeout: chromiumoxide's `goto` gives a
+            // load 30 s whatever the configuration says, which a loaded machine can overrun.
+            tokio::time::timeout(timeout, crate::tool::navigate(page, url))
+                .await
+                .map_err(|_| BrowserError::Timeout(timeout))??;
         }
         Ok(page)
     }
