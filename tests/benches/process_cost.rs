@@ -233,7 +233,10 @@ impl Setup {
     fn instructions(&self, steps: usize, export: bool) -> Option<u64> {
         self.script(steps);
         let requests = self.server.request_count();
-        let out = self.dir.path().join(format!("callgrind.{steps}.{export}.out"));
+        let out = self
+            .dir
+            .path()
+            .join(format!("callgrind.{steps}.{export}.out"));
         let mut command = self.command(Path::new("valgrind"));
         if export {
             command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &self.collector);
@@ -398,10 +401,19 @@ fn measure() {
     // Per mode: (1-step CPU, per-step CPU, per-step voluntary context switches).
     let mut modes = Vec::new();
     let all = [
-        Mode { store: true, export: false },
-        Mode { store: true, export: true },
+        Mode {
+            store: true,
+            export: false,
+        },
+        Mode {
+            store: true,
+            export: true,
+        },
         // Last: the floor replays this mode's bodies.
-        Mode { store: false, export: false },
+        Mode {
+            store: false,
+            export: false,
+        },
     ];
     for mode in all {
         let mut one = Vec::new();
@@ -479,7 +491,9 @@ fn measure() {
                     per as f64 / 1e6
                 );
             }
-            None => println!("| instructions{label} | (valgrind not found or the run failed) | — |"),
+            None => {
+                println!("| instructions{label} | (valgrind not found or the run failed) | — |")
+            }
         }
     }
     println!(

@@ -72,11 +72,50 @@ fn attribute<'a>(span: &'a Value, key: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_run_is_one_trace_in_phoenix_across_agents_and_machines() {
-    let phoenix = Phoenix::start().await.unwrap();
+    let mut phoenix = Phoenix::start().await.unwrap();
     a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(&phoenix, false).await;
     a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(&phoenix, true).await;
     an_a2a_call_between_two_servers_is_one_trace(&phoenix).await;
     a_task_from_submit_run_by_a_worker_is_one_trace(&phoenix).await;
+    phoenix.stop().await;
+    with_the_collector_stopped_the_same_run_succeeds_with_one_warning(&phoenix).await;
+}
+
+async fn with_the_collector_stopped_the_same_run_succeeds_with_one_warning(phoenix: &Phoenix) {
+    for grpc in [false, true] {
+        let mock = MockOpenAi::start().await.unwrap();
+        let setup = Setup::new(&mock);
+        let notes = setup.workspace().join("notes.txt");
+        mock.push(Completion::tool_calls(
+            Some("Writing the file.".into()),
+            [call(
+                "w",
+                "str_replace_editor",
+                json!({"command": "create", "path": notes, "file_text": "traced\n"}),
+            )],
+        ))
+        .push(finish("Written."));
+        let output = setup
+            .command()
+            .args(["--prompt", "Write notes.txt"])
+            .envs(phoenix.otel_env("stopped", grpc))
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "grpc {grpc}: {stderr}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("Written."),
+            "{stderr}"
+        );
+        let warnings = stderr
+            .lines()
+            .filter(|l| l.contains("spans could not be sent"))
+            .count();
+        assert_eq!(warnings, 1, "grpc {grpc}: {stderr}");
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "traced\n");
+        mock.verify().unwrap();
+    }
 }
 
 async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
@@ -85,16 +124,16 @@ async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
 ) {
     let project = if grpc { "manus-grpc" } else { "manus-http" };
     let mock = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&mock);
     mock.push(Completion::tool_calls(
         Some("Writing the file.".into()),
         [call(
             "w",
             "str_replace_editor",
-            json!({"command": "create", "path": "notes.txt", "file_text": "traced\n"}),
+            json!({"command": "create", "path": setup.workspace().join("notes.txt"), "file_text": "traced\n"}),
         )],
     ))
     .push(finish("Written."));
-    let setup = Setup::new(&mock);
     let output = setup
         .command()
         .args(["--prompt", "Write notes.txt"])
@@ -170,6 +209,8 @@ async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
     assert_eq!(tools, BTreeSet::from(["str_replace_editor", "terminate"]));
     let editor = named(&spans, "execute_tool str_replace_editor")[0];
     assert_eq!(attribute(editor, "gen_ai.tool.call.id"), "w");
+    assert!(attribute(editor, "error.type").is_null(), "{editor:#}");
+    assert_eq!(editor["status_code"], "UNSET", "{editor:#}");
     mock.verify().unwrap();
 }
 
