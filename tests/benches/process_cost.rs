@@ -25,7 +25,8 @@
 //! The steps use an in-process tool so that the figure is the client's own cost, not a shell's
 //! start-up. `cargo xtask bench` builds the release binary and passes its path in
 //! `OPENMANUS_BIN`; `OPENMANUS_BENCH_ARGS` adds arguments (`--sandbox full-access` to compare).
-//! Figures only — nothing here passes or fails.
+//! `PROCESS_COST_PROFILES=<dir>` keeps the callgrind profiles there. Figures only — nothing
+//! here passes or fails.
 
 #![allow(clippy::print_stdout, missing_docs)]
 
@@ -233,10 +234,11 @@ impl Setup {
     fn instructions(&self, steps: usize, export: bool) -> Option<u64> {
         self.script(steps);
         let requests = self.server.request_count();
-        let out = self
-            .dir
-            .path()
-            .join(format!("callgrind.{steps}.{export}.out"));
+        // `PROCESS_COST_PROFILES=<dir>` keeps the callgrind profiles there (for
+        // `callgrind_annotate`); otherwise they go with the benchmark's temporary directory.
+        let dir = std::env::var_os("PROCESS_COST_PROFILES")
+            .map_or_else(|| self.dir.path().to_owned(), PathBuf::from);
+        let out = dir.join(format!("callgrind.{steps}.{export}.out"));
         let mut command = self.command(Path::new("valgrind"));
         if export {
             command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &self.collector);

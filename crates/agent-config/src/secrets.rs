@@ -21,6 +21,9 @@ pub const DEFAULT_SECRET_ENV: &[&str] = &[
     "DASHSCOPE_API_KEY",
     "DAYTONA_API_KEY",
     "BRAVE_API_KEY",
+    // The OpenTelemetry exporter's headers: a collector's credentials (Langfuse's basic auth).
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
 ];
 
 /// Shortest secret value matched against the environment: shorter values (a port, a flag)

@@ -25,7 +25,6 @@ pub fn provider_name(api_type: ApiType) -> &'static str {
 
 /// The span of one call of `request` with `settings`.
 pub(crate) fn chat(settings: &LlmSettings, request: &ChatRequest) -> tracing::Span {
-    let server = url::Url::parse(&settings.base_url).ok();
     let span = tracing::info_span!(
         target: "gen_ai",
         "chat",
@@ -36,8 +35,8 @@ pub(crate) fn chat(settings: &LlmSettings, request: &ChatRequest) -> tracing::Sp
         gen_ai.request.model = %settings.model,
         gen_ai.request.max_tokens = i64::from(settings.max_tokens),
         gen_ai.request.temperature = request.temperature.unwrap_or(settings.temperature),
-        server.address = server.as_ref().and_then(|u| u.host_str().map(str::to_owned)),
-        server.port = server.as_ref().and_then(url::Url::port_or_known_default).map(i64::from),
+        server.address = Empty,
+        server.port = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
@@ -48,7 +47,19 @@ pub(crate) fn chat(settings: &LlmSettings, request: &ChatRequest) -> tracing::Sp
         otel.status_code = Empty,
         otel.status_description = Empty,
     );
-    if !span.is_disabled() && capture::enabled() {
+    if span.is_disabled() {
+        return span;
+    }
+    // Only for a recorded span: the URL is parsed on every call otherwise.
+    if let Ok(url) = url::Url::parse(&settings.base_url) {
+        if let Some(host) = url.host_str() {
+            span.record("server.address", host);
+        }
+        if let Some(port) = url.port_or_known_default() {
+            span.record("server.port", i64::from(port));
+        }
+    }
+    if capture::enabled() {
         if let Some(system) = captured_messages(&request.system_msgs) {
             span.record("gen_ai.system_instructions", system);
         }

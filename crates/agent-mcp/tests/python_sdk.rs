@@ -59,6 +59,7 @@ async fn exercise_fastmcp(clients: &McpClients) {
             "mcp_py_fail",
             "mcp_py_greet",
             "mcp_py_tiny_image",
+            "mcp_py_trace_context",
             "mcp_py_wait_for_cancel"
         ]
     );
@@ -101,6 +102,40 @@ async fn exercise_fastmcp(clients: &McpClients) {
     // Arguments the server's validation rejects: an error result too.
     let r = greet.execute(json!({}), &ctx()).await.unwrap();
     assert!(r.is_error(), "{r:?}");
+
+    trace_context_goes_in_meta(clients).await;
+}
+
+/// With telemetry on, a call carries the trace context of the span it runs in as
+/// `_meta.traceparent` (SEP-414); with it off, nothing.
+async fn trace_context_goes_in_meta(clients: &McpClients) {
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+    use tracing::Instrument as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let traced = tool(clients, "mcp_py_trace_context");
+    let r = traced.execute(json!({}), &ctx()).await.unwrap();
+    assert_eq!(r.output.as_deref(), Some("none"), "telemetry off: {r:?}");
+
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(InMemorySpanExporter::default())
+        .build();
+    let subscriber =
+        tracing_subscriber::registry().with(agent_telemetry::export::layer_with(&provider));
+    // This thread's: the test runs on one.
+    let _recording = tracing::subscriber::set_default(subscriber);
+    let span = tracing::info_span!(target: "gen_ai", "execute_tool");
+    let expected = agent_telemetry::context::headers(&span)
+        .into_iter()
+        .find(|(key, _)| *key == "traceparent")
+        .map(|(_, value)| value)
+        .expect("a recorded span has a traceparent");
+    let r = traced
+        .execute(json!({}), &ctx())
+        .instrument(span)
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some(expected.as_str()), "{r:?}");
 }
 
 #[tokio::test]

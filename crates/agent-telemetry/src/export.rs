@@ -263,6 +263,10 @@ where
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        // The OpenTelemetry context is not made current on every poll of an instrumented
+        // future: the trace context we send comes from the span itself (`context::headers`),
+        // not from `Context::current()`.
+        .with_context_activation(false)
         .with_target(false)
         .with_level(false)
         .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE))

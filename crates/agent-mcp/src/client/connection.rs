@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_config::{McpServerConfig, McpTransport};
 use agent_process::ProcessGroup;
 use agent_tools::{ToolContext, ToolError, ToolResult};
-use rmcp::model::{CallToolRequestParams, Tool as McpToolDefinition};
+use rmcp::model::{CallToolRequestParams, RequestParamsMeta as _, Tool as McpToolDefinition};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -118,6 +118,15 @@ impl Connection {
         }
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
+        // The call's trace context (the `execute_tool` span's) for the server, the MCP way:
+        // `_meta.traceparent` (SEP-414), on every transport. Nothing with telemetry off.
+        for (key, value) in agent_telemetry::context::current_headers() {
+            match key {
+                agent_telemetry::context::TRACEPARENT => params.set_traceparent(&value),
+                agent_telemetry::context::TRACESTATE => params.set_tracestate(&value),
+                _ => {}
+            }
+        }
         // Dropping this future before its reply sends `notifications/cancelled`.
         let call = self.peer.call_tool(params);
         tokio::pin!(call);
