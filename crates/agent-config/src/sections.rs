@@ -519,8 +519,9 @@ pub struct TelemetrySettings {
     pub endpoint: Option<String>,
     /// `http/protobuf` (the default) or `grpc`, as `OTEL_EXPORTER_OTLP_PROTOCOL`.
     pub protocol: Option<String>,
-    /// Headers sent with every export (`Authorization = "Basic ${LANGFUSE_AUTH}"`), as
-    /// `OTEL_EXPORTER_OTLP_HEADERS`; the variable's headers are added to these.
+    /// Headers sent with every export (`Authorization = "${LANGFUSE_AUTHORIZATION}"`, the
+    /// variable holding `Basic <base64>`), as `OTEL_EXPORTER_OTLP_HEADERS`; the variable's
+    /// headers are added to these.
     pub headers: BTreeMap<String, String>,
     /// The `service.name` of the spans (default `openmanus`), as `OTEL_SERVICE_NAME`.
     pub service_name: Option<String>,

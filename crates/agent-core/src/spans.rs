@@ -6,7 +6,7 @@ use tracing::field::Empty;
 
 use crate::agent::Agent;
 use crate::error::AgentError;
-use crate::outcome::{RunOutcome, RunStatus};
+use crate::outcome::{FinishReason, RunOutcome, RunStatus};
 
 /// The provider and model an agent asks, as telemetry names them
 /// ([`Agent::model_labels`]).
@@ -41,12 +41,13 @@ pub(crate) fn invoke_agent<A: Agent + ?Sized>(agent: &A) -> tracing::Span {
         openmanus.run.steps = Empty,
         error.type = Empty,
         otel.status_code = Empty,
-        otel.status_description = Empty,
     )
 }
 
 /// Records how the run ended on its span: the token totals, the ending, and for a failure
-/// `error.type` and the status ERROR.
+/// `error.type` and the status ERROR. The error's text is not recorded: it can quote a
+/// provider's reply or a URL (`openmanus.run.status` says how the run ended: `finished`,
+/// `max_steps`, `cancelled`, `failed`, `budget`; the journal has the rest).
 pub(crate) fn record_outcome(span: &tracing::Span, outcome: &Result<RunOutcome, AgentError>) {
     if span.is_disabled() {
         return;
@@ -56,7 +57,6 @@ pub(crate) fn record_outcome(span: &tracing::Span, outcome: &Result<RunOutcome, 
         Err(error) => {
             span.record("error.type", error_type(error));
             span.record("otel.status_code", "ERROR");
-            span.record("otel.status_description", tracing::field::display(error));
             return;
         }
     };
@@ -68,14 +68,17 @@ pub(crate) fn record_outcome(span: &tracing::Span, outcome: &Result<RunOutcome, 
         int(usage.cached_prompt_tokens),
     );
     span.record("openmanus.run.steps", int(outcome.steps.len()));
-    span.record(
-        "openmanus.run.status",
-        tracing::field::display(&outcome.status),
-    );
+    let ending = match &outcome.status {
+        RunStatus::Finished(FinishReason::Budget(_)) => "budget",
+        RunStatus::Finished(_) => "finished",
+        RunStatus::MaxSteps(_) => "max_steps",
+        RunStatus::Cancelled => "cancelled",
+        RunStatus::Failed(_) => "failed",
+    };
+    span.record("openmanus.run.status", ending);
     if let RunStatus::Failed(error) = &outcome.status {
         span.record("error.type", error_type(error));
         span.record("otel.status_code", "ERROR");
-        span.record("otel.status_description", tracing::field::display(error));
     }
 }
 

@@ -100,7 +100,10 @@ pub(crate) fn record_reply(span: &tracing::Span, reply: &Result<ChatResponse, Ll
         Err(error) => {
             span.record("error.type", error_type(error));
             span.record("otel.status_code", "ERROR");
-            span.record("otel.status_description", tracing::field::display(error));
+            // The text can quote the provider's reply: recorded only as captured content.
+            if let Some(text) = capture::captured(&error.to_string()) {
+                span.record("otel.status_description", text);
+            }
         }
     }
 }

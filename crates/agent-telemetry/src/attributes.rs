@@ -44,11 +44,13 @@ pub fn add_event(
 }
 
 /// Marks `span` failed: `error.type` (a short, low-cardinality kind such as `timeout` or
-/// `http_500`) and the status ERROR with `description`.
-pub fn set_error(span: &tracing::Span, kind: &str, description: impl Into<String>) {
+/// `500`) and the status ERROR, with `description` only when content is captured (scrubbed:
+/// an error's text can quote what it failed on).
+pub fn set_error(span: &tracing::Span, kind: &str, description: &str) {
     if span.is_disabled() {
         return;
     }
     span.set_attribute("error.type", kind.to_owned());
-    span.set_status(opentelemetry::trace::Status::error(description.into()));
+    let description = crate::capture::captured(description).unwrap_or_default();
+    span.set_status(opentelemetry::trace::Status::error(description));
 }

@@ -30,6 +30,12 @@ impl Scrubber {
         let mut secrets: Vec<String> = secrets
             .into_iter()
             .filter(|s| s.len() >= MIN_SECRET_LEN)
+            // Captured content is often JSON: a secret with a quote or a backslash appears
+            // there escaped.
+            .flat_map(|s| {
+                let escaped = json_escaped(&s);
+                std::iter::once(s).chain(escaped)
+            })
             .collect();
         // Longest first: a secret that contains another is replaced whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -54,6 +60,22 @@ impl Scrubber {
         }
         out
     }
+}
+
+/// `secret` as it appears inside a JSON string, when that differs from the secret itself.
+fn json_escaped(secret: &str) -> Option<String> {
+    let mut escaped = String::with_capacity(secret.len() + 2);
+    for c in secret.chars() {
+        match c {
+            '"' => escaped.push_str("\\\""),
+            '\\' => escaped.push_str("\\\\"),
+            '\n' => escaped.push_str("\\n"),
+            '\t' => escaped.push_str("\\t"),
+            '\r' => escaped.push_str("\\r"),
+            c => escaped.push(c),
+        }
+    }
+    (escaped != secret).then_some(escaped)
 }
 
 /// At most [`MAX_CAPTURED_BYTES`] of `text`, cut on a character boundary.
@@ -102,6 +124,15 @@ mod tests {
             scrubber.scrub("key sk-secret-1234-long and sk-secret-1234, port 1234"),
             "key [redacted] and [redacted], port 1234"
         );
+    }
+
+    #[test]
+    fn a_secret_is_found_escaped_in_json_too() {
+        let secret = r#"pa"ss\word-123"#;
+        let scrubber = Scrubber::new([secret.to_owned()]);
+        let json = r#"{"key":"pa\"ss\\word-123"}"#;
+        assert_eq!(scrubber.scrub(json), r#"{"key":"[redacted]"}"#);
+        assert_eq!(scrubber.scrub(secret), "[redacted]");
     }
 
     #[test]

@@ -32,6 +32,9 @@ use crate::capture::{self, Scrubber};
 /// The service name when neither `OTEL_SERVICE_NAME` nor `[telemetry] service_name` says one.
 pub const DEFAULT_SERVICE_NAME: &str = "openmanus";
 
+/// How long one export may take when `OTEL_EXPORTER_OTLP_TIMEOUT` does not say.
+pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long the last spans may take to leave at the end of the process.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -69,6 +72,8 @@ pub struct ExportPlan {
     pub endpoint: String,
     /// The transport.
     pub transport: Transport,
+    /// How long one export may take (`OTEL_EXPORTER_OTLP_TIMEOUT`, default 10 s).
+    pub timeout: Duration,
     /// Headers from `[telemetry] headers` (the exporter adds `OTEL_EXPORTER_OTLP_HEADERS`).
     pub headers: HashMap<String, String>,
     /// `service.name`.
@@ -102,6 +107,13 @@ impl ExportPlan {
         if is_true("OTEL_SDK_DISABLED") || settings.enabled == Some(false) {
             return Ok(None);
         }
+        // No endpoint, nothing to do: a protocol set for other programs is not ours to judge.
+        let exact = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+        let base = var("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .or_else(|| settings.endpoint.clone().filter(|e| !e.trim().is_empty()));
+        if exact.is_none() && base.is_none() {
+            return Ok(None);
+        }
         let protocol = var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
             .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
             .or_else(|| settings.protocol.clone())
@@ -111,24 +123,25 @@ impl ExportPlan {
             "grpc" if cfg!(feature = "grpc") => Transport::Grpc,
             _ => return Err(TelemetryError::Protocol(protocol)),
         };
-        let endpoint = if let Some(exact) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
-            exact
-        } else {
-            let Some(base) = var("OTEL_EXPORTER_OTLP_ENDPOINT")
-                .or_else(|| settings.endpoint.clone().filter(|e| !e.trim().is_empty()))
-            else {
-                return Ok(None);
-            };
-            match transport {
+        let endpoint = match (exact, base) {
+            (Some(exact), _) => exact,
+            (None, Some(base)) => match transport {
                 Transport::HttpProtobuf => format!("{}/v1/traces", base.trim_end_matches('/')),
                 Transport::Grpc => base,
-            }
+            },
+            (None, None) => return Ok(None),
         };
+        // Milliseconds, as every SDK reads them; a value that is not a number is left out.
+        let timeout = var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+            .or_else(|| var("OTEL_EXPORTER_OTLP_TIMEOUT"))
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map_or(DEFAULT_EXPORT_TIMEOUT, Duration::from_millis);
         let capture_content = settings.capture_content
             || is_true("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT");
         Ok(Some(Self {
             endpoint,
             transport,
+            timeout,
             headers: settings
                 .headers
                 .iter()
@@ -230,8 +243,8 @@ impl Telemetry {
         &self.endpoint
     }
 
-    /// Sends the spans still queued now (waits at most [`SHUTDOWN_TIMEOUT`]); for tests and
-    /// for programs about to be stopped.
+    /// Sends the spans still queued now (the SDK waits at most 5 s); for tests and for programs
+    /// about to be stopped. Blocking, as [`shutdown`](Self::shutdown).
     pub fn flush(&self) {
         if let Err(error) = self.provider.force_flush() {
             warn!(%error, "telemetry: the last spans could not be sent");
@@ -287,9 +300,14 @@ fn http_exporter(
 ) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
     // A blocking client must be neither built nor dropped inside an async runtime: built on a
     // thread of its own; it lives on the batch processor's thread.
+    // Bounded, so a collector that takes the connection and never answers holds only the
+    // exporter's thread, and only for the timeout.
+    let timeout = plan.timeout;
     let client = std::thread::spawn(move || {
         reqwest::blocking::Client::builder()
             .tls_backend_preconfigured(tls)
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
             .build()
     })
     .join()
@@ -300,6 +318,7 @@ fn http_exporter(
         .with_protocol(Protocol::HttpBinary)
         .with_http_client(client)
         .with_endpoint(plan.endpoint.clone())
+        .with_timeout(plan.timeout)
         .with_headers(plan.headers.clone())
         .with_retry_policy(retry_policy())
         .build()
@@ -335,6 +354,7 @@ fn grpc_exporter(
         opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
             .with_endpoint(plan.endpoint.clone())
+            .with_timeout(plan.timeout)
             .with_metadata(metadata)
             .with_retry_policy(retry_policy())
             .build()
@@ -382,6 +402,10 @@ impl<E: SpanExporter> SpanExporter for Reported<E> {
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
         self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn shutdown(&self) -> OTelSdkResult {
+        self.inner.shutdown()
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -471,6 +495,44 @@ mod tests {
             ..settings
         };
         assert_eq!(ExportPlan::resolve(&off, env(&[])).unwrap(), None);
+    }
+
+    #[test]
+    fn a_protocol_without_an_endpoint_is_not_ours_to_judge() {
+        let plan = ExportPlan::resolve(
+            &TelemetrySettings::default(),
+            env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]),
+        )
+        .unwrap();
+        assert_eq!(plan, None);
+    }
+
+    #[test]
+    fn the_export_timeout_is_read_in_milliseconds() {
+        let plan = |vars: &[(&str, &str)]| {
+            let mut all = vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")];
+            all.extend_from_slice(vars);
+            ExportPlan::resolve(&TelemetrySettings::default(), env(&all))
+                .unwrap()
+                .unwrap()
+                .timeout
+        };
+        assert_eq!(plan(&[]), DEFAULT_EXPORT_TIMEOUT);
+        assert_eq!(
+            plan(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "2500")]),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            plan(&[
+                ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+                ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700")
+            ]),
+            Duration::from_millis(700)
+        );
+        assert_eq!(
+            plan(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")]),
+            DEFAULT_EXPORT_TIMEOUT
+        );
     }
 
     #[test]

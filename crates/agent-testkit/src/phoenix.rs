@@ -31,11 +31,12 @@ pub struct Phoenix {
     client: reqwest::Client,
 }
 
-/// A free loopback port (bound, then released for the child to take).
-fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
+/// Two different free loopback ports (both held while they are chosen, then released for the
+/// child to take).
+fn free_ports() -> io::Result<(u16, u16)> {
+    let first = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    let second = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    Ok((first.local_addr()?.port(), second.local_addr()?.port()))
 }
 
 /// The `phoenix` executable: `$PHOENIX_BIN`, else the xtask's virtualenv.
@@ -73,10 +74,11 @@ impl Phoenix {
             .timeout(Duration::from_secs(30))
             .build()
             .map_err(io::Error::other)?;
+        let (http_port, grpc_port) = free_ports()?;
         let mut phoenix = Self {
             group: None,
-            http_port: free_port()?,
-            grpc_port: free_port()?,
+            http_port,
+            grpc_port,
             dir,
             client,
         };

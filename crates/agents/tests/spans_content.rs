@@ -49,12 +49,26 @@ async fn captured_content_follows_the_conventions_and_never_holds_a_secret() {
 
     let spans = recording.spans();
     for span in &spans {
-        for kv in &span.attributes {
+        let texts = span
+            .attributes
+            .iter()
+            .map(|kv| kv.value.as_str().into_owned())
+            .chain(
+                span.events
+                    .iter()
+                    .flat_map(|e| e.attributes.iter().map(|kv| kv.value.as_str().into_owned())),
+            )
+            .chain(match &span.status {
+                opentelemetry::trace::Status::Error { description } => {
+                    Some(description.to_string())
+                }
+                _ => None,
+            });
+        for text in texts {
             assert!(
-                !kv.value.as_str().contains(SECRET),
-                "{} {} holds the secret",
-                span.name,
-                kv.key
+                !text.contains(SECRET),
+                "{} holds the secret: {text}",
+                span.name
             );
         }
     }

@@ -82,9 +82,10 @@ fn main() -> ExitCode {
             }
         }
     });
+    // The runtime's tasks end first (their spans close), then the spans still queued leave (a
+    // collector that is down costs at most a few seconds here, never during the run).
+    drop(runtime);
     if let Some(telemetry) = telemetry {
-        // The spans still queued leave now (a collector that is down costs at most a few
-        // seconds here, never during the run).
         telemetry.shutdown();
     }
     ExitCode::from(code)
@@ -107,16 +108,32 @@ fn init_logging(global: &GlobalArgs, telemetry: Option<&agent_telemetry::export:
     // The OpenTelemetry SDK's own reports of failed exports are left out unless asked for:
     // the exporter warns once itself. The GenAI spans (target `gen_ai`) are the exporter's.
     let default = format!("{level},opentelemetry=off");
-    let spec = std::env::var("OPENMANUS_LOG").unwrap_or_else(|_| default.clone());
+    let spec = match std::env::var("OPENMANUS_LOG") {
+        // The SDK's reports stay out unless the setting names them.
+        Ok(spec) if spec.contains("opentelemetry") => spec,
+        Ok(spec) => format!("{spec},opentelemetry=off"),
+        Err(_) => default.clone(),
+    };
     let filter = tracing_subscriber::EnvFilter::try_new(format!("{spec},gen_ai=off"))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default},gen_ai=off")));
+    let colour = color::init(global.color).colour;
+    let Some(telemetry) = telemetry else {
+        // Without export, one global filter, as before telemetry existed: the cheapest set-up
+        // (a per-layer filter is consulted on every span enter and exit).
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(colour)
+            .try_init();
+        return;
+    };
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(color::init(global.color).colour)
+        .with_ansi(colour)
         .with_filter(filter);
     let _ = tracing_subscriber::registry()
         .with(fmt)
-        .with(telemetry.map(|t| t.layer()))
+        .with(telemetry.layer())
         .try_init();
 }
 

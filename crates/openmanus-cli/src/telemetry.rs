@@ -8,8 +8,9 @@ use crate::cli::GlobalArgs;
 /// The exporter the environment and the configuration ask for, or why there is none although
 /// one was asked for (a message for a warning: the command runs anyway).
 pub fn start(global: &GlobalArgs) -> (Option<Telemetry>, Option<String>) {
-    // Leniently: a configuration that does not load is the command's to report, not ours.
-    let config = crate::config::load_for_store(global).ok();
+    // A configuration that does not load is the command's to report, not ours: the variables
+    // alone then decide (never a `${VAR}` left unset standing in for a header).
+    let config = crate::config::load(global).ok();
     let settings = config
         .as_ref()
         .map(|c| c.telemetry.clone())
@@ -23,9 +24,29 @@ pub fn start(global: &GlobalArgs) -> (Option<Telemetry>, Option<String>) {
         Ok(tls) => tls,
         Err(error) => return (None, Some(format!("no TLS configuration: {error}"))),
     };
-    let secrets = config.map(|c| c.secret_values()).unwrap_or_default();
+    let secrets = config.map(|c| secrets(&c)).unwrap_or_default();
     match Telemetry::start(&plan, tls, secrets) {
         Ok(telemetry) => (Some(telemetry), None),
         Err(error) => (None, Some(error.to_string())),
     }
+}
+
+/// What captured content must never hold: the configuration's secret values, and the values of
+/// the variables that hold keys and tokens (the usual provider keys, the OTLP headers, the A2A
+/// agents', the server's and NATS's tokens, `[agent] tool_env_deny`).
+fn secrets(config: &agent_config::Config) -> Vec<String> {
+    let names = agent_config::DEFAULT_SECRET_ENV
+        .iter()
+        .map(|n| (*n).to_owned())
+        .chain(config.a2a.agents.iter().filter_map(|a| a.token_env.clone()))
+        .chain([
+            config.server.token_env.clone(),
+            config.nats.token_env.clone(),
+        ])
+        .chain(config.agent.tool_env_deny.iter().cloned());
+    config
+        .secret_values()
+        .into_iter()
+        .chain(names.filter_map(|name| std::env::var(name).ok()))
+        .collect()
 }

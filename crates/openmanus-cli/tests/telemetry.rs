@@ -149,6 +149,7 @@ async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
         .wait_for_spans(project, PATIENCE, |spans| {
             named(spans, "invoke_agent Manus").len() == 1
                 && named(spans, "chat gpt-4o").len() == 2
+                && named(spans, "execute_tool str_replace_editor").len() == 1
                 && named(spans, "execute_tool terminate").len() == 1
         })
         .await
@@ -299,7 +300,11 @@ async fn an_a2a_call_between_two_servers_is_one_trace(phoenix: &Phoenix) {
 
     let spans = phoenix
         .wait_for_spans(project, PATIENCE, |spans| {
-            named(spans, "invoke_agent Manus").len() == 2 && named(spans, "chat gpt-4o").len() == 3
+            named(spans, "invoke_agent Manus").len() == 2
+                && named(spans, "chat gpt-4o").len() == 3
+                && named(spans, "execute_tool a2a_call").len() == 1
+                && named(spans, "a2a request").len() == 2
+                && named(spans, "task").len() == 2
         })
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", phoenix.log()));
@@ -429,6 +434,7 @@ async fn a_task_from_submit_run_by_a_worker_is_one_trace(phoenix: &Phoenix) {
     let spans = phoenix
         .wait_for_spans(project, PATIENCE, |spans| {
             named(spans, "submit swe").len() == 1
+                && named(spans, "task swe").len() == 1
                 && named(spans, "invoke_agent swe").len() == 1
                 && named(spans, "chat gpt-4o").len() == 1
         })
