@@ -11,34 +11,13 @@ use std::path::Path;
 
 use agent_testkit::{Completion, MockOpenAi};
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-use crate::common::{call, start_serve};
+use crate::common::{call, serve_in};
 
-const BIN: &str = env!("CARGO_BIN_EXE_openmanus");
-
-/// Writes `dir/config/config.toml` for `mock` plus `extra`, starts `openmanus serve` on a free
-/// port there and returns the child and its base URL.
+/// `openmanus serve` in `dir` for `mock` plus `extra`: the child and its base URL.
 async fn serve(dir: &Path, mock: &MockOpenAi, extra: &str) -> (Child, String) {
-    std::fs::create_dir_all(dir.join("config")).unwrap();
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    std::fs::write(
-        dir.join("config/config.toml"),
-        format!(
-            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-a2a-test\"\nmax_attempts = 1\n{extra}",
-            mock.base_url()
-        ),
-    )
-    .unwrap();
-    let mut command = Command::new(BIN);
-    command
-        .current_dir(dir)
-        .env_remove("OPENMANUS_CONFIG")
-        .env("HOME", dir)
-        .env("NO_COLOR", "1")
-        .env("TMPDIR", dir.join("tmp"))
-        .args(["serve", "--bind", "127.0.0.1:0"]);
-    start_serve(command).await
+    serve_in(dir, mock, extra, Vec::new()).await
 }
 
 fn finish(text: &str) -> Completion {

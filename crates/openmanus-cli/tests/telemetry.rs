@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::{BIN, Setup, call, start_serve};
+use crate::common::{BIN, Setup, call, serve_in};
 
 /// How long spans may take to appear (Phoenix ingests in the background; a loaded machine).
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -81,38 +81,51 @@ async fn each_run_is_one_trace_in_phoenix_across_agents_and_machines() {
     with_the_collector_stopped_the_same_run_succeeds_with_one_warning(&phoenix).await;
 }
 
+/// A Manus run that writes `notes.txt` in its workspace, then finishes, with `env`: the
+/// program's output, the file's path and the mock (to verify).
+async fn notes_run(
+    env: Vec<(String, String)>,
+) -> (std::process::Output, std::path::PathBuf, MockOpenAi, Setup) {
+    let mock = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&mock);
+    let notes = setup.workspace().join("notes.txt");
+    mock.push(Completion::tool_calls(
+        Some("Writing the file.".into()),
+        [call(
+            "w",
+            "str_replace_editor",
+            json!({"command": "create", "path": notes, "file_text": "traced\n"}),
+        )],
+    ))
+    .push(finish("Written."));
+    let output = setup
+        .command()
+        .args(["--prompt", "Write notes.txt"])
+        .envs(env)
+        .output()
+        .await
+        .unwrap();
+    (output, notes, mock, setup)
+}
+
+/// How many times `stderr` says spans could not be sent.
+fn export_warnings(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.contains("spans could not be sent"))
+        .count()
+}
+
 async fn with_the_collector_stopped_the_same_run_succeeds_with_one_warning(phoenix: &Phoenix) {
     for grpc in [false, true] {
-        let mock = MockOpenAi::start().await.unwrap();
-        let setup = Setup::new(&mock);
-        let notes = setup.workspace().join("notes.txt");
-        mock.push(Completion::tool_calls(
-            Some("Writing the file.".into()),
-            [call(
-                "w",
-                "str_replace_editor",
-                json!({"command": "create", "path": notes, "file_text": "traced\n"}),
-            )],
-        ))
-        .push(finish("Written."));
-        let output = setup
-            .command()
-            .args(["--prompt", "Write notes.txt"])
-            .envs(phoenix.otel_env("stopped", grpc))
-            .output()
-            .await
-            .unwrap();
+        let (output, notes, mock, _setup) = notes_run(phoenix.otel_env("stopped", grpc)).await;
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "grpc {grpc}: {stderr}");
         assert!(
             String::from_utf8_lossy(&output.stdout).contains("Written."),
             "{stderr}"
         );
-        let warnings = stderr
-            .lines()
-            .filter(|l| l.contains("spans could not be sent"))
-            .count();
-        assert_eq!(warnings, 1, "grpc {grpc}: {stderr}");
+        assert_eq!(export_warnings(&stderr), 1, "grpc {grpc}: {stderr}");
         assert_eq!(std::fs::read_to_string(&notes).unwrap(), "traced\n");
         mock.verify().unwrap();
     }
@@ -123,27 +136,11 @@ async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
     grpc: bool,
 ) {
     let project = if grpc { "manus-grpc" } else { "manus-http" };
-    let mock = MockOpenAi::start().await.unwrap();
-    let setup = Setup::new(&mock);
-    mock.push(Completion::tool_calls(
-        Some("Writing the file.".into()),
-        [call(
-            "w",
-            "str_replace_editor",
-            json!({"command": "create", "path": setup.workspace().join("notes.txt"), "file_text": "traced\n"}),
-        )],
-    ))
-    .push(finish("Written."));
-    let output = setup
-        .command()
-        .args(["--prompt", "Write notes.txt"])
-        .envs(phoenix.otel_env(project, grpc))
-        .output()
-        .await
-        .unwrap();
+    let (output, notes, mock, _setup) = notes_run(phoenix.otel_env(project, grpc)).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("telemetry"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "traced\n");
 
     let spans = phoenix
         .wait_for_spans(project, PATIENCE, |spans| {
@@ -215,8 +212,7 @@ async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
     mock.verify().unwrap();
 }
 
-/// Writes `dir/config/config.toml` for `mock` plus `extra` and starts `openmanus serve` there
-/// exporting to `phoenix` into `project`.
+/// `openmanus serve` in `dir` for `mock`, exporting to `phoenix` into `project`.
 async fn serve(
     dir: &Path,
     mock: &MockOpenAi,
@@ -224,26 +220,7 @@ async fn serve(
     phoenix: &Phoenix,
     project: &str,
 ) -> (Child, String) {
-    std::fs::create_dir_all(dir.join("config")).unwrap();
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    std::fs::write(
-        dir.join("config/config.toml"),
-        format!(
-            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-otel-test\"\nmax_attempts = 1\n{extra}",
-            mock.base_url()
-        ),
-    )
-    .unwrap();
-    let mut command = Command::new(BIN);
-    command
-        .current_dir(dir)
-        .env_remove("OPENMANUS_CONFIG")
-        .env("HOME", dir)
-        .env("NO_COLOR", "1")
-        .env("TMPDIR", dir.join("tmp"))
-        .envs(phoenix.otel_env(project, false))
-        .args(["serve", "--bind", "127.0.0.1:0"]);
-    start_serve(command).await
+    serve_in(dir, mock, extra, phoenix.otel_env(project, false)).await
 }
 
 async fn an_a2a_call_between_two_servers_is_one_trace(phoenix: &Phoenix) {
@@ -497,11 +474,7 @@ async fn a_collector_that_is_down_costs_one_warning_and_the_run_goes_on() {
         String::from_utf8_lossy(&output.stdout).contains("Done."),
         "{stderr}"
     );
-    let warnings = stderr
-        .lines()
-        .filter(|l| l.contains("spans could not be sent"))
-        .count();
-    assert_eq!(warnings, 1, "{stderr}");
+    assert_eq!(export_warnings(&stderr), 1, "{stderr}");
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     mock.verify().unwrap();
 }

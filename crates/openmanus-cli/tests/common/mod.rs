@@ -196,3 +196,35 @@ pub async fn start_serve(mut command: Command) -> (tokio::process::Child, String
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
 }
+
+/// Writes `dir/config/config.toml` for `mock` plus `extra` (whole sections) and starts
+/// `openmanus serve` on a free port there, with `env` added to its environment; returns the
+/// child and its base URL.
+#[allow(dead_code)] // only the server tests start one
+pub async fn serve_in(
+    dir: &std::path::Path,
+    mock: &MockOpenAi,
+    extra: &str,
+    env: Vec<(String, String)>,
+) -> (tokio::process::Child, String) {
+    std::fs::create_dir_all(dir.join("config")).unwrap();
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    std::fs::write(
+        dir.join("config/config.toml"),
+        format!(
+            "[llm]\nmodel = \"gpt-4o\"\nbase_url = \"{}\"\napi_key = \"sk-serve-test\"\nmax_attempts = 1\n{extra}",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    let mut command = Command::new(BIN);
+    command
+        .current_dir(dir)
+        .env_remove("OPENMANUS_CONFIG")
+        .env("HOME", dir)
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", dir.join("tmp"))
+        .envs(env)
+        .args(["serve", "--bind", "127.0.0.1:0"]);
+    start_serve(command).await
+}
