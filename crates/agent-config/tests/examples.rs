@@ -337,7 +337,11 @@ fn the_reference_page_examples_parse() {
     assert!(!tomls.is_empty());
     for block in tomls {
         let config = ConfigLoader::new("")
-            .with_env(env_of(&[("OPENAI_API_KEY", "sk")]))
+            .with_env(env_of(&[
+                ("OPENAI_API_KEY", "sk"),
+                // The [telemetry] example's Langfuse header.
+                ("LANGFUSE_AUTHORIZATION", "Basic cGs6c2s="),
+            ]))
             .parse_str(&block)
             .unwrap_or_else(|e| panic!("{e}\n{block}"));
         assert_eq!(config.default_llm().base_url, "https://api.openai.com/v1");

@@ -2,6 +2,7 @@
 //! takes tasks from NATS JetStream until SIGTERM or Ctrl-C; `submit` publishes one task and
 //! can follow its events and wait for its result.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use agent_config::{Config, NatsSettings};
@@ -146,8 +147,11 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
     if !submission.follow && !submission.wait {
         return Ok(EXIT_OK);
     }
-    let mut view = Follow::new(Mode::Text);
-    let mut attempt = None;
+    let mut shown = Shown {
+        view: Follow::new(Mode::Text),
+        attempt: None,
+        last: HashMap::new(),
+    };
     let waiting = submitter.wait_result(&task.id);
     tokio::pin!(waiting);
     let result = loop {
@@ -157,19 +161,25 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
         tokio::select! {
             result = &mut waiting => break result?,
             event = stream.next() => match event {
-                Some(Ok(event)) => {
-                    if global.json {
-                        say(&typed("task_event", serde_json::to_value(&event)?).to_string());
-                    } else if !global.quiet {
-                        follow_text(&mut view, &mut attempt, &event);
-                    }
-                }
+                Some(Ok(event)) => shown.show(&event, global)?,
                 Some(Err(error)) => note(&format!("warning: {error}")),
                 None => events = None,
             },
         }
     };
-    view.finish();
+    // The result can overtake the run's last events on their way here: read on to the
+    // attempt's last one (the result says how many it published), within a bound.
+    if let Some(stream) = events.as_mut() {
+        let deadline = tokio::time::Instant::now() + FOLLOW_DRAIN;
+        while shown.last(result.attempt) < result.events {
+            match tokio::time::timeout_at(deadline, stream.next()).await {
+                Ok(Some(Ok(event))) => shown.show(&event, global)?,
+                Ok(Some(Err(error))) => note(&format!("warning: {error}")),
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+    shown.view.finish();
     if global.json {
         say(&result_line(&result)?.to_string());
     } else {
@@ -187,6 +197,36 @@ pub async fn submit(global: &GlobalArgs, args: &NatsArgs, submission: Submission
         say(result.answer.as_deref().unwrap_or(&result.text));
     }
     Ok(ending_code(result.ending))
+}
+
+/// How long `submit --follow` reads on, after the result, for the events the result overtook.
+const FOLLOW_DRAIN: Duration = Duration::from_secs(10);
+
+/// What `submit --follow` has shown.
+struct Shown {
+    view: Follow,
+    attempt: Option<(String, u64)>,
+    /// Per attempt, the highest event number shown.
+    last: HashMap<u64, u64>,
+}
+
+impl Shown {
+    /// Shows `event` (a JSON line with `--json`, the text view otherwise).
+    fn show(&mut self, event: &TaskEvent, global: &GlobalArgs) -> Result<()> {
+        let last = self.last.entry(event.attempt).or_default();
+        *last = (*last).max(event.seq);
+        if global.json {
+            say(&typed("task_event", serde_json::to_value(event)?).to_string());
+        } else if !global.quiet {
+            follow_text(&mut self.view, &mut self.attempt, event);
+        }
+        Ok(())
+    }
+
+    /// The highest event number of `attempt` shown so far.
+    fn last(&self, attempt: u64) -> u64 {
+        self.last.get(&attempt).copied().unwrap_or(0)
+    }
 }
 
 /// One event of a followed task in the text view: a line when a worker takes the task (again,
