@@ -7,68 +7,24 @@
 
 mod common;
 
-use std::path::Path;
-
-use agent_testkit::{Completion, MockOpenAi};
-use serde_json::{Value, json};
-use tokio::process::Child;
-
-use crate::common::{call, serve_in};
-
-/// `openmanus serve` in `dir` for `mock` plus `extra`: the child and its base URL.
-async fn serve(dir: &Path, mock: &MockOpenAi, extra: &str) -> (Child, String) {
-    serve_in(dir, mock, extra, Vec::new()).await
-}
-
-fn finish(text: &str) -> Completion {
-    Completion::tool_calls(
-        Some(text.into()),
-        [call("t", "terminate", json!({"status": "success"}))],
-    )
-}
+use crate::common::Delegation;
 
 #[tokio::test]
 async fn one_openmanus_serve_delegates_a_sub_task_to_another_over_a2a() {
-    let helper_mock = MockOpenAi::start().await.unwrap();
-    let lead_mock = MockOpenAi::start().await.unwrap();
-    let helper_dir = tempfile::tempdir().unwrap();
-    let lead_dir = tempfile::tempdir().unwrap();
-    helper_mock.push(finish("The sum is 7."));
-    let (mut helper, helper_url) = serve(helper_dir.path(), &helper_mock, "").await;
-    let (mut lead, lead_url) = serve(
-        lead_dir.path(),
-        &lead_mock,
-        &format!(
-            "\n[store]\npath = \"{}\"\n\n[[a2a.agents]]\nname = \"adder\"\nurl = \"{helper_url}\"\ndescription = \"adds numbers\"\n",
-            lead_dir.path().join("lead.db").display()
-        ),
+    let Delegation {
+        helper_mock,
+        lead_mock,
+        mut helper,
+        mut lead,
+        // Kept to the end: the servers run in them.
+        helper_dir: _helper_dir,
+        lead_dir,
+        reply,
+    } = Delegation::run(
+        |dir| format!("\n[store]\npath = \"{}\"\n", dir.join("lead.db").display()),
+        Vec::new(),
     )
     .await;
-    lead_mock
-        .push(Completion::tool_calls(
-            None,
-            [call(
-                "d",
-                "a2a_call",
-                json!({"agent": "adder", "message": "Add 3 and 4"}),
-            )],
-        ))
-        .push(finish("The adder says 7."));
-
-    let http = agent_llm::http::shared_client().unwrap();
-    let reply: Value = http
-        .post(format!("{lead_url}/a2a"))
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-            "message": {"messageId": "m1", "role": "ROLE_USER",
-                        "parts": [{"text": "What is 3 + 4? Ask the adder."}]}}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
     let task = &reply["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{reply}");
     assert_eq!(

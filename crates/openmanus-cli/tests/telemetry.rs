@@ -14,7 +14,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -23,17 +22,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::common::{BIN, Setup, call, serve_in};
+use crate::common::{BIN, Delegation, Setup, call, finish};
 
 /// How long spans may take to appear (Phoenix ingests in the background; a loaded machine).
 const PATIENCE: Duration = Duration::from_secs(120);
-
-fn finish(text: &str) -> Completion {
-    Completion::tool_calls(
-        Some(text.into()),
-        [call("t", "terminate", json!({"status": "success"}))],
-    )
-}
 
 /// The spans named `name`.
 fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
@@ -221,60 +213,18 @@ async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
     mock.verify().unwrap();
 }
 
-/// `openmanus serve` in `dir` for `mock`, exporting to `phoenix` into `project`.
-async fn serve(
-    dir: &Path,
-    mock: &MockOpenAi,
-    extra: &str,
-    phoenix: &Phoenix,
-    project: &str,
-) -> (Child, String) {
-    serve_in(dir, mock, extra, phoenix.otel_env(project, false)).await
-}
-
 async fn an_a2a_call_between_two_servers_is_one_trace(phoenix: &Phoenix) {
     let project = "a2a";
-    let helper_mock = MockOpenAi::start().await.unwrap();
-    let lead_mock = MockOpenAi::start().await.unwrap();
-    let helper_dir = tempfile::tempdir().unwrap();
-    let lead_dir = tempfile::tempdir().unwrap();
-    helper_mock.push(finish("The sum is 7."));
-    let (mut helper, helper_url) =
-        serve(helper_dir.path(), &helper_mock, "", phoenix, project).await;
-    let (mut lead, lead_url) = serve(
-        lead_dir.path(),
-        &lead_mock,
-        &format!(
-            "\n[[a2a.agents]]\nname = \"adder\"\nurl = \"{helper_url}\"\ndescription = \"adds numbers\"\n"
-        ),
-        phoenix,
-        project,
-    )
-    .await;
-    lead_mock
-        .push(Completion::tool_calls(
-            None,
-            [call(
-                "d",
-                "a2a_call",
-                json!({"agent": "adder", "message": "Add 3 and 4"}),
-            )],
-        ))
-        .push(finish("The adder says 7."));
-    let http = agent_llm::http::shared_client().unwrap();
-    let reply: Value = http
-        .post(format!("{lead_url}/a2a"))
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-            "message": {"messageId": "m1", "role": "ROLE_USER",
-                        "parts": [{"text": "What is 3 + 4? Ask the adder."}]}}}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let Delegation {
+        helper_mock,
+        lead_mock,
+        mut helper,
+        mut lead,
+        // Kept to the end: the servers run in them.
+        helper_dir: _helper_dir,
+        lead_dir: _lead_dir,
+        reply,
+    } = Delegation::run(|_| String::new(), phoenix.otel_env(project, false)).await;
     assert_eq!(
         reply["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{reply}"

@@ -228,3 +228,85 @@ pub async fn serve_in(
         .args(["serve", "--bind", "127.0.0.1:0"]);
     start_serve(command).await
 }
+
+/// A reply that ends the run with `terminate`, saying `text`.
+#[allow(dead_code)] // not every test binary scripts one
+pub fn finish(text: &str) -> agent_testkit::Completion {
+    agent_testkit::Completion::tool_calls(
+        Some(text.into()),
+        [call(
+            "t",
+            "terminate",
+            serde_json::json!({"status": "success"}),
+        )],
+    )
+}
+
+/// Two `openmanus serve`, each with its strict mock: a helper whose run answers "The sum is 7.",
+/// and a lead whose config lists it as `adder` (plus `lead_extra`, given the lead's directory)
+/// and whose Manus hands "Add 3 and 4" to it with `a2a_call`, then answers "The adder says 7.".
+/// The lead is asked over A2A (`SendMessage`); its reply is kept. Both servers get `env`.
+#[allow(dead_code)] // only the A2A delegation tests
+pub struct Delegation {
+    pub helper_mock: MockOpenAi,
+    pub lead_mock: MockOpenAi,
+    pub helper: tokio::process::Child,
+    pub lead: tokio::process::Child,
+    pub helper_dir: tempfile::TempDir,
+    pub lead_dir: tempfile::TempDir,
+    /// The lead's JSON-RPC reply.
+    pub reply: Value,
+}
+
+#[allow(dead_code)] // only the A2A delegation tests
+impl Delegation {
+    pub async fn run(
+        lead_extra: impl FnOnce(&std::path::Path) -> String,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        let helper_mock = MockOpenAi::start().await.unwrap();
+        let lead_mock = MockOpenAi::start().await.unwrap();
+        let helper_dir = tempfile::tempdir().unwrap();
+        let lead_dir = tempfile::tempdir().unwrap();
+        helper_mock.push(finish("The sum is 7."));
+        let (helper, helper_url) = serve_in(helper_dir.path(), &helper_mock, "", env.clone()).await;
+        let extra = format!(
+            "{}\n[[a2a.agents]]\nname = \"adder\"\nurl = \"{helper_url}\"\ndescription = \"adds numbers\"\n",
+            lead_extra(lead_dir.path())
+        );
+        let (lead, lead_url) = serve_in(lead_dir.path(), &lead_mock, &extra, env).await;
+        lead_mock
+            .push(agent_testkit::Completion::tool_calls(
+                None,
+                [call(
+                    "d",
+                    "a2a_call",
+                    serde_json::json!({"agent": "adder", "message": "Add 3 and 4"}),
+                )],
+            ))
+            .push(finish("The adder says 7."));
+        let reply: Value = agent_llm::http::shared_client()
+            .unwrap()
+            .post(format!("{lead_url}/a2a"))
+            .json(
+                &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+                "message": {"messageId": "m1", "role": "ROLE_USER",
+                            "parts": [{"text": "What is 3 + 4? Ask the adder."}]}}}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        Self {
+            helper_mock,
+            lead_mock,
+            helper,
+            lead,
+            helper_dir,
+            lead_dir,
+            reply,
+        }
+    }
+}
