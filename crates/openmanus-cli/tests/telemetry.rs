@@ -43,6 +43,21 @@ fn trace_ids(spans: &[Value]) -> BTreeSet<&str> {
         .collect()
 }
 
+/// The spans of `project` once each name of `counts` has its count (Phoenix ingests in the
+/// background), checked to be one trace.
+async fn one_trace(phoenix: &Phoenix, project: &str, counts: &[(&str, usize)]) -> Vec<Value> {
+    let spans = phoenix
+        .wait_for_spans(project, PATIENCE, |spans| {
+            counts
+                .iter()
+                .all(|(name, count)| named(spans, name).len() == *count)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", phoenix.log()));
+    assert_eq!(trace_ids(&spans).len(), 1, "one trace: {spans:#?}");
+    spans
+}
+
 /// Whether `span` descends from the span `ancestor` (by parent ids, within `spans`).
 fn descends_from(spans: &[Value], span: &Value, ancestor: &str) -> bool {
     let mut parent = span["parent_id"].as_str();
@@ -143,16 +158,17 @@ async fn a_manus_run_is_an_agent_span_with_its_model_calls_and_tools(
     );
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "traced\n");
 
-    let spans = phoenix
-        .wait_for_spans(project, PATIENCE, |spans| {
-            named(spans, "invoke_agent Manus").len() == 1
-                && named(spans, "chat gpt-4o").len() == 2
-                && named(spans, "execute_tool str_replace_editor").len() == 1
-                && named(spans, "execute_tool terminate").len() == 1
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", phoenix.log()));
-    assert_eq!(trace_ids(&spans).len(), 1, "one trace: {spans:#?}");
+    let spans = one_trace(
+        phoenix,
+        project,
+        &[
+            ("invoke_agent Manus", 1),
+            ("chat gpt-4o", 2),
+            ("execute_tool str_replace_editor", 1),
+            ("execute_tool terminate", 1),
+        ],
+    )
+    .await;
     let agent = named(&spans, "invoke_agent Manus")[0];
     assert_eq!(agent["span_kind"], "AGENT");
     assert_eq!(agent["parent_id"], Value::Null, "the run is the root");
@@ -234,17 +250,18 @@ async fn an_a2a_call_between_two_servers_is_one_trace(phoenix: &Phoenix) {
         stop(server).await;
     }
 
-    let spans = phoenix
-        .wait_for_spans(project, PATIENCE, |spans| {
-            named(spans, "invoke_agent Manus").len() == 2
-                && named(spans, "chat gpt-4o").len() == 3
-                && named(spans, "execute_tool a2a_call").len() == 1
-                && named(spans, "a2a request").len() == 2
-                && named(spans, "task").len() == 2
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", phoenix.log()));
-    assert_eq!(trace_ids(&spans).len(), 1, "one trace: {spans:#?}");
+    let spans = one_trace(
+        phoenix,
+        project,
+        &[
+            ("invoke_agent Manus", 2),
+            ("chat gpt-4o", 3),
+            ("execute_tool a2a_call", 1),
+            ("a2a request", 2),
+            ("task", 2),
+        ],
+    )
+    .await;
     let call = named(&spans, "execute_tool a2a_call");
     assert_eq!(call.len(), 1, "{spans:#?}");
     let call_id = span_id(call[0]);
@@ -367,16 +384,17 @@ async fn a_task_from_submit_run_by_a_worker_is_one_trace(phoenix: &Phoenix) {
     );
     stop(&mut worker).await;
 
-    let spans = phoenix
-        .wait_for_spans(project, PATIENCE, |spans| {
-            named(spans, "submit swe").len() == 1
-                && named(spans, "task swe").len() == 1
-                && named(spans, "invoke_agent swe").len() == 1
-                && named(spans, "chat gpt-4o").len() == 1
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", phoenix.log()));
-    assert_eq!(trace_ids(&spans).len(), 1, "one trace: {spans:#?}");
+    let spans = one_trace(
+        phoenix,
+        project,
+        &[
+            ("submit swe", 1),
+            ("task swe", 1),
+            ("invoke_agent swe", 1),
+            ("chat gpt-4o", 1),
+        ],
+    )
+    .await;
     let submit = named(&spans, "submit swe")[0];
     assert_eq!(
         submit["parent_id"],
