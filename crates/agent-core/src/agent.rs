@@ -545,10 +545,11 @@ pub async fn run_loop<A: Agent + ?Sized>(
     }
     let invoke = spans::invoke_agent(&*agent);
     let span = info_span!("run", agent = %agent.base().name);
-    let outcome = run_steps(agent, request)
-        .instrument(span)
-        .instrument(invoke.clone())
-        .await;
+    // The run's GenAI span is the parent of its model calls and tool calls, without being
+    // entered at every poll of the run (`agent_telemetry::scope`).
+    let outcome =
+        agent_telemetry::scope::within(invoke.clone(), run_steps(agent, request).instrument(span))
+            .await;
     spans::record_outcome(&invoke, &outcome);
     outcome
 }

@@ -23,8 +23,7 @@ pub struct ModelLabels<'a> {
 pub(crate) fn invoke_agent<A: Agent + ?Sized>(agent: &A) -> tracing::Span {
     let base = agent.base();
     let labels = agent.model_labels();
-    tracing::info_span!(
-        target: "gen_ai",
+    agent_telemetry::genai_span!(
         "invoke_agent",
         otel.name = %format_args!("invoke_agent {}", base.name),
         otel.kind = "internal",

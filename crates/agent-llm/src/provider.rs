@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agent_core::{AgentEvent, EventBus, Role};
 use async_trait::async_trait;
 use serde_json::Value;
-use tracing::{Instrument as _, warn};
+use tracing::warn;
 
 use crate::spans;
 
@@ -40,6 +40,8 @@ pub struct Model {
     /// Text mode is on (always in `text`; after the switch in `auto`).
     text: AtomicBool,
     settings: LlmSettings,
+    /// Where the calls go, for their spans.
+    server: spans::Server,
     /// The event bus given, and the markup filter of the text-mode reply streaming now.
     deltas: Option<Deltas>,
 }
@@ -150,6 +152,7 @@ impl Model {
             backend,
             mode,
             text: AtomicBool::new(mode == ToolCallMode::Text),
+            server: spans::Server::of(&settings.base_url),
             settings,
             deltas: None,
         })
@@ -287,8 +290,10 @@ impl Model {
 #[async_trait]
 impl ChatModel for Model {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let span = spans::chat(&self.settings, &request);
-        let reply = self.complete_now(request).instrument(span.clone()).await;
+        // Not entered while the call runs: the span has no children, and the call's future is
+        // polled at every chunk that arrives (`agent_telemetry::scope`).
+        let span = spans::chat(&self.settings, &self.server, &request);
+        let reply = self.complete_now(request).await;
         spans::record_reply(&span, &reply);
         reply
     }

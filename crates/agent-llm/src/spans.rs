@@ -23,11 +23,34 @@ pub fn provider_name(api_type: ApiType) -> &'static str {
     }
 }
 
-/// The span of one call of `request` with `settings`.
-pub(crate) fn chat(settings: &LlmSettings, request: &ChatRequest) -> tracing::Span {
-    let span = tracing::info_span!(
-        target: "gen_ai",
-        "chat",
+/// The server a model's calls go to (`server.address`, `server.port`), read from its
+/// `base_url` once.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Server {
+    address: Option<String>,
+    port: Option<i64>,
+}
+
+impl Server {
+    pub(crate) fn of(base_url: &str) -> Self {
+        let Ok(url) = url::Url::parse(base_url) else {
+            return Self::default();
+        };
+        Self {
+            address: url.host_str().map(str::to_owned),
+            port: url.port_or_known_default().map(i64::from),
+        }
+    }
+}
+
+/// The span of one call of `request` with `settings` to `server`.
+pub(crate) fn chat(
+    settings: &LlmSettings,
+    server: &Server,
+    request: &ChatRequest,
+) -> tracing::Span {
+    let span = agent_telemetry::genai_span!(
+    "chat",
         otel.name = %format_args!("chat {}", settings.model),
         otel.kind = "client",
         gen_ai.operation.name = "chat",
@@ -35,8 +58,9 @@ pub(crate) fn chat(settings: &LlmSettings, request: &ChatRequest) -> tracing::Sp
         gen_ai.request.model = %settings.model,
         gen_ai.request.max_tokens = i64::from(settings.max_tokens),
         gen_ai.request.temperature = request.temperature.unwrap_or(settings.temperature),
-        server.address = Empty,
-        server.port = Empty,
+        server.address = server.address.as_deref(),
+        server.port = server.port,
+        gen_ai.response.model = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
@@ -49,15 +73,6 @@ pub(crate) fn chat(settings: &LlmSettings, request: &ChatRequest) -> tracing::Sp
     );
     if span.is_disabled() {
         return span;
-    }
-    // Only for a recorded span: the URL is parsed on every call otherwise.
-    if let Ok(url) = url::Url::parse(&settings.base_url) {
-        if let Some(host) = url.host_str() {
-            span.record("server.address", host);
-        }
-        if let Some(port) = url.port_or_known_default() {
-            span.record("server.port", i64::from(port));
-        }
     }
     if capture::enabled() {
         if let Some(system) = captured_messages(&request.system_msgs) {
@@ -77,13 +92,19 @@ pub(crate) fn record_reply(span: &tracing::Span, reply: &Result<ChatResponse, Ll
     }
     match reply {
         Ok(response) => {
+            if let Some(model) = &response.model {
+                span.record("gen_ai.response.model", model.as_str());
+            }
             if let Some(usage) = &response.usage {
                 span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
                 span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
-                span.record(
-                    "gen_ai.usage.cache_read.input_tokens",
-                    int(usage.cached_prompt_tokens),
-                );
+                // Absent rather than 0 when nothing came from the provider's cache.
+                if usage.cached_prompt_tokens > 0 {
+                    span.record(
+                        "gen_ai.usage.cache_read.input_tokens",
+                        int(usage.cached_prompt_tokens),
+                    );
+                }
             }
             attributes::set_strings(
                 span,

@@ -88,6 +88,10 @@ pub struct ChatResponse {
     /// Why generation stopped (`stop`, `tool_calls`, `length`, ...).
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// The model that answered, as the provider names it (`gpt-4o-2024-08-06` for a request
+    /// to `gpt-4o`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl ChatResponse {

@@ -162,6 +162,11 @@ pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
             .get("finish_reason")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        model: value
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
     })
 }
 
@@ -180,6 +185,7 @@ pub struct StreamAssembler {
     calls: Vec<(u64, PartialCall)>,
     usage: Option<TokenUsage>,
     finish_reason: Option<String>,
+    model: Option<String>,
     received_tokens: bool,
 }
 
@@ -228,6 +234,11 @@ impl StreamAssembler {
         }
         if let Some(usage) = chunk.usage.as_ref().and_then(usage_from) {
             self.usage = Some(usage);
+        }
+        if self.model.is_none()
+            && let Some(model) = chunk.model.filter(|m| !m.is_empty())
+        {
+            self.model = Some(model.into_owned());
         }
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
             return Ok(());
@@ -309,6 +320,7 @@ impl StreamAssembler {
             tool_calls: unique_ids(tool_calls),
             usage: self.usage,
             finish_reason: self.finish_reason,
+            model: self.model,
         }
     }
 }

@@ -17,6 +17,10 @@ struct Pairs(Vec<(&'static str, String)>);
 
 impl Injector for Pairs {
     fn set(&mut self, key: &str, value: String) {
+        // An empty `tracestate` (no vendor's state) is not sent.
+        if value.is_empty() {
+            return;
+        }
         let key = match key {
             TRACEPARENT => TRACEPARENT,
             TRACESTATE => TRACESTATE,
@@ -39,13 +43,14 @@ pub fn headers(span: &tracing::Span) -> Vec<(&'static str, String)> {
     pairs.0
 }
 
-/// The trace context of the current span as headers (see [`headers`]).
+/// The trace context of the span work done now belongs to ([`crate::scope::current`]) as
+/// headers (see [`headers`]).
 #[must_use]
 pub fn current_headers() -> Vec<(&'static str, String)> {
-    headers(&tracing::Span::current())
+    headers(&crate::scope::current())
 }
 
-/// The `traceparent` of the current span, if it is recorded.
+/// The `traceparent` of the span work done now belongs to, if it is recorded.
 #[must_use]
 pub fn current_traceparent() -> Option<String> {
     current_headers()

@@ -16,6 +16,9 @@
 //! [`capture`] says so (`[telemetry] capture_content`), with the configuration's secrets
 //! replaced.
 //!
+//! The spans are made with [`genai_span!`] under the innermost [`scope::within`] of the task
+//! (the run, the tool call), so the run's span is never entered at each poll of its future.
+//!
 //! Across processes, [`context`] carries W3C trace context (`traceparent`): out with a request
 //! or task ([`context::headers`]), in at the other end ([`context::continue_from`]).
 //!
@@ -27,6 +30,7 @@ pub mod capture;
 pub mod context;
 #[cfg(feature = "export")]
 pub mod export;
+pub mod scope;
 
 /// The `tracing` target of every GenAI span: the exporter's layer records these and only
 /// these; the log output leaves them out.

@@ -13,7 +13,7 @@ use agent_tools::{
 };
 use async_trait::async_trait;
 use serde_json::Value;
-use tracing::{Instrument as _, debug, info, warn};
+use tracing::{debug, info, warn};
 
 use crate::compaction::{Compaction, compact_if_needed, estimate_tokens, window_of};
 use crate::gate::{Gated, PermissionRecord, RunEnd, ToolGate, Verdict};
@@ -623,7 +623,10 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                 call: call.clone(),
             });
             let span = spans::execute_tool(&call);
-            let execution = self.execute_tool(&call).instrument(span.clone()).await;
+            // The parent of the spans made in the tool (a sub-agent's run), and the trace a
+            // tool carries on to another process (`agent_telemetry::scope`).
+            let execution =
+                agent_telemetry::scope::within(span.clone(), self.execute_tool(&call)).await;
             spans::record_execution(
                 &span,
                 &execution.records,

@@ -12,9 +12,8 @@ use crate::gate::PermissionRecord;
 /// The span of `call`.
 pub(crate) fn execute_tool(call: &ToolCall) -> tracing::Span {
     let name = call.function.name.as_str();
-    let span = tracing::info_span!(
-        target: "gen_ai",
-        "execute_tool",
+    let span = agent_telemetry::genai_span!(
+    "execute_tool",
         otel.name = %format_args!("execute_tool {name}"),
         otel.kind = "internal",
         gen_ai.operation.name = "execute_tool",

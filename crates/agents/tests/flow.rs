@@ -1052,6 +1052,7 @@ async fn a_token_budget_holds_over_all_the_steps_of_the_flow() {
             tool_calls: vec![call],
             usage: Some(ScriptedModel::usage(500, 100)),
             finish_reason: None,
+            model: None,
         });
     }
     // Step two: one echo reaches the budget (1800); the executor stops before its next step.
@@ -1060,6 +1061,7 @@ async fn a_token_budget_holds_over_all_the_steps_of_the_flow() {
         tool_calls: vec![tool_call("e2", "echo", r#"{"text":"two"}"#)],
         usage: Some(ScriptedModel::usage(500, 100)),
         finish_reason: None,
+        model: None,
     });
     let mut flow = PlanningFlow::new(planner.clone())
         .with_agent(
@@ -1105,6 +1107,7 @@ async fn the_flow_budget_counts_the_planners_own_calls() {
         tool_calls: vec![plan_call(&["First", "Second"])],
         usage: Some(ScriptedModel::usage(900, 100)),
         finish_reason: None,
+        model: None,
     });
     let manus = model();
     // Step one: a finish of 600 tokens. With the plan's 1,000 that is 1,600: the flow stops
@@ -1114,6 +1117,7 @@ async fn the_flow_budget_counts_the_planners_own_calls() {
         tool_calls: vec![tool_call("t", "terminate", r#"{"status":"success"}"#)],
         usage: Some(ScriptedModel::usage(500, 100)),
         finish_reason: None,
+        model: None,
     });
     let mut flow = PlanningFlow::new(planner.clone())
         .with_agent(
@@ -1156,6 +1160,7 @@ async fn the_flow_budget_counts_the_planners_own_calls() {
         tool_calls: vec![plan_call(&["First"])],
         usage: Some(ScriptedModel::usage(1_400, 100)),
         finish_reason: None,
+        model: None,
     });
     let mut flow = PlanningFlow::new(planner.clone())
         .with_agent("manus", worker("Manus", "A versatile agent", &manus))

@@ -88,6 +88,24 @@ async fn a_run_is_an_internal_agent_span_over_client_chat_spans_and_tool_spans()
             Some(Value::I64(n)) if *n > 0
         ));
         assert_eq!(attribute(chat, "gen_ai.input.messages"), None, "no content");
+        // The mock answers as the model asked; a provider names the snapshot that answered.
+        assert_eq!(
+            attribute(chat, "gen_ai.response.model"),
+            Some(&Value::from("gpt-4o"))
+        );
+        assert_eq!(
+            attribute(chat, "server.address"),
+            Some(&Value::from("127.0.0.1"))
+        );
+        assert!(matches!(
+            attribute(chat, "server.port"),
+            Some(Value::I64(n)) if *n > 0
+        ));
+        // Nothing came from a cache: no count rather than 0.
+        assert_eq!(
+            attribute(chat, "gen_ai.usage.cache_read.input_tokens"),
+            None
+        );
     }
     assert_eq!(
         attribute(chats[0], "gen_ai.response.finish_reasons"),

@@ -14,6 +14,7 @@ pub(crate) struct MessageAssembler {
     input: Option<TokenUsage>,
     output_tokens: u64,
     stop_reason: Option<String>,
+    model: Option<String>,
     stopped: bool,
     received_tokens: bool,
 }
@@ -52,6 +53,11 @@ impl MessageAssembler {
                 if let Some(u) = event.pointer("/message/usage") {
                     self.input = Some(usage(u));
                 }
+                self.model = event
+                    .pointer("/message/model")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_owned);
             }
             "content_block_start" => {
                 let block = event.get("content_block").unwrap_or(&Value::Null);
@@ -150,6 +156,7 @@ impl MessageAssembler {
             tool_calls,
             usage,
             finish_reason: self.stop_reason.as_deref().map(finish_reason),
+            model: self.model,
         }
     }
 }

@@ -294,6 +294,11 @@ pub(crate) fn parse_message(body: &[u8]) -> Result<ChatResponse, LlmError> {
             .get("stop_reason")
             .and_then(Value::as_str)
             .map(finish_reason),
+        model: value
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
     })
 }
 

@@ -472,6 +472,8 @@ fn response(output: &SdkOutput) -> ChatResponse {
         tool_calls: calls,
         usage,
         finish_reason: Some(finish_reason(output.stop_reason.as_str())),
+        // Converse does not say which model answered.
+        model: None,
     }
 }
 

@@ -145,6 +145,8 @@ impl StreamAssembler {
             tool_calls,
             usage: self.usage,
             finish_reason: self.stop_reason,
+            // ConverseStream does not say which model answered.
+            model: None,
         }
     }
 }

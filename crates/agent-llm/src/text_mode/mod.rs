@@ -146,6 +146,7 @@ pub fn text_response(response: ChatResponse, request: &ChatRequest) -> ChatRespo
         tool_calls: calls,
         usage: response.usage,
         finish_reason: Some("tool_calls".to_owned()),
+        model: response.model,
     }
 }
 

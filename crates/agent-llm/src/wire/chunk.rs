@@ -28,6 +28,8 @@ pub(super) struct Chunk<'a> {
     #[serde(default)]
     pub usage: Option<Value>,
     #[serde(default, borrow)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
     pub choices: Option<Vec<Choice<'a>>>,
 }
 
@@ -95,6 +97,7 @@ impl<'a> Chunk<'a> {
         Self {
             error: present(value, "error").cloned(),
             usage: present(value, "usage").cloned(),
+            model: text(value, "model"),
             choices: value
                 .get("choices")
                 .and_then(Value::as_array)

@@ -735,8 +735,7 @@ impl PlanningFlow {
         } else {
             let id = self.new_plan_id();
             self.plan_id = Some(id.clone());
-            let plan_span = info_span!(
-                target: "gen_ai",
+            let plan_span = agent_telemetry::genai_span!(
                 "plan",
                 otel.name = "plan planning",
                 otel.kind = "internal",
@@ -744,10 +743,11 @@ impl PlanningFlow {
                 gen_ai.agent.name = "planning",
                 openinference.span.kind = "CHAIN",
             );
-            let created = self
-                .create_plan(input_text, &id, deadline)
-                .instrument(plan_span)
-                .await;
+            let created = agent_telemetry::scope::within(
+                plan_span,
+                self.create_plan(input_text, &id, deadline),
+            )
+            .await;
             match created {
                 Err(interrupt) => return Ok(Some(interrupt)),
                 Ok(source) => (id, source?),
@@ -907,8 +907,7 @@ impl Flow for PlanningFlow {
     async fn execute(&mut self, input_text: &str) -> Result<FlowOutcome, FlowError> {
         let span = info_span!("flow", kind = "planning");
         // The flow is a workflow of agents: its plan, then each step's executor run, one trace.
-        let workflow = info_span!(
-            target: "gen_ai",
+        let workflow = agent_telemetry::genai_span!(
             "invoke_workflow",
             otel.name = "invoke_workflow planning",
             otel.kind = "internal",
@@ -916,9 +915,7 @@ impl Flow for PlanningFlow {
             gen_ai.workflow.name = "planning",
             openinference.span.kind = "CHAIN",
         );
-        self.execute_inner(input_text)
-            .instrument(span)
-            .instrument(workflow)
+        agent_telemetry::scope::within(workflow, self.execute_inner(input_text).instrument(span))
             .await
     }
 
