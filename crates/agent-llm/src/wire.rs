@@ -333,7 +333,7 @@ mod tests {
     #[test]
     fn a_completion_with_tool_calls_parses() {
         let body = json!({
-            "id": "x", "object": "chat.completion",
+            "id": "x", "object": "chat.completion", "model": "gpt-4o-2024-08-06",
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
                 "role": "assistant", "content": null,
                 "tool_calls": [
@@ -362,6 +362,7 @@ mod tests {
             })
         );
         assert_eq!(response.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(response.model.as_deref(), Some("gpt-4o-2024-08-06"));
     }
 
     #[test]
@@ -383,8 +384,9 @@ mod tests {
     #[test]
     fn streamed_fragments_reassemble() {
         let chunks = [
-            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
-            json!({"choices": [{"index": 0, "delta": {"content": "Let me "}}]}),
+            json!({"model": "", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+            json!({"model": "gpt-4o-2024-08-06", "choices": [{"index": 0, "delta": {"content": "Let me "}}]}),
+            json!({"model": "another", "choices": []}),
             json!({"choices": [{"index": 0, "delta": {"content": "check."}}]}),
             json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "bash", "arguments": ""}}]}}]}),
             json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"comm"}}]}}]}),
@@ -409,6 +411,8 @@ mod tests {
             ]
         );
         assert_eq!(response.usage.map(|u| u.total_tokens()), Some(7));
+        // The first model a chunk names (an empty one is none).
+        assert_eq!(response.model.as_deref(), Some("gpt-4o-2024-08-06"));
     }
 
     #[test]

@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn text_and_a_tool_call_in_pieces() {
         let events = [
-            r#"{"type":"message_start","message":{"usage":{"input_tokens":12,"cache_creation_input_tokens":100,"output_tokens":1}}}"#,
+            r#"{"type":"message_start","message":{"model":"claude-sonnet-4-5-20250929","usage":{"input_tokens":12,"cache_creation_input_tokens":100,"output_tokens":1}}}"#,
             r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
             r#"{"type":"ping"}"#,
             r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me "}}"#,
@@ -197,6 +197,7 @@ mod tests {
             vec![ToolCall::new("toolu_1", "bash", r#"{"command": "ls"}"#)]
         );
         assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(reply.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
         assert_eq!(
             reply.usage,
             Some(TokenUsage {
