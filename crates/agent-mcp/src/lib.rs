@@ -44,6 +44,7 @@ mod server;
 mod sse;
 mod sse_server;
 mod sync;
+mod trace_headers;
 
 pub use agent::{
     MCP_AGENT_MAX_STEPS, MCP_AGENT_NAME, MCP_NEXT_STEP_PROMPT, MCP_SYSTEM_PROMPT,

@@ -197,6 +197,8 @@ impl Transport<RoleClient> for SseClientTransport {
         let url = self.post_url.clone();
         async move {
             let body = serde_json::to_vec(&item)?;
+            let mut headers = headers;
+            headers.extend(crate::trace_headers::of(&item));
             let response = client
                 .post(url.clone())
                 .headers(headers)

@@ -107,15 +107,19 @@ async fn exercise_fastmcp(clients: &McpClients) {
 }
 
 /// With telemetry on, a call carries the trace context of the span it runs in as
-/// `_meta.traceparent` (SEP-414); with it off, nothing.
+/// `_meta.traceparent` (SEP-414) and, over HTTP, as the `traceparent` header; with it off,
+/// nothing.
 async fn trace_context_goes_in_meta(clients: &McpClients) {
     use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-    use tracing::Instrument as _;
     use tracing_subscriber::layer::SubscriberExt as _;
 
     let traced = tool(clients, "mcp_py_trace_context");
     let r = traced.execute(json!({}), &ctx()).await.unwrap();
-    assert_eq!(r.output.as_deref(), Some("none"), "telemetry off: {r:?}");
+    assert_eq!(
+        r.output.as_deref(),
+        Some("meta=none header=none"),
+        "telemetry off: {r:?}"
+    );
 
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(InMemorySpanExporter::default())
@@ -130,12 +134,16 @@ async fn trace_context_goes_in_meta(clients: &McpClients) {
         .find(|(key, _)| *key == "traceparent")
         .map(|(_, value)| value)
         .expect("a recorded span has a traceparent");
-    let r = traced
-        .execute(json!({}), &ctx())
-        .instrument(span)
+    // As the tool-call agent runs a tool: inside `within` its span, which is not entered.
+    let r = agent_telemetry::scope::within(span, traced.execute(json!({}), &ctx()))
         .await
         .unwrap();
-    assert_eq!(r.output.as_deref(), Some(expected.as_str()), "{r:?}");
+    // In `_meta` and, both transports being HTTP, as the request's header.
+    assert_eq!(
+        r.output.as_deref(),
+        Some(format!("meta={expected} header={expected}").as_str()),
+        "{r:?}"
+    );
 }
 
 #[tokio::test]

@@ -119,7 +119,8 @@ impl Connection {
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = arguments;
         // The call's trace context (the `execute_tool` span's) for the server, the MCP way:
-        // `_meta.traceparent` (SEP-414), on every transport. Nothing with telemetry off.
+        // `_meta.traceparent` (SEP-414), on every transport; over HTTP also as headers
+        // (`crate::trace_headers`). Nothing with telemetry off.
         for (key, value) in agent_telemetry::context::current_headers() {
             match key {
                 agent_telemetry::context::TRACEPARENT => params.set_traceparent(&value),
@@ -250,6 +251,7 @@ pub(super) async fn connect(
                 server: id.clone(),
                 message: e.to_string(),
             })?;
+            let client = super::traced_http::TracedClient(client);
             let transport = StreamableHttpClientTransport::with_client(client, config);
             let serving = handler.serve(watched(transport, closed.clone()));
             let service = match tokio::time::timeout(options.connect_timeout, serving).await {

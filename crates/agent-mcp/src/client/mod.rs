@@ -14,6 +14,7 @@ mod startup;
 mod stdio;
 mod supervisor;
 mod tool;
+mod traced_http;
 mod transport;
 
 pub use connection::NOT_CONNECTED;
