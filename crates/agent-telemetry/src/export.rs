@@ -285,13 +285,16 @@ where
         .with_filter(Targets::new().with_target(TARGET, tracing::Level::TRACE))
 }
 
-/// Retries after a failed export: a few, short, so the exit of a process whose collector is
-/// down is not held (a refused connection is retried too).
+/// Retries after a failed export: one, soon (a connection the collector closed as it was
+/// reused, a restart under way), so that the exit of a process whose collector is down is held
+/// ~0.1 s, not more (a refused connection is retried too: two retries up to 400 ms held it
+/// ~0.45 s).
 fn retry_policy() -> RetryPolicy {
     RetryPolicy::recommended()
-        .with_max_retries(2)
+        .with_max_retries(1)
         .with_initial_delay(Duration::from_millis(100))
-        .with_max_delay(Duration::from_millis(400))
+        .with_max_delay(Duration::from_millis(100))
+        .with_max_jitter(Duration::from_millis(20))
 }
 
 fn http_exporter(
