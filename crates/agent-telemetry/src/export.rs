@@ -54,6 +54,42 @@ pub enum TelemetryError {
     /// The exporter could not be built (a malformed endpoint, header or timeout).
     #[error("cannot build the OTLP exporter: {0}")]
     Exporter(String),
+    /// A `[telemetry] headers` entry no HTTP request can carry (both transports refuse it,
+    /// rather than one sending without it).
+    #[error("[telemetry] headers: `{name}` {reason}")]
+    Header {
+        /// The header's name as written.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// `headers` as HTTP (and gRPC metadata) can carry them: names lowercase.
+///
+/// # Errors
+///
+/// [`TelemetryError::Header`] for a name that is not a header name or a value with a byte a
+/// header cannot hold (a line break, a control character).
+fn checked_headers(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<HashMap<String, String>, TelemetryError> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let mut checked = HashMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let invalid = |reason: &str| TelemetryError::Header {
+            name: name.clone(),
+            reason: reason.to_owned(),
+        };
+        let lower = name.trim().to_ascii_lowercase();
+        HeaderName::from_bytes(lower.as_bytes())
+            .map_err(|_| invalid("is not a valid header name"))?;
+        HeaderValue::from_str(value).map_err(|_| {
+            invalid("has a value a header cannot carry (a line break or a control character)")
+        })?;
+        checked.insert(lower, value.clone());
+    }
+    Ok(checked)
 }
 
 /// How spans travel to the collector.
@@ -93,7 +129,8 @@ impl ExportPlan {
     /// # Errors
     ///
     /// [`TelemetryError::Protocol`] for a protocol other than `http/protobuf` (or `grpc`
-    /// with the `grpc` feature).
+    /// with the `grpc` feature); [`TelemetryError::Header`] for a `[telemetry] headers` entry
+    /// no request can carry.
     pub fn resolve(
         settings: &TelemetrySettings,
         env: impl Fn(&str) -> Option<String>,
@@ -142,11 +179,7 @@ impl ExportPlan {
             endpoint,
             transport,
             timeout,
-            headers: settings
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            headers: checked_headers(&settings.headers)?,
             service_name: var("OTEL_SERVICE_NAME")
                 .or_else(|| settings.service_name.clone())
                 .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned()),
@@ -431,6 +464,31 @@ mod tests {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn configured_headers_are_checked_once_for_both_transports() {
+        let with = |name: &str, value: &str| TelemetrySettings {
+            endpoint: Some("http://127.0.0.1:4318".to_owned()),
+            headers: [(name.to_owned(), value.to_owned())].into(),
+            ..TelemetrySettings::default()
+        };
+        let plan = ExportPlan::resolve(&with(" X-Api-Key", "k1"), env(&[]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            plan.headers.get("x-api-key").map(String::as_str),
+            Some("k1")
+        );
+        for (name, value, says) in [
+            ("bad name", "v", "is not a valid header name"),
+            ("x-ok", "line\nbreak", "a header cannot carry"),
+        ] {
+            let error = ExportPlan::resolve(&with(name, value), env(&[])).unwrap_err();
+            let text = error.to_string();
+            assert!(matches!(error, TelemetryError::Header { .. }), "{text}");
+            assert!(text.contains(name) && text.contains(says), "{text}");
+        }
     }
 
     #[test]
