@@ -531,6 +531,10 @@ pub struct TelemetrySettings {
     /// they may hold personal data). The configuration's secrets are replaced and each value is
     /// cut at 32 KiB. `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` does the same.
     pub capture_content: bool,
+    /// Export the GenAI client metrics too (`gen_ai.client.token.usage`,
+    /// `gen_ai.client.operation.duration`; default `false`: Phoenix, Langfuse and Jaeger take
+    /// traces only), as `OTEL_METRICS_EXPORTER=otlp`; `OTEL_METRICS_EXPORTER=none` wins.
+    pub metrics: bool,
 }
 
 /// `[server]`: `openmanus serve`, the HTTP API and web page.

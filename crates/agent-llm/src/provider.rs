@@ -293,8 +293,10 @@ impl ChatModel for Model {
         // Not entered while the call runs: the span has no children, and the call's future is
         // polled at every chunk that arrives (`agent_telemetry::scope`).
         let span = spans::chat(&self.settings, &self.server, &request);
+        let started = std::time::Instant::now();
         let reply = self.complete_now(request).await;
         spans::record_reply(&span, &reply);
+        spans::record_metrics(&self.settings, &self.server, started.elapsed(), &reply);
         reply
     }
 

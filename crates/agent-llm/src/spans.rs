@@ -129,6 +129,33 @@ pub(crate) fn record_reply(span: &tracing::Span, reply: &Result<ChatResponse, Ll
     }
 }
 
+/// Records the call in the GenAI metrics (`agent_telemetry::metrics`), when they are exported.
+pub(crate) fn record_metrics(
+    settings: &LlmSettings,
+    server: &Server,
+    duration: std::time::Duration,
+    reply: &Result<ChatResponse, LlmError>,
+) {
+    if !agent_telemetry::metrics::enabled() {
+        return;
+    }
+    let error = reply.as_ref().err().map(error_type);
+    let response = reply.as_ref().ok();
+    let call = agent_telemetry::metrics::Call {
+        operation: "chat",
+        provider: provider_name(settings.api_type),
+        request_model: &settings.model,
+        response_model: response.and_then(|r| r.model.as_deref()),
+        server_address: server.address.as_deref(),
+        server_port: server.port,
+        error_type: error.as_deref(),
+    };
+    let tokens = response
+        .and_then(|r| r.usage.as_ref())
+        .map(|usage| (usage.prompt_tokens, usage.completion_tokens));
+    agent_telemetry::metrics::record(&call, duration, tokens);
+}
+
 /// A short, low-cardinality name of what failed (`error.type`).
 fn error_type(error: &LlmError) -> String {
     match error {

@@ -16,6 +16,9 @@
 //! [`capture`] says so (`[telemetry] capture_content`), with the configuration's secrets
 //! replaced.
 //!
+//! The GenAI client metrics ([`metrics`]: token usage and call duration) are recorded by the
+//! model client and exported only when asked.
+//!
 //! The spans are made with [`genai_span!`] under the innermost [`scope::within`] of the task
 //! (the run, the tool call), so the run's span is never entered at each poll of its future.
 //!
@@ -30,6 +33,7 @@ pub mod capture;
 pub mod context;
 #[cfg(feature = "export")]
 pub mod export;
+pub mod metrics;
 pub mod scope;
 
 /// The `tracing` target of every GenAI span: the exporter's layer records these and only

@@ -29,6 +29,8 @@ use tracing_subscriber::registry::LookupSpan;
 use crate::TARGET;
 use crate::capture::{self, Scrubber};
 
+mod metrics;
+
 /// The service name when neither `OTEL_SERVICE_NAME` nor `[telemetry] service_name` says one.
 pub const DEFAULT_SERVICE_NAME: &str = "openmanus";
 
@@ -118,6 +120,10 @@ pub struct ExportPlan {
     pub resource_attributes: Vec<(String, String)>,
     /// Whether content is captured.
     pub capture_content: bool,
+    /// Where the GenAI metrics go, when they are exported (`[telemetry] metrics`,
+    /// `OTEL_METRICS_EXPORTER=otlp`): `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` as it is, or the
+    /// base endpoint (with `/v1/metrics` for HTTP). `None`: no metrics.
+    pub metrics_endpoint: Option<String>,
 }
 
 impl ExportPlan {
@@ -160,14 +166,25 @@ impl ExportPlan {
             "grpc" if cfg!(feature = "grpc") => Transport::Grpc,
             _ => return Err(TelemetryError::Protocol(protocol)),
         };
-        let endpoint = match (exact, base) {
-            (Some(exact), _) => exact,
-            (None, Some(base)) => match transport {
-                Transport::HttpProtobuf => format!("{}/v1/traces", base.trim_end_matches('/')),
-                Transport::Grpc => base,
-            },
-            (None, None) => return Ok(None),
+        let signal = |path: &str| {
+            base.as_ref().map(|base| match transport {
+                Transport::HttpProtobuf => format!("{}{path}", base.trim_end_matches('/')),
+                Transport::Grpc => base.clone(),
+            })
         };
+        let Some(endpoint) = exact.or_else(|| signal("/v1/traces")) else {
+            return Ok(None);
+        };
+        // Asked for, not the standard's default: the usual LLM-observability back ends take
+        // traces only and would answer every metrics export with an error.
+        let metrics = match var("OTEL_METRICS_EXPORTER").map(|v| v.to_ascii_lowercase()) {
+            Some(exporter) if exporter == "none" => false,
+            Some(exporter) => exporter.split(',').any(|e| e.trim() == "otlp"),
+            None => settings.metrics,
+        };
+        let metrics_endpoint = metrics
+            .then(|| var("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").or_else(|| signal("/v1/metrics")))
+            .flatten();
         // Milliseconds, as every SDK reads them; a value that is not a number is left out.
         let timeout = var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
             .or_else(|| var("OTEL_EXPORTER_OTLP_TIMEOUT"))
@@ -189,6 +206,7 @@ impl ExportPlan {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             capture_content,
+            metrics_endpoint,
         }))
     }
 }
@@ -198,6 +216,8 @@ impl ExportPlan {
 #[derive(Debug)]
 pub struct Telemetry {
     provider: SdkTracerProvider,
+    /// The GenAI metrics' provider, when they are exported.
+    meters: Option<opentelemetry_sdk::metrics::SdkMeterProvider>,
     endpoint: String,
     /// The runtime the gRPC channel lives on.
     #[cfg(feature = "grpc")]
@@ -220,16 +240,26 @@ impl Telemetry {
     ) -> Result<Self, TelemetryError> {
         #[cfg(feature = "grpc")]
         let mut runtime = None;
-        let exporter = match plan.transport {
-            Transport::HttpProtobuf => Reported::new(http_exporter(plan, tls)?, &plan.endpoint),
+        let client = match plan.transport {
+            Transport::HttpProtobuf => Some(http_client(plan, tls)?),
+            Transport::Grpc => None,
+        };
+        let exporter = match (plan.transport, &client) {
+            (Transport::HttpProtobuf, Some(http)) => {
+                Reported::new(http_exporter(plan, http.clone())?, &plan.endpoint)
+            }
+            (Transport::HttpProtobuf, None) => {
+                return Err(TelemetryError::Client("no HTTP client".to_owned()));
+            }
             #[cfg(feature = "grpc")]
-            Transport::Grpc => {
-                let (exporter, rt) = grpc_exporter(plan)?;
+            (Transport::Grpc, _) => {
+                let rt = grpc_runtime()?;
+                let exporter = grpc_exporter(plan, &rt)?;
                 runtime = Some(rt);
                 Reported::new(exporter, &plan.endpoint)
             }
             #[cfg(not(feature = "grpc"))]
-            Transport::Grpc => return Err(TelemetryError::Protocol("grpc".to_owned())),
+            (Transport::Grpc, _) => return Err(TelemetryError::Protocol("grpc".to_owned())),
         };
         let mut resource = Resource::builder_empty()
             .with_service_name(plan.service_name.clone())
@@ -246,8 +276,26 @@ impl Telemetry {
         {
             resource = resource.with_service_name(name);
         }
+        let resource = resource.build();
+        let meters = match &plan.metrics_endpoint {
+            Some(endpoint) => {
+                let exporter = match (plan.transport, client) {
+                    (Transport::HttpProtobuf, Some(client)) => {
+                        metrics::http_exporter(plan, endpoint, client)?
+                    }
+                    #[cfg(feature = "grpc")]
+                    (Transport::Grpc, _) => match &runtime {
+                        Some(runtime) => metrics::grpc_exporter(plan, endpoint, runtime)?,
+                        None => return Err(TelemetryError::Client("no gRPC runtime".to_owned())),
+                    },
+                    _ => return Err(TelemetryError::Protocol("grpc".to_owned())),
+                };
+                Some(metrics::provider(exporter, endpoint, resource.clone()))
+            }
+            None => None,
+        };
         let provider = SdkTracerProvider::builder()
-            .with_resource(resource.build())
+            .with_resource(resource)
             .with_batch_exporter(exporter)
             .build();
         if plan.capture_content {
@@ -255,6 +303,7 @@ impl Telemetry {
         }
         Ok(Self {
             provider,
+            meters,
             endpoint: plan.endpoint.clone(),
             #[cfg(feature = "grpc")]
             runtime,
@@ -282,6 +331,11 @@ impl Telemetry {
         if let Err(error) = self.provider.force_flush() {
             warn!(%error, "telemetry: the last spans could not be sent");
         }
+        if let Some(meters) = &self.meters
+            && let Err(error) = meters.force_flush()
+        {
+            warn!(%error, "telemetry: the last metrics could not be sent");
+        }
     }
 
     /// Sends the spans still queued and stops the exporter (at most [`SHUTDOWN_TIMEOUT`]).
@@ -289,6 +343,12 @@ impl Telemetry {
     pub fn shutdown(self) {
         if let Err(error) = self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT) {
             tracing::debug!(%error, "telemetry shut down with an error");
+        }
+        // Their last values (the reader exports once more as it stops).
+        if let Some(meters) = self.meters
+            && let Err(error) = meters.shutdown_with_timeout(SHUTDOWN_TIMEOUT)
+        {
+            tracing::debug!(%error, "telemetry's metrics shut down with an error");
         }
         #[cfg(feature = "grpc")]
         if let Some(runtime) = self.runtime {
@@ -330,16 +390,16 @@ fn retry_policy() -> RetryPolicy {
         .with_max_jitter(Duration::from_millis(20))
 }
 
-fn http_exporter(
+/// The blocking HTTP client of the exporters. A blocking client must be neither built nor
+/// dropped inside an async runtime: built on a thread of its own; it lives on the exporters'
+/// threads (the batch processor's, the metric reader's). Bounded, so a collector that takes the
+/// connection and never answers holds only an exporter's thread, and only for the timeout.
+fn http_client(
     plan: &ExportPlan,
     tls: rustls::ClientConfig,
-) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
-    // A blocking client must be neither built nor dropped inside an async runtime: built on a
-    // thread of its own; it lives on the batch processor's thread.
-    // Bounded, so a collector that takes the connection and never answers holds only the
-    // exporter's thread, and only for the timeout.
+) -> Result<reqwest::blocking::Client, TelemetryError> {
     let timeout = plan.timeout;
-    let client = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         reqwest::blocking::Client::builder()
             .tls_backend_preconfigured(tls)
             .timeout(timeout)
@@ -348,7 +408,13 @@ fn http_exporter(
     })
     .join()
     .map_err(|_| TelemetryError::Client("the client thread panicked".to_owned()))?
-    .map_err(|e| TelemetryError::Client(e.to_string()))?;
+    .map_err(|e| TelemetryError::Client(e.to_string()))
+}
+
+fn http_exporter(
+    plan: &ExportPlan,
+    client: reqwest::blocking::Client,
+) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
     opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
@@ -361,21 +427,25 @@ fn http_exporter(
         .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }
 
+/// The runtime the gRPC channels' tasks run on, whatever runtime (if any) the program has.
 #[cfg(feature = "grpc")]
-fn grpc_exporter(
-    plan: &ExportPlan,
-) -> Result<(opentelemetry_otlp::SpanExporter, tokio::runtime::Runtime), TelemetryError> {
-    use opentelemetry_otlp::WithTonicConfig;
-    use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
-    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-
-    // The channel's tasks run here, whatever runtime (if any) the program has.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+fn grpc_runtime() -> Result<tokio::runtime::Runtime, TelemetryError> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("otlp-grpc")
         .enable_all()
         .build()
-        .map_err(|e| TelemetryError::Client(e.to_string()))?;
+        .map_err(|e| TelemetryError::Client(e.to_string()))
+}
+
+/// The plan's headers as gRPC metadata.
+#[cfg(feature = "grpc")]
+fn grpc_metadata(
+    plan: &ExportPlan,
+) -> Result<opentelemetry_otlp::tonic_types::metadata::MetadataMap, TelemetryError> {
+    use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
+    use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
     let mut headers = HeaderMap::new();
     for (key, value) in &plan.headers {
         let name = HeaderName::from_bytes(key.to_ascii_lowercase().as_bytes())
@@ -384,19 +454,25 @@ fn grpc_exporter(
             .map_err(|e| TelemetryError::Exporter(format!("the value of header `{key}`: {e}")))?;
         headers.insert(name, value);
     }
-    let metadata = MetadataMap::from_headers(headers);
-    let exporter = {
-        let _entered = runtime.enter();
-        opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(plan.endpoint.clone())
-            .with_timeout(plan.timeout)
-            .with_metadata(metadata)
-            .with_retry_policy(retry_policy())
-            .build()
-            .map_err(|e| TelemetryError::Exporter(e.to_string()))?
-    };
-    Ok((exporter, runtime))
+    Ok(MetadataMap::from_headers(headers))
+}
+
+#[cfg(feature = "grpc")]
+fn grpc_exporter(
+    plan: &ExportPlan,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
+    use opentelemetry_otlp::WithTonicConfig;
+
+    let _entered = runtime.enter();
+    opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_endpoint(plan.endpoint.clone())
+        .with_timeout(plan.timeout)
+        .with_metadata(grpc_metadata(plan)?)
+        .with_retry_policy(retry_policy())
+        .build()
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }
 
 /// An exporter whose first failure is a warning (with where it was sending), and the later
@@ -489,6 +565,52 @@ mod tests {
             assert!(matches!(error, TelemetryError::Header { .. }), "{text}");
             assert!(text.contains(name) && text.contains(says), "{text}");
         }
+    }
+
+    #[test]
+    fn metrics_are_exported_only_when_asked_and_go_to_their_own_path() {
+        let base = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")];
+        let metrics = |settings: &TelemetrySettings, vars: &[(&str, &str)]| {
+            let mut all = base.to_vec();
+            all.extend_from_slice(vars);
+            ExportPlan::resolve(settings, env(&all))
+                .unwrap()
+                .unwrap()
+                .metrics_endpoint
+        };
+        let off = TelemetrySettings::default();
+        let on = TelemetrySettings {
+            metrics: true,
+            ..TelemetrySettings::default()
+        };
+        let path = Some("http://127.0.0.1:4318/v1/metrics".to_owned());
+        assert_eq!(metrics(&off, &[]), None, "not the standard's default");
+        assert_eq!(metrics(&on, &[]), path);
+        assert_eq!(metrics(&off, &[("OTEL_METRICS_EXPORTER", "OTLP")]), path);
+        assert_eq!(
+            metrics(&off, &[("OTEL_METRICS_EXPORTER", "console,otlp")]),
+            path
+        );
+        assert_eq!(metrics(&on, &[("OTEL_METRICS_EXPORTER", "none")]), None);
+        assert_eq!(
+            metrics(&on, &[("OTEL_METRICS_EXPORTER", "prometheus")]),
+            None
+        );
+        assert_eq!(
+            metrics(
+                &on,
+                &[("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:9/custom")]
+            ),
+            Some("http://m:9/custom".to_owned())
+        );
+        // Only a traces endpoint: no base to send metrics to.
+        let traces_only = ExportPlan::resolve(
+            &on,
+            env(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/v1/traces")]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(traces_only.metrics_endpoint, None);
     }
 
     #[test]

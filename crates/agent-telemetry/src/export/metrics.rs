@@ -1,0 +1,119 @@
+//! The GenAI metrics' exporter: the instruments of [`crate::metrics`] read every
+//! `OTEL_METRIC_EXPORT_INTERVAL` (60 s by default) and at the end of the process, and sent
+//! over the spans' transport (its client, its headers, its timeout and retries).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
+use tracing::warn;
+
+use super::{ExportPlan, TelemetryError, retry_policy};
+
+pub(super) fn http_exporter(
+    plan: &ExportPlan,
+    endpoint: &str,
+    client: reqwest::blocking::Client,
+) -> Result<opentelemetry_otlp::MetricExporter, TelemetryError> {
+    opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_http_client(client)
+        .with_endpoint(endpoint.to_owned())
+        .with_timeout(plan.timeout)
+        .with_headers(plan.headers.clone())
+        .with_retry_policy(retry_policy())
+        .build()
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))
+}
+
+#[cfg(feature = "grpc")]
+pub(super) fn grpc_exporter(
+    plan: &ExportPlan,
+    endpoint: &str,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<opentelemetry_otlp::MetricExporter, TelemetryError> {
+    use opentelemetry_otlp::WithTonicConfig;
+
+    let _entered = runtime.enter();
+    opentelemetry_otlp::MetricExporter::builder()
+        .with_tonic()
+        .with_endpoint(endpoint.to_owned())
+        .with_timeout(plan.timeout)
+        .with_metadata(super::grpc_metadata(plan)?)
+        .with_retry_policy(retry_policy())
+        .build()
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))
+}
+
+/// The meter provider reading into `exporter`, with the GenAI instruments installed on it.
+pub(super) fn provider(
+    exporter: opentelemetry_otlp::MetricExporter,
+    endpoint: &str,
+    resource: Resource,
+) -> SdkMeterProvider {
+    let reader = PeriodicReader::builder(Reported::new(exporter, endpoint)).build();
+    let provider = SdkMeterProvider::builder()
+        .with_resource(resource)
+        .with_reader(reader)
+        .build();
+    crate::metrics::install(&provider.meter("openmanus"));
+    provider
+}
+
+/// A metric exporter whose first failure is a warning and the later ones debug lines (as the
+/// spans' exporter).
+#[derive(Debug)]
+struct Reported<E> {
+    inner: E,
+    endpoint: String,
+    warned: Arc<AtomicBool>,
+}
+
+impl<E> Reported<E> {
+    fn new(inner: E, endpoint: &str) -> Self {
+        Self {
+            inner,
+            endpoint: endpoint.to_owned(),
+            warned: Arc::default(),
+        }
+    }
+}
+
+impl<E: PushMetricExporter> PushMetricExporter for Reported<E> {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        let result = self.inner.export(metrics).await;
+        if let Err(error) = &result {
+            if self.warned.swap(true, Ordering::Relaxed) {
+                tracing::debug!(%error, endpoint = %self.endpoint, "metrics export failed again");
+            } else {
+                warn!(
+                    %error,
+                    endpoint = %self.endpoint,
+                    "telemetry: metrics could not be sent to the collector (runs go on; later \
+                     failures are not reported)"
+                );
+            }
+        }
+        result
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.inner.temporality()
+    }
+}
