@@ -2,10 +2,9 @@
 //! `OTEL_METRIC_EXPORT_INTERVAL` (60 s by default) and at the end of the process, and sent
 //! over the spans' transport (its client, its headers, its timeout and retries).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::{ExportPlan, Reported, TelemetryError, retry_policy};
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
@@ -13,9 +12,6 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
-use tracing::warn;
-
-use super::{ExportPlan, TelemetryError, retry_policy};
 
 pub(super) fn http_exporter(
     plan: &ExportPlan,
@@ -53,7 +49,8 @@ pub(super) fn grpc_exporter(
         .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }
 
-/// The meter provider reading into `exporter`, with the GenAI instruments installed on it.
+/// The meter provider reading into `exporter` (its first failure a warning, as the spans'
+/// exporter's), with the GenAI instruments installed on it.
 pub(super) fn provider(
     exporter: opentelemetry_otlp::MetricExporter,
     endpoint: &str,
@@ -68,41 +65,9 @@ pub(super) fn provider(
     provider
 }
 
-/// A metric exporter whose first failure is a warning and the later ones debug lines (as the
-/// spans' exporter).
-#[derive(Debug)]
-struct Reported<E> {
-    inner: E,
-    endpoint: String,
-    warned: Arc<AtomicBool>,
-}
-
-impl<E> Reported<E> {
-    fn new(inner: E, endpoint: &str) -> Self {
-        Self {
-            inner,
-            endpoint: endpoint.to_owned(),
-            warned: Arc::default(),
-        }
-    }
-}
-
 impl<E: PushMetricExporter> PushMetricExporter for Reported<E> {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        let result = self.inner.export(metrics).await;
-        if let Err(error) = &result {
-            if self.warned.swap(true, Ordering::Relaxed) {
-                tracing::debug!(%error, endpoint = %self.endpoint, "metrics export failed again");
-            } else {
-                warn!(
-                    %error,
-                    endpoint = %self.endpoint,
-                    "telemetry: metrics could not be sent to the collector (runs go on; later \
-                     failures are not reported)"
-                );
-            }
-        }
-        result
+        self.noted(self.inner.export(metrics).await, "metrics")
     }
 
     fn force_flush(&self) -> OTelSdkResult {

@@ -492,11 +492,9 @@ impl<E> Reported<E> {
             warned: Arc::default(),
         }
     }
-}
 
-impl<E: SpanExporter> SpanExporter for Reported<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let result = self.inner.export(batch).await;
+    /// `result` of an export of `what` (`spans`, `metrics`), its failure reported.
+    fn noted(&self, result: OTelSdkResult, what: &str) -> OTelSdkResult {
         if let Err(error) = &result {
             if self.warned.swap(true, Ordering::Relaxed) {
                 tracing::debug!(%error, endpoint = %self.endpoint, "telemetry export failed again");
@@ -504,12 +502,18 @@ impl<E: SpanExporter> SpanExporter for Reported<E> {
                 warn!(
                     %error,
                     endpoint = %self.endpoint,
-                    "telemetry: spans could not be sent to the collector (runs go on; later \
+                    "telemetry: {what} could not be sent to the collector (runs go on; later \
                      failures are not reported)"
                 );
             }
         }
         result
+    }
+}
+
+impl<E: SpanExporter> SpanExporter for Reported<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.noted(self.inner.export(batch).await, "spans")
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
