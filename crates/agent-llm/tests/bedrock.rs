@@ -462,3 +462,46 @@ async fn a_silent_stream_times_out() {
     assert_eq!(server.requests().len(), 1);
     gate.release();
 }
+
+/// A streamed reply longer than `max_tokens` allows is cut at the client's byte limit (1 MiB
+/// for a small `max_tokens`) and marked, not held whole; the rest of the stream is not read.
+#[tokio::test]
+async fn a_reply_past_the_limit_is_cut_and_marked() {
+    use agent_testkit::mock_bedrock::event_frame;
+
+    let server = MockBedrock::start().await.unwrap();
+    let piece = "x".repeat(64 * 1024);
+    let mut frames = vec![event_frame("messageStart", json!({"role": "assistant"}))];
+    // 3 MiB of text in 48 deltas.
+    for _ in 0..48 {
+        frames.push(event_frame(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"text": piece}}),
+        ));
+    }
+    frames.push(event_frame(
+        "contentBlockStop",
+        json!({"contentBlockIndex": 0}),
+    ));
+    frames.push(event_frame(
+        "messageStop",
+        json!({"stopReason": "end_turn"}),
+    ));
+    server.push(BedrockReply::RawStream(frames.concat()));
+    let client = client_with(&server, |s| s.max_tokens = 100);
+    let reply = client
+        .complete(ChatRequest::new(vec![Message::user_message("hi")]))
+        .await
+        .unwrap();
+    assert_eq!(reply.finish_reason.as_deref(), Some("length"));
+    let text = reply.content.unwrap();
+    assert!(
+        text.ends_with("bytes of the stream: it was longer than max_tokens allows]"),
+        "{}",
+        &text[text.len().saturating_sub(200)..]
+    );
+    let kept = text.bytes().take_while(|b| *b == b'x').count();
+    // Past 1 MiB by at most the delta that crossed it; far from the 3 MiB sent.
+    assert!(kept > 1 << 20 && kept <= (1 << 20) + piece.len(), "{kept}");
+    assert_eq!(server.requests().len(), 1, "a cut reply is not asked again");
+}

@@ -234,6 +234,9 @@ impl BedrockClient {
         let idle = crate::settings::secs(settings.read_timeout_secs);
         let total = crate::settings::secs(settings.request_timeout_secs);
         let redact = |text: &str| settings.api_key.redact(text);
+        // The SDK decodes the event stream (a frame is at most 16 MiB); what is kept of the
+        // reply stops at the limit, as the other clients' streams do.
+        let limit = crate::settings::reply_limit(settings);
         loop {
             let left = total.map(|total| total.saturating_sub(started.elapsed()));
             let wait = match (idle, left) {
@@ -270,6 +273,15 @@ impl BedrockClient {
                 && let Some(events) = self.frame.events()
             {
                 events.emit(AgentEvent::TextDelta { text });
+            }
+            if assembler.received_bytes() > limit {
+                // Dropping the stream closes the connection: the rest is not read.
+                tracing::warn!(
+                    limit,
+                    max_tokens = settings.max_tokens,
+                    "the streamed reply was cut: it was longer than max_tokens allows"
+                );
+                return Ok(assembler.cut(limit));
             }
         }
         if !assembler.stopped() {

@@ -26,6 +26,8 @@ pub(crate) struct StreamAssembler {
     stop_reason: Option<String>,
     stopped: bool,
     received_tokens: bool,
+    /// Bytes of text and tool input so far (what a reply's limit counts).
+    received_bytes: usize,
 }
 
 /// Our usage from Bedrock's (cache reads and writes are input, as in the Converse reply).
@@ -48,6 +50,24 @@ impl StreamAssembler {
     /// Whether any text or tool input has arrived.
     pub(crate) fn received_tokens(&self) -> bool {
         self.received_tokens
+    }
+
+    /// Bytes of text and tool input received so far.
+    pub(crate) fn received_bytes(&self) -> usize {
+        self.received_bytes
+    }
+
+    /// The reply as far as it came before it was cut at `limit` bytes, marked as cut
+    /// (`finish_reason` `length`, a note in its text).
+    pub(crate) fn cut(self, limit: usize) -> ChatResponse {
+        let mut reply = self.finish();
+        let note = crate::capped::cut_note(limit);
+        reply.content = Some(match reply.content.take() {
+            Some(text) => format!("{text}\n{note}"),
+            None => note,
+        });
+        reply.finish_reason = Some("length".to_owned());
+        reply
     }
 
     /// Whether `messageStop` has arrived (`metadata` follows it).
@@ -101,6 +121,7 @@ impl StreamAssembler {
                             Some(Block::Other) => return Ok(None),
                             None => self.blocks.push((index, Block::Text(piece.clone()))),
                         }
+                        self.received_bytes = self.received_bytes.saturating_add(piece.len());
                         if piece.is_empty() {
                             return Ok(None);
                         }
@@ -111,6 +132,8 @@ impl StreamAssembler {
                         Some(Block::ToolUse { json, .. }) => {
                             json.push_str(&tool.input);
                             self.received_tokens = true;
+                            self.received_bytes =
+                                self.received_bytes.saturating_add(tool.input.len());
                         }
                         _ => {
                             return Err(LlmError::MalformedResponse(format!(
