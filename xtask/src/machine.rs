@@ -40,6 +40,9 @@ enum Probe {
     Docker,
     /// `$NATS_SERVER` names a file, or `nats-server` is on `PATH` (as the test kit looks).
     Nats,
+    /// `$OPENMANUS_PG_BIN/initdb`, or a `/usr/lib/postgresql/<version>/bin/initdb` (as the test
+    /// kit looks).
+    Postgres,
 }
 
 /// A Debian package the tests need, and why.
@@ -120,6 +123,11 @@ const NEEDS: &[Need] = &[
         package: "nats-server",
         why: "the workers' tests start their own nats-server -js",
         probe: Probe::Nats,
+    },
+    Need {
+        package: "postgresql",
+        why: "initdb and postgres: the session store's PostgreSQL tests start their own cluster",
+        probe: Probe::Postgres,
     },
 ];
 
@@ -368,6 +376,16 @@ fn probe(probe: &Probe) -> bool {
         Probe::Nats => std::env::var_os("NATS_SERVER").map_or_else(
             || which("nats-server").is_some(),
             |path| Path::new(&path).is_file(),
+        ),
+        Probe::Postgres => std::env::var_os("OPENMANUS_PG_BIN").map_or_else(
+            || {
+                std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|versions| {
+                    versions
+                        .filter_map(Result::ok)
+                        .any(|v| v.path().join("bin/initdb").is_file())
+                })
+            },
+            |dir| Path::new(&dir).join("initdb").is_file(),
         ),
     }
 }
@@ -729,6 +747,7 @@ mod tests {
             "tmux",
             "bsdutils",
             "nats-server",
+            "postgresql",
         ] {
             assert!(
                 NEEDS.iter().any(|need| need.package == package),

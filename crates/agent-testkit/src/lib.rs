@@ -51,6 +51,7 @@ pub mod mock_openai;
 mod model;
 mod nats;
 mod phoenix;
+mod postgres;
 mod server;
 pub mod snapshot;
 mod tools;
@@ -73,6 +74,7 @@ pub use violation::{ProtocolViolation, ViolationList};
 pub use model::{ScriptedModel, ScriptedReply, tool_call, validate_request};
 pub use nats::NatsServer;
 pub use phoenix::{PHOENIX_VERSION, Phoenix};
+pub use postgres::{PG_USER, PgCluster};
 pub use tools::{
     BlockingTool, EchoArgs, EchoTool, FailArgs, FailMode, FailTool, ImageArgs, ImageTool, NoArgs,
     ToolProbe,
