@@ -560,9 +560,14 @@ impl AcpAgent {
         // Marked when the request was read ([`AcpAgent::expect_prompt`]): a cancel since then
         // is kept for the run.
         slot.cancel.start();
-        let text = prompt_text(&request.prompt);
+        let mut text = prompt_text(&request.prompt);
         let images = match prompt_images(&request.prompt) {
             Ok(images) if !text.trim().is_empty() => images,
+            // Images alone (the agent advertises `image`): the task is to look at them.
+            Ok(images) if !images.is_empty() => {
+                IMAGES_ONLY.clone_into(&mut text);
+                images
+            }
             Ok(_) => {
                 slot.cancel.finish();
                 return Err(RpcError::invalid_params("the prompt has no text"));
@@ -743,6 +748,9 @@ fn unrecorded_id() -> String {
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// The task of a prompt that holds images and no text.
+const IMAGES_ONLY: &str = "See the attached image.";
 
 /// The prompt's blocks as the task's text: text as it is, a linked resource by its URI, an
 /// embedded one with its text.

@@ -180,12 +180,15 @@ pub fn parse(line: &str) -> Incoming {
     }
     let params = value.get("params").cloned().unwrap_or(Value::Null);
     match (value["method"].as_str(), id.clone()) {
-        (Some(method), Some(id)) if id.is_string() || id.is_number() => Incoming::Request {
-            id,
-            method: method.to_owned(),
-            params,
-        },
-        (Some(_), Some(_)) => invalid("an id is a string or a number"),
+        // JSON-RPC 2.0 allows a null id (it discourages it): answered with the null id.
+        (Some(method), Some(id)) if id.is_string() || id.is_number() || id.is_null() => {
+            Incoming::Request {
+                id,
+                method: method.to_owned(),
+                params,
+            }
+        }
+        (Some(_), Some(_)) => invalid("an id is a string, a number or null"),
         (Some(method), None) => Incoming::Notification {
             method: method.to_owned(),
             params,
@@ -393,6 +396,25 @@ mod tests {
         assert!(matches!(
             parse(r#"{"jsonrpc":"1.0","id":7,"method":"x"}"#),
             Incoming::Invalid(id, RpcError { code: code::INVALID_REQUEST, .. }) if id == json!(7)
+        ));
+        // A null id is an id (JSON-RPC 2.0); an object is not.
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":null,"method":"initialize"}"#),
+            Incoming::Request {
+                id: Value::Null,
+                method: "initialize".to_owned(),
+                params: Value::Null
+            }
+        );
+        assert!(matches!(
+            parse(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#),
+            Incoming::Invalid(
+                _,
+                RpcError {
+                    code: code::INVALID_REQUEST,
+                    ..
+                }
+            )
         ));
         assert!(matches!(
             parse("[1,2]"),

@@ -428,10 +428,15 @@ async fn the_file_tool_reads_and_writes_through_the_editor_when_it_offers_to() {
 async fn an_image_in_the_prompt_reaches_the_model() {
     let server = MockOpenAi::start().await.unwrap();
     let setup = Setup::new(&server);
-    server.push(Completion::tool_calls(
-        Some("A single pixel.".into()),
-        [call("t", "terminate", json!({"status": "success"}))],
-    ));
+    server
+        .push(Completion::tool_calls(
+            Some("A single pixel.".into()),
+            [call("t", "terminate", json!({"status": "success"}))],
+        ))
+        .push(Completion::tool_calls(
+            Some("Still one pixel.".into()),
+            [call("t2", "terminate", json!({"status": "success"}))],
+        ));
     let lines = editor(&setup, "image").await;
     assert_eq!(step(&lines, "initialized")["image"], true);
     assert_eq!(step(&lines, "done")["stopReason"], "end_turn", "{lines:?}");
@@ -443,6 +448,15 @@ async fn an_image_in_the_prompt_reaches_the_model() {
     assert!(sent.contains("What is in the picture?"), "{sent}");
     // An image of a type the model does not take is refused, before anything runs.
     assert_eq!(step(&lines, "tiff")["code"], -32602);
+    // An image alone is a prompt too (the agent advertises images): the task is to look.
+    assert_eq!(
+        step(&lines, "image-only")["stopReason"],
+        "end_turn",
+        "{lines:?}"
+    );
+    let sent = server.requests()[1].body["messages"].to_string();
+    assert!(sent.contains("See the attached image."), "{sent}");
+    assert!(sent.contains("data:image/png;base64,iVBORw0KGgo"), "{sent}");
     server.verify().unwrap();
 }
 
