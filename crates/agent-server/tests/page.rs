@@ -351,7 +351,19 @@ async fn the_page_runs_a_task_answers_a_question_survives_a_reload_and_cancels()
     screenshot(&page, "serve-question.png").await;
 
     // Reload while the run waits: the page replays the session and shows each event once.
-    page.reload().await.unwrap();
+    // Asked of the page, the new document awaited: chromiumoxide's `reload` waits for a
+    // navigation event it can miss, and then waits for ever (it held a CI run).
+    let _: bool = eval(
+        &page,
+        "(window.beforeReload = true, setTimeout(() => location.reload(), 0), true)",
+    )
+    .await;
+    until(
+        &page,
+        "the reloaded page",
+        "!window.beforeReload && document.readyState === 'complete'",
+    )
+    .await;
     until(
         &page,
         "the session after the reload",
