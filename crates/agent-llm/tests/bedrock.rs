@@ -504,4 +504,8 @@ async fn a_reply_past_the_limit_is_cut_and_marked() {
     // Past 1 MiB by at most the delta that crossed it; far from the 3 MiB sent.
     assert!(kept > 1 << 20 && kept <= (1 << 20) + piece.len(), "{kept}");
     assert_eq!(server.requests().len(), 1, "a cut reply is not asked again");
+    // No `metadata` came: the tokens are counted, the output at most what max_tokens allows.
+    let usage = reply.usage.expect("counted");
+    assert_eq!(usage.completion_tokens, 100);
+    assert!(usage.prompt_tokens > 0, "{usage:?}");
 }

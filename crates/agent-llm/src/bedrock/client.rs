@@ -27,7 +27,7 @@ use super::wire::{BodyOptions, body, finish_reason, from_document, to_document};
 use crate::error::error_chain;
 use crate::frame::{ClientFrame, TokenTotals};
 use crate::settings::LlmSettings;
-use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, classify};
+use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, TokenUsage, classify};
 
 /// The client for one model on Amazon Bedrock (`api_type = "aws"`). Region and credentials come
 /// from the AWS environment as the SDK resolves them (`AWS_REGION`, `AWS_PROFILE`, the
@@ -493,7 +493,8 @@ fn response(output: &SdkOutput) -> ChatResponse {
 impl ChatModel for BedrockClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.request_body(&request);
-        self.frame.check_body_budget(body.to_string().as_bytes())?;
+        let text = body.to_string();
+        let counted = self.frame.check_body_budget(text.as_bytes())?;
         let input = self.sdk_input(&body)?;
         let model = self.frame.model_name();
         let response = self
@@ -511,8 +512,39 @@ impl ChatModel for BedrockClient {
                 }
             })
             .await?;
-        self.frame.record_usage(&response.usage.unwrap_or_default());
-        Ok(response)
+        let usage = match response.usage {
+            Some(usage) => usage,
+            // No `metadata` event: a reply cut at the byte limit (or a stream that left it
+            // out). Counted here, the output at most what `max_tokens` allows, so that the
+            // budget and the telemetry see it.
+            None => {
+                let counter = self.frame.counter();
+                let input = counted.unwrap_or_else(|| {
+                    u64::try_from(counter.count_text(&text)).unwrap_or(u64::MAX)
+                });
+                let output = counter
+                    .count_text(response.content.as_deref().unwrap_or_default())
+                    .saturating_add(
+                        response
+                            .tool_calls
+                            .iter()
+                            .map(|c| counter.count_text(&c.function.arguments))
+                            .sum::<usize>(),
+                    );
+                TokenUsage {
+                    prompt_tokens: input,
+                    completion_tokens: u64::try_from(output)
+                        .unwrap_or(u64::MAX)
+                        .min(u64::from(self.frame.settings().max_tokens)),
+                    ..TokenUsage::default()
+                }
+            }
+        };
+        self.frame.record_usage(&usage);
+        Ok(ChatResponse {
+            usage: Some(usage),
+            ..response
+        })
     }
 
     fn model_name(&self) -> &str {
