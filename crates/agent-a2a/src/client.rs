@@ -56,7 +56,8 @@ impl A2aClient {
         }
     }
 
-    /// `request` with the bearer token, and the trace context of the current span (W3C
+    /// `request` with the bearer token, and the trace context of the span this work belongs
+    /// to (`agent_telemetry::scope::current`: the `execute_tool` span of an `a2a_call`; W3C
     /// `traceparent`) so that the other agent's run joins this trace (nothing when telemetry
     /// is off).
     fn authorised(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {

@@ -198,7 +198,10 @@ impl Transport<RoleClient> for SseClientTransport {
         async move {
             let body = serde_json::to_vec(&item)?;
             let mut headers = headers;
-            headers.extend(crate::trace_headers::of(&item));
+            // Replacing a configured header of the same name, as the streamable transport does.
+            for (name, value) in crate::trace_headers::of(&item) {
+                headers.insert(name, value);
+            }
             let response = client
                 .post(url.clone())
                 .headers(headers)

@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use tracing::Instrument as _;
 
 use crate::api::AppState;
 use crate::error::ApiError;
@@ -37,17 +36,15 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: Bytes)
     }
     // The caller's trace (W3C `traceparent`, as `a2a_call` sends it) goes on into the task's
     // run: one trace across both agents.
-    let span = tracing::info_span!(
-        target: "gen_ai",
-        "a2a",
-        otel.name = "a2a request",
-        otel.kind = "server",
-    );
+    let span =
+        agent_telemetry::genai_span!("a2a", otel.name = "a2a request", otel.kind = "server",);
     agent_telemetry::context::continue_from(&span, |name| {
         headers
             .get(name)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned)
     });
-    state.a2a.handle(&body).instrument(span).await
+    // Never entered: its runs hang under it, and requests made while handling it carry it
+    // (`agent_telemetry::scope`).
+    agent_telemetry::scope::within(span, state.a2a.handle(&body)).await
 }

@@ -9,7 +9,7 @@ use agent_session::{Canceller, Session};
 use agent_store::StoredEvent;
 use agent_tools::Question;
 use tokio::sync::{Notify, broadcast, mpsc, oneshot};
-use tracing::{Instrument as _, debug, warn};
+use tracing::{debug, warn};
 
 use crate::notice::{Notice, Status};
 use crate::queue::RunQueue;
@@ -300,13 +300,13 @@ impl Live {
             self.update(|status| status.queue_position = None);
             let span = run_span(&self.id, &trace);
             let outcome = match &mut runner {
-                Runner::Local(session) => session
-                    .run(&task)
-                    .instrument(span)
+                Runner::Local(session) => agent_telemetry::scope::within(span, session.run(&task))
                     .await
                     .map(|report| report.status_text())
                     .map_err(|error| error.to_string()),
-                Runner::Remote(remote) => remote.run(&task, &self.stream).instrument(span).await,
+                Runner::Remote(remote) => {
+                    agent_telemetry::scope::within(span, remote.run(&task, &self.stream)).await
+                }
             };
             let error = match outcome {
                 Ok(status) => {
@@ -397,8 +397,7 @@ fn run_span(session: &str, trace: &[(&'static str, String)]) -> tracing::Span {
     if trace.is_empty() {
         return tracing::Span::none();
     }
-    let span = tracing::info_span!(
-        target: "gen_ai",
+    let span = agent_telemetry::genai_span!(
         "task",
         otel.name = "task",
         otel.kind = "internal",

@@ -25,6 +25,13 @@ pub async fn within<F: Future>(span: tracing::Span, future: F) -> F::Output {
     if span.is_disabled() {
         return future.await;
     }
+    // A span of another target is not seen by the exporter's layer: the spans made under it
+    // would be roots.
+    debug_assert!(
+        span.metadata()
+            .is_none_or(|metadata| metadata.target() == crate::TARGET),
+        "scope::within takes a GenAI span (target `gen_ai`)"
+    );
     PARENT.scope(span, future).await
 }
 

@@ -47,8 +47,7 @@ impl Submitter {
         crate::task::target_of(task)?;
         // The task's trace: this span (a child of the caller's, if any) goes in the message's
         // headers (W3C trace context), and the worker's run continues it.
-        let span = tracing::info_span!(
-            target: "gen_ai",
+        let span = agent_telemetry::genai_span!(
             "submit",
             otel.name = %format_args!("submit {}", task.agent),
             otel.kind = "producer",

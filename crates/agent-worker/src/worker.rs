@@ -16,7 +16,7 @@ use futures::StreamExt;
 use tokio::sync::{Semaphore, broadcast};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument as _, debug, info, warn};
+use tracing::{debug, info, warn};
 
 use crate::error::WorkerError;
 use crate::nats::Nats;
@@ -261,10 +261,12 @@ impl TaskContext {
             self.options.progress_interval,
         ));
         let span = task_span(&task, attempt, &message);
-        let outcome = self
-            .execute(&task, target, attempt, &stop, &message)
-            .instrument(span)
-            .await;
+        // Never entered: the run hangs under it (`agent_telemetry::scope`).
+        let outcome = agent_telemetry::scope::within(
+            span,
+            self.execute(&task, target, attempt, &stop, &message),
+        )
+        .await;
         keepalive.abort();
         let result = match outcome {
             Executed::Done(result) => result,
@@ -588,8 +590,7 @@ fn task_span(
     attempt: u64,
     message: &async_nats::jetstream::Message,
 ) -> tracing::Span {
-    let span = tracing::info_span!(
-        target: "gen_ai",
+    let span = agent_telemetry::genai_span!(
         "task",
         otel.name = %format_args!("task {}", task.agent),
         otel.kind = "consumer",

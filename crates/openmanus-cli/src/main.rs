@@ -60,6 +60,9 @@ fn main() -> ExitCode {
     if let Some(problem) = telemetry_problem {
         tracing::warn!("telemetry is off: {problem}");
     }
+    for warning in telemetry.iter().flat_map(|t| t.warnings()) {
+        tracing::warn!("telemetry: {warning}");
+    }
     // One thread: a run is one conversation at a time, and tools that block run on tokio's
     // blocking pool. It halves the CPU a step costs (`cargo xtask bench`, process_cost: 0.8 ms
     // against 1.4 ms per step with the multi-threaded runtime): fewer threads woken per step.

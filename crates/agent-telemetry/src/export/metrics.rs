@@ -49,14 +49,12 @@ pub(super) fn grpc_exporter(
         .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }
 
-/// The meter provider reading into `exporter` (its first failure a warning, as the spans'
-/// exporter's), with the GenAI instruments installed on it.
+/// The meter provider reading into `exporter`, with the GenAI instruments installed on it.
 pub(super) fn provider(
-    exporter: opentelemetry_otlp::MetricExporter,
-    endpoint: &str,
+    exporter: Reported<opentelemetry_otlp::MetricExporter>,
     resource: Resource,
 ) -> SdkMeterProvider {
-    let reader = PeriodicReader::builder(Reported::new(exporter, endpoint)).build();
+    let reader = PeriodicReader::builder(exporter).build();
     let provider = SdkMeterProvider::builder()
         .with_resource(resource)
         .with_reader(reader)

@@ -89,7 +89,11 @@ fn checked_headers(
         HeaderValue::from_str(value).map_err(|_| {
             invalid("has a value a header cannot carry (a line break or a control character)")
         })?;
-        checked.insert(lower, value.clone());
+        if checked.insert(lower, value.clone()).is_some() {
+            return Err(invalid(
+                "is there twice (names differ only in case or spaces)",
+            ));
+        }
     }
     Ok(checked)
 }
@@ -218,6 +222,8 @@ pub struct Telemetry {
     provider: SdkTracerProvider,
     /// The GenAI metrics' provider, when they are exported.
     meters: Option<opentelemetry_sdk::metrics::SdkMeterProvider>,
+    /// What was asked for and could not be set up (the metrics' exporter).
+    warnings: Vec<String>,
     endpoint: String,
     /// The runtime the gRPC channel lives on.
     #[cfg(feature = "grpc")]
@@ -227,7 +233,9 @@ pub struct Telemetry {
 impl Telemetry {
     /// Builds the exporter of `plan`; HTTPS connections use `tls` (the process's one TLS
     /// configuration). Content capture is turned on when the plan says so, with `secrets`
-    /// replaced.
+    /// replaced. The GenAI metrics' instruments are installed once per process
+    /// ([`crate::metrics::install`]): start one exporter per process. A metrics exporter that
+    /// cannot be built leaves the spans' export on, with a warning ([`Self::warnings`]).
     ///
     /// # Errors
     ///
@@ -244,10 +252,14 @@ impl Telemetry {
             Transport::HttpProtobuf => Some(http_client(plan, tls)?),
             Transport::Grpc => None,
         };
+        // One report for both exporters: a collector that is down costs one warning.
+        let warned = Arc::new(AtomicBool::new(false));
         let exporter = match (plan.transport, &client) {
-            (Transport::HttpProtobuf, Some(http)) => {
-                Reported::new(http_exporter(plan, http.clone())?, &plan.endpoint)
-            }
+            (Transport::HttpProtobuf, Some(http)) => Reported::new(
+                http_exporter(plan, http.clone())?,
+                &plan.endpoint,
+                Arc::clone(&warned),
+            ),
             (Transport::HttpProtobuf, None) => {
                 return Err(TelemetryError::Client("no HTTP client".to_owned()));
             }
@@ -256,7 +268,7 @@ impl Telemetry {
                 let rt = grpc_runtime()?;
                 let exporter = grpc_exporter(plan, &rt)?;
                 runtime = Some(rt);
-                Reported::new(exporter, &plan.endpoint)
+                Reported::new(exporter, &plan.endpoint, Arc::clone(&warned))
             }
             #[cfg(not(feature = "grpc"))]
             (Transport::Grpc, _) => return Err(TelemetryError::Protocol("grpc".to_owned())),
@@ -277,23 +289,30 @@ impl Telemetry {
             resource = resource.with_service_name(name);
         }
         let resource = resource.build();
-        let meters = match &plan.metrics_endpoint {
-            Some(endpoint) => {
-                let exporter = match (plan.transport, client) {
-                    (Transport::HttpProtobuf, Some(client)) => {
-                        metrics::http_exporter(plan, endpoint, client)?
-                    }
-                    #[cfg(feature = "grpc")]
-                    (Transport::Grpc, _) => match &runtime {
-                        Some(runtime) => metrics::grpc_exporter(plan, endpoint, runtime)?,
-                        None => return Err(TelemetryError::Client("no gRPC runtime".to_owned())),
-                    },
-                    _ => return Err(TelemetryError::Protocol("grpc".to_owned())),
-                };
-                Some(metrics::provider(exporter, endpoint, resource.clone()))
+        let mut warnings = Vec::new();
+        let meters = plan.metrics_endpoint.as_ref().and_then(|endpoint| {
+            let exporter = match (plan.transport, client) {
+                (Transport::HttpProtobuf, Some(client)) => {
+                    metrics::http_exporter(plan, endpoint, client)
+                }
+                #[cfg(feature = "grpc")]
+                (Transport::Grpc, _) => match &runtime {
+                    Some(runtime) => metrics::grpc_exporter(plan, endpoint, runtime),
+                    None => Err(TelemetryError::Client("no gRPC runtime".to_owned())),
+                },
+                _ => Err(TelemetryError::Protocol("grpc".to_owned())),
+            };
+            match exporter {
+                Ok(exporter) => Some(metrics::provider(
+                    Reported::new(exporter, endpoint, Arc::clone(&warned)),
+                    resource.clone(),
+                )),
+                Err(error) => {
+                    warnings.push(format!("metrics are not exported ({endpoint}): {error}"));
+                    None
+                }
             }
-            None => None,
-        };
+        });
         let provider = SdkTracerProvider::builder()
             .with_resource(resource)
             .with_batch_exporter(exporter)
@@ -304,6 +323,7 @@ impl Telemetry {
         Ok(Self {
             provider,
             meters,
+            warnings,
             endpoint: plan.endpoint.clone(),
             #[cfg(feature = "grpc")]
             runtime,
@@ -325,8 +345,16 @@ impl Telemetry {
         &self.endpoint
     }
 
-    /// Sends the spans still queued now (the SDK waits at most 5 s); for tests and for programs
-    /// about to be stopped. Blocking, as [`shutdown`](Self::shutdown).
+    /// What was asked for and could not be set up (a metrics exporter that could not be
+    /// built): for the program to report once its logging is on.
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Sends the spans (and metrics) still queued now (the SDK waits at most 5 s for each);
+    /// for tests and for programs about to be stopped. Blocking, as
+    /// [`shutdown`](Self::shutdown).
     pub fn flush(&self) {
         if let Err(error) = self.provider.force_flush() {
             warn!(%error, "telemetry: the last spans could not be sent");
@@ -341,13 +369,15 @@ impl Telemetry {
     /// Sends the spans still queued and stops the exporter (at most [`SHUTDOWN_TIMEOUT`]).
     /// Blocking: call it outside the async runtime, or through `spawn_blocking`.
     pub fn shutdown(self) {
+        // The metrics' last values (the reader exports once more as it stops) leave beside
+        // the spans, within the same bound.
+        let meters = self.meters.map(|meters| {
+            std::thread::spawn(move || meters.shutdown_with_timeout(SHUTDOWN_TIMEOUT))
+        });
         if let Err(error) = self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT) {
             tracing::debug!(%error, "telemetry shut down with an error");
         }
-        // Their last values (the reader exports once more as it stops).
-        if let Some(meters) = self.meters
-            && let Err(error) = meters.shutdown_with_timeout(SHUTDOWN_TIMEOUT)
-        {
+        if let Some(Ok(Err(error))) = meters.map(std::thread::JoinHandle::join) {
             tracing::debug!(%error, "telemetry's metrics shut down with an error");
         }
         #[cfg(feature = "grpc")]
@@ -485,11 +515,11 @@ struct Reported<E> {
 }
 
 impl<E> Reported<E> {
-    fn new(inner: E, endpoint: &str) -> Self {
+    fn new(inner: E, endpoint: &str, warned: Arc<AtomicBool>) -> Self {
         Self {
             inner,
             endpoint: endpoint.to_owned(),
-            warned: Arc::default(),
+            warned,
         }
     }
 
@@ -569,6 +599,19 @@ mod tests {
             assert!(matches!(error, TelemetryError::Header { .. }), "{text}");
             assert!(text.contains(name) && text.contains(says), "{text}");
         }
+        let twice = TelemetrySettings {
+            endpoint: Some("http://127.0.0.1:4318".to_owned()),
+            headers: [
+                ("X-Key".to_owned(), "a".to_owned()),
+                ("x-key ".to_owned(), "b".to_owned()),
+            ]
+            .into(),
+            ..TelemetrySettings::default()
+        };
+        let error = ExportPlan::resolve(&twice, env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("is there twice"), "{error}");
     }
 
     #[test]
