@@ -217,6 +217,37 @@ pub fn parse(line: &str) -> Incoming {
 /// Our requests waiting for the client's answer, by id.
 type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>>;
 
+/// The client's answer to one request of ours ([`Outbox::request`]): a future of it, which
+/// takes the request off the waiting list when dropped unanswered.
+#[derive(Debug)]
+pub struct Answer {
+    id: Option<i64>,
+    pending: Pending,
+    answered: oneshot::Receiver<Result<Value, RpcError>>,
+}
+
+impl std::future::Future for Answer {
+    type Output = Result<Result<Value, RpcError>, oneshot::error::RecvError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.answered).poll(cx)
+    }
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+        }
+    }
+}
+
 /// Where answers, notifications and our own requests go: one writer, in the order they were
 /// sent. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -242,17 +273,18 @@ impl Outbox {
         (outbox, receiver)
     }
 
-    /// Sends the request `method` to the client; the receiver gets its answer (or is dropped
-    /// when the connection ends first).
-    pub fn request(
-        &self,
-        method: &str,
-        params: Value,
-    ) -> oneshot::Receiver<Result<Value, RpcError>> {
+    /// Sends the request `method` to the client; the [`Answer`] resolves to its answer (or to
+    /// an error when the connection ends first). Dropping it (the asker was cancelled) forgets
+    /// the request: a late answer is then one "to no request of ours".
+    pub fn request(&self, method: &str, params: Value) -> Answer {
         let (answer, answered) = oneshot::channel();
         if self.closed.load(Ordering::SeqCst) {
             // Dropped: the asker sees the editor gone at once.
-            return answered;
+            return Answer {
+                id: None,
+                pending: Arc::clone(&self.pending),
+                answered,
+            };
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.pending
@@ -260,7 +292,11 @@ impl Outbox {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, answer);
         self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
-        answered
+        Answer {
+            id: Some(id),
+            pending: Arc::clone(&self.pending),
+            answered,
+        }
     }
 
     /// Hands the client's answer to the request `id` to whoever waits for it.
@@ -354,6 +390,32 @@ mod tests {
             Line::Text("last".into())
         );
         assert_eq!(read_line(&mut reader).await.unwrap(), Line::End);
+    }
+
+    #[tokio::test]
+    async fn a_request_dropped_unanswered_is_forgotten_and_an_answered_one_delivered() {
+        let (outbox, mut sent) = Outbox::new();
+        let waiting = |outbox: &Outbox| outbox.pending.lock().map(|p| p.len()).unwrap_or(99);
+        // Asked, then the asker cancelled: the entry goes with it.
+        let dropped = outbox.request("fs/read_text_file", json!({}));
+        assert_eq!(waiting(&outbox), 1);
+        drop(dropped);
+        assert_eq!(waiting(&outbox), 0);
+        // Asked and answered: the answer reaches the asker, and nothing is left waiting.
+        let answer = outbox.request("fs/read_text_file", json!({}));
+        let _first = sent.recv().await.unwrap();
+        let request = sent.recv().await.unwrap();
+        outbox.deliver(&request["id"], Ok(json!({"content": "x"})));
+        assert_eq!(answer.await.unwrap(), Ok(json!({"content": "x"})));
+        assert_eq!(waiting(&outbox), 0);
+        // Once the editor is gone, a request is refused at once.
+        outbox.abandon_requests();
+        assert!(
+            outbox
+                .request("fs/read_text_file", json!({}))
+                .await
+                .is_err()
+        );
     }
 
     #[test]
