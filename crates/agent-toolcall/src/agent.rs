@@ -352,13 +352,16 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
             ));
         };
         info!(tool = name, "activating tool");
+        let progress = progress_events(
+            self.core.base.events().clone(),
+            self.core.base.current_step(),
+            call,
+        );
+        // However this returns, the call's reports end with it: none follows its end event.
+        let _closed_at_the_end = ClosedOnDrop(progress.clone());
         let ctx = ToolContext::new(self.core.base.cancellation_token(), call.id.clone())
             .with_session(self.core.base.session())
-            .with_progress(progress_events(
-                self.core.base.events().clone(),
-                self.core.base.current_step(),
-                call,
-            ));
+            .with_progress(progress);
         let gate = self.core.gate.clone();
         let verdict = match &gate {
             Some(gate) => gate.before(call, &args, &ctx).await,
@@ -416,6 +419,15 @@ impl<H: ToolCallHooks> ToolCallAgent<H> {
 }
 
 /// A call's reports as [`AgentEvent::ToolProgress`] events on `events`.
+/// Closes a call's [`Progress`] when dropped.
+struct ClosedOnDrop(Progress);
+
+impl Drop for ClosedOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 fn progress_events(events: EventBus, step: u32, call: &ToolCall) -> Progress {
     let (call_id, name) = (call.id.clone(), call.function.name.clone());
     Progress::new(move |message| {

@@ -56,14 +56,27 @@ pub struct ToolContext {
     pub progress: Option<Progress>,
 }
 
-/// Receives a running call's reports of how it is getting on.
+/// Receives a running call's reports of how it is getting on, until the call is over
+/// ([`Progress::close`]).
 #[derive(Clone)]
-pub struct Progress(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+pub struct Progress {
+    report: std::sync::Arc<dyn Fn(&str) + Send + Sync>,
+    open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl Progress {
     /// Reports go to `report`.
     pub fn new(report: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        Self(std::sync::Arc::new(report))
+        Self {
+            report: std::sync::Arc::new(report),
+            open: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        }
+    }
+
+    /// The call is over: reports made from now on (by a task the tool left running with a
+    /// clone of its context) are dropped, so none follows the call's end.
+    pub fn close(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -93,8 +106,10 @@ impl ToolContext {
 
     /// Tells how the call is getting on (nothing happens outside an agent that listens).
     pub fn report(&self, message: &str) {
-        if let Some(progress) = &self.progress {
-            (progress.0)(message);
+        if let Some(progress) = &self.progress
+            && progress.open.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            (progress.report)(message);
         }
     }
 
@@ -365,5 +380,31 @@ fn simplify_optional(property: &mut Map<String, Value>) {
     }
     if let Some(Value::Array(options)) = property.get_mut("enum") {
         options.retain(|o| !o.is_null());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    #[test]
+    fn reports_after_the_call_is_closed_are_dropped() {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&heard);
+        let progress = Progress::new(move |message| {
+            if let Ok(mut heard) = sink.lock() {
+                heard.push(message.to_owned());
+            }
+        });
+        let ctx = ToolContext::new(CancellationToken::new(), "c1").with_progress(progress.clone());
+        // A clone the tool kept (as a task it spawned would).
+        let kept = ctx.clone();
+        ctx.report("half way");
+        progress.close();
+        kept.report("after the end");
+        ctx.report("after the end too");
+        assert_eq!(*heard.lock().unwrap(), ["half way"]);
     }
 }
