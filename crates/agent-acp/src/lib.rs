@@ -691,7 +691,8 @@ fn updates_sink(
         cancel.carry_out();
         match event {
             AgentEvent::ToolCallStarted { call, .. } => {
-                lock(&asking).call = Some((call.id.clone(), call.function.name.clone()));
+                // Its title as the editor shows it: the question about it does not rename it.
+                lock(&asking).call = Some((call.id.clone(), updates::call_title(call)));
             }
             AgentEvent::ToolCallFinished { .. } => lock(&asking).call = None,
             _ => {}

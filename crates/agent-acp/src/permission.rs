@@ -61,7 +61,25 @@ impl HumanInput for EditorInput {
         let Some(session) = session else {
             return Ok(None);
         };
-        let (call_id, title) = call.unwrap_or_else(|| ("permission".into(), "a tool call".into()));
+        let (call_id, title) = match call {
+            Some(call) => call,
+            None => {
+                // No call runs (a question from elsewhere): the editor is first told of the
+                // call the question is about, so that its id names one.
+                let (id, title) = ("permission".to_owned(), "a tool call".to_owned());
+                self.outbox.notify(
+                    "session/update",
+                    json!({ "sessionId": session, "update": {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": id,
+                        "title": title,
+                        "kind": "other",
+                        "status": "pending",
+                    }}),
+                );
+                (id, title)
+            }
+        };
         let options: Vec<Value> = choices
             .iter()
             .map(|c| json!({ "optionId": c.answer, "name": c.label, "kind": option_kind(&c.answer) }))

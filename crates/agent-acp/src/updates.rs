@@ -22,6 +22,12 @@ pub fn tool_kind(name: &str, args: &Value) -> &'static str {
     }
 }
 
+/// The title `call` has in the editor (as its `tool_call` update gave it).
+pub(crate) fn call_title(call: &agent_core::ToolCall) -> String {
+    let args: Value = serde_json::from_str(&call.function.arguments).unwrap_or(Value::Null);
+    title(&call.function.name, &args)
+}
+
 /// A short title for the call: the tool and what it works on.
 fn title(name: &str, args: &Value) -> String {
     let subject = ["command", "path", "action", "url", "query"]
@@ -277,6 +283,15 @@ mod tests {
             step: 1,
             call: Call::new(id, name, args.to_string()),
         }
+    }
+
+    #[test]
+    fn a_calls_title_is_the_one_its_update_gave() {
+        let args = json!({"command": "ls -la\necho more"});
+        let call = Call::new("c9", "bash", args.to_string());
+        let sent = Translator::new().updates(&started("c9", "bash", &args));
+        assert_eq!(sent[0]["title"], call_title(&call));
+        assert_eq!(call_title(&call), "bash: ls -la");
     }
 
     #[test]

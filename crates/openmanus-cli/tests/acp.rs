@@ -262,6 +262,9 @@ async fn a_permission_asked_in_the_editor_and_allowed_lets_the_code_run() {
         .position(|l| l["step"] == "permission")
         .unwrap();
     assert!(started < question, "{lines:?}");
+    // The question keeps the call's title as the editor has it from the call's update.
+    assert!(asked["title"].is_string(), "{asked}");
+    assert_eq!(asked["title"], lines[started]["title"], "{lines:?}");
     assert!(ran, "allowed, the code ran");
     assert_eq!(step(&lines, "done")["stopReason"], "end_turn");
 }
