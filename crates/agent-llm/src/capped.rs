@@ -16,6 +16,18 @@ pub(crate) fn cut_note(limit: usize) -> String {
     )
 }
 
+/// `reply` marked as cut at `limit` bytes: the note at the end of its text, `finish_reason`
+/// `length`.
+pub(crate) fn marked_cut(mut reply: crate::ChatResponse, limit: usize) -> crate::ChatResponse {
+    let note = cut_note(limit);
+    reply.content = Some(match reply.content.take() {
+        Some(text) => format!("{text}\n{note}"),
+        None => note,
+    });
+    reply.finish_reason = Some("length".to_owned());
+    reply
+}
+
 /// Whether a [`capped`] stream stopped at its budget.
 #[derive(Debug, Clone)]
 pub(crate) struct Cut(Arc<AtomicBool>);

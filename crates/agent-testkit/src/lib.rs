@@ -52,6 +52,7 @@ mod model;
 mod nats;
 mod phoenix;
 mod postgres;
+mod ready;
 mod server;
 pub mod snapshot;
 mod tools;

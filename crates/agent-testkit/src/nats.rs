@@ -3,11 +3,10 @@
 //! the process is killed when the value is dropped, and can be restarted on the same port and
 //! store to test reconnection.
 
-use std::io::{self, BufRead, BufReader};
+use std::io;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 /// How long a server may take to say it is ready (a loaded 2-core machine).
@@ -92,7 +91,7 @@ impl NatsServer {
     fn spawn(&mut self) -> io::Result<()> {
         let program: PathBuf = std::env::var_os("NATS_SERVER")
             .map_or_else(|| PathBuf::from("nats-server"), PathBuf::from);
-        let mut child = Command::new(&program)
+        let child = Command::new(&program)
             .arg("-js")
             .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
             .arg("-sd")
@@ -107,34 +106,14 @@ impl NatsServer {
                     format!("{} could not start: {error}", program.display()),
                 )
             })?;
-        let stderr = child.stderr.take();
-        let (ready, readiness) = mpsc::channel();
-        std::thread::spawn(move || {
-            let Some(stderr) = stderr else { return };
-            let mut said = false;
-            // Keeps reading to the end so the server never blocks on a full pipe.
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if !said && line.contains("Server is ready") {
-                    said = true;
-                    let _ = ready.send(());
-                }
-            }
-        });
-        match readiness.recv_timeout(READY_TIMEOUT) {
-            Ok(()) => {
-                self.child = Some(child);
-                Ok(())
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err(io::Error::other(format!(
-                    "nats-server did not become ready on port {}",
-                    self.port
-                )))
-            }
-        }
+        let child = crate::ready::ready_on_stderr(
+            child,
+            "Server is ready",
+            READY_TIMEOUT,
+            &format!("nats-server on port {}", self.port),
+        )?;
+        self.child = Some(child);
+        Ok(())
     }
 }
 

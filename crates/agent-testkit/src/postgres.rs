@@ -8,11 +8,10 @@
 //! (`setpriv`, which execs, so the child *is* the server), and the cluster's directory is
 //! given to that user.
 
-use std::io::{self, BufRead, BufReader};
+use std::io;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 /// How long a server may take to say it is ready (a loaded 2-core machine).
@@ -173,7 +172,7 @@ impl PgCluster {
 
     fn spawn(&mut self, as_postgres: bool) -> io::Result<()> {
         let postgres = self.bin.join("postgres");
-        let mut child = as_server_user(as_postgres, &postgres)
+        let child = as_server_user(as_postgres, &postgres)
             .arg("-D")
             .arg(self.dir.path().join("data"))
             .args([
@@ -196,34 +195,14 @@ impl PgCluster {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|error| missing(&postgres, &error))?;
-        let stderr = child.stderr.take();
-        let (ready, readiness) = mpsc::channel();
-        std::thread::spawn(move || {
-            let Some(stderr) = stderr else { return };
-            let mut said = false;
-            // Keeps reading to the end so the server never blocks on a full pipe.
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if !said && line.contains("database system is ready to accept connections") {
-                    said = true;
-                    let _ = ready.send(());
-                }
-            }
-        });
-        match readiness.recv_timeout(READY_TIMEOUT) {
-            Ok(()) => {
-                self.child = Some(child);
-                Ok(())
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err(io::Error::other(format!(
-                    "postgres did not become ready on port {}",
-                    self.port
-                )))
-            }
-        }
+        let child = crate::ready::ready_on_stderr(
+            child,
+            "database system is ready to accept connections",
+            READY_TIMEOUT,
+            &format!("postgres on port {}", self.port),
+        )?;
+        self.child = Some(child);
+        Ok(())
     }
 }
 

@@ -134,14 +134,7 @@ impl MessageAssembler {
     /// The reply as far as it came before it was cut at `limit` bytes of the stream, marked
     /// as cut (`finish_reason` `length`, a note in its text).
     pub(crate) fn cut(self, limit: usize) -> ChatResponse {
-        let mut reply = self.finish();
-        let note = crate::capped::cut_note(limit);
-        reply.content = Some(match reply.content.take() {
-            Some(text) => format!("{text}\n{note}"),
-            None => note,
-        });
-        reply.finish_reason = Some("length".to_owned());
-        reply
+        crate::capped::marked_cut(self.finish(), limit)
     }
 
     /// The assembled reply.
