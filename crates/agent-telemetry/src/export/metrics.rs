@@ -4,9 +4,8 @@
 
 use std::time::Duration;
 
-use super::{ExportPlan, Reported, TelemetryError, retry_policy};
+use super::{ExportPlan, Reported, TelemetryError};
 use opentelemetry::metrics::MeterProvider as _;
-use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
@@ -18,14 +17,8 @@ pub(super) fn http_exporter(
     endpoint: &str,
     client: reqwest::blocking::Client,
 ) -> Result<opentelemetry_otlp::MetricExporter, TelemetryError> {
-    opentelemetry_otlp::MetricExporter::builder()
-        .with_http()
-        .with_protocol(Protocol::HttpBinary)
-        .with_http_client(client)
-        .with_endpoint(endpoint.to_owned())
-        .with_timeout(plan.timeout)
-        .with_headers(plan.headers.clone())
-        .with_retry_policy(retry_policy())
+    let builder = opentelemetry_otlp::MetricExporter::builder().with_http();
+    super::over_http(builder, plan, endpoint, client)
         .build()
         .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }
@@ -36,15 +29,9 @@ pub(super) fn grpc_exporter(
     endpoint: &str,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<opentelemetry_otlp::MetricExporter, TelemetryError> {
-    use opentelemetry_otlp::WithTonicConfig;
-
     let _entered = runtime.enter();
-    opentelemetry_otlp::MetricExporter::builder()
-        .with_tonic()
-        .with_endpoint(endpoint.to_owned())
-        .with_timeout(plan.timeout)
-        .with_metadata(super::grpc_metadata(plan)?)
-        .with_retry_policy(retry_policy())
+    let builder = opentelemetry_otlp::MetricExporter::builder().with_tonic();
+    super::over_grpc(builder, plan, endpoint)?
         .build()
         .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }

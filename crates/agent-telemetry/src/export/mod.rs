@@ -441,18 +441,43 @@ fn http_client(
     .map_err(|e| TelemetryError::Client(e.to_string()))
 }
 
+/// An HTTP exporter's builder (spans' or metrics') set as the plan says, sending to `endpoint`
+/// with `client`.
+fn over_http<B: WithExportConfig + WithHttpConfig>(
+    builder: B,
+    plan: &ExportPlan,
+    endpoint: &str,
+    client: reqwest::blocking::Client,
+) -> B {
+    builder
+        .with_protocol(Protocol::HttpBinary)
+        .with_http_client(client)
+        .with_endpoint(endpoint.to_owned())
+        .with_timeout(plan.timeout)
+        .with_headers(plan.headers.clone())
+        .with_retry_policy(retry_policy())
+}
+
+/// A gRPC exporter's builder (spans' or metrics') set as the plan says, sending to `endpoint`.
+#[cfg(feature = "grpc")]
+fn over_grpc<B: WithExportConfig + opentelemetry_otlp::WithTonicConfig>(
+    builder: B,
+    plan: &ExportPlan,
+    endpoint: &str,
+) -> Result<B, TelemetryError> {
+    Ok(builder
+        .with_endpoint(endpoint.to_owned())
+        .with_timeout(plan.timeout)
+        .with_metadata(grpc_metadata(plan)?)
+        .with_retry_policy(retry_policy()))
+}
+
 fn http_exporter(
     plan: &ExportPlan,
     client: reqwest::blocking::Client,
 ) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
-    opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_protocol(Protocol::HttpBinary)
-        .with_http_client(client)
-        .with_endpoint(plan.endpoint.clone())
-        .with_timeout(plan.timeout)
-        .with_headers(plan.headers.clone())
-        .with_retry_policy(retry_policy())
+    let builder = opentelemetry_otlp::SpanExporter::builder().with_http();
+    over_http(builder, plan, &plan.endpoint, client)
         .build()
         .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }
@@ -492,15 +517,9 @@ fn grpc_exporter(
     plan: &ExportPlan,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<opentelemetry_otlp::SpanExporter, TelemetryError> {
-    use opentelemetry_otlp::WithTonicConfig;
-
     let _entered = runtime.enter();
-    opentelemetry_otlp::SpanExporter::builder()
-        .with_tonic()
-        .with_endpoint(plan.endpoint.clone())
-        .with_timeout(plan.timeout)
-        .with_metadata(grpc_metadata(plan)?)
-        .with_retry_policy(retry_policy())
+    let builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+    over_grpc(builder, plan, &plan.endpoint)?
         .build()
         .map_err(|e| TelemetryError::Exporter(e.to_string()))
 }
