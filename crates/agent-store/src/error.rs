@@ -6,12 +6,20 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// SQLite refused, or the database could not be reached.
+    /// The database refused, or could not be reached.
     #[error("the session store: {0}")]
     Database(#[from] sqlx::Error),
     /// The schema could not be brought up to date.
     #[error("the session store's schema: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The store's URL is not one.
+    #[error("the session store's URL {url} is not valid: {reason}")]
+    Url {
+        /// The URL, its password hidden.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// The database's directory could not be created.
     #[error("cannot create the session store's directory {path}: {source}")]
     Directory {

@@ -2,11 +2,10 @@
 //! one transaction.
 
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, Sqlite, Transaction};
 
 use std::collections::HashSet;
 
+use crate::db::{Pool, Row, Tx, query};
 use crate::error::StoreError;
 use crate::script::Script;
 use crate::store::Store;
@@ -15,21 +14,23 @@ use crate::types::{Batch, EventId, NewEvent, StoredEvent};
 
 /// Inserts one event in `tx` and returns it with its id.
 pub(crate) async fn insert_event(
-    tx: &mut Transaction<'static, Sqlite>,
+    tx: &mut Tx,
     session: &str,
     event: NewEvent,
 ) -> Result<StoredEvent, StoreError> {
-    let id: EventId = sqlx::query_scalar(
-        "INSERT INTO events (session_id, run_id, at, kind, data) VALUES (?, ?, ?, ?, ?) \
-         RETURNING id",
-    )
-    .bind(session)
-    .bind(event.run_id)
-    .bind(event.at)
-    .bind(event.kind.as_str())
-    .bind(event.data.to_string())
-    .fetch_one(&mut **tx)
-    .await?;
+    let id: EventId = tx
+        .scalar(
+            query(
+                "INSERT INTO events (session_id, run_id, at, kind, data) VALUES (?, ?, ?, ?, ?) \
+                 RETURNING id",
+            )
+            .bind(session)
+            .bind(event.run_id)
+            .bind(event.at)
+            .bind(event.kind.as_str())
+            .bind(event.data.to_string()),
+        )
+        .await?;
     Ok(stored(event, id, session))
 }
 
@@ -55,11 +56,11 @@ pub(crate) fn insert_events(
              RETURNING id"
         ));
         for event in chunk {
-            script.bind(session.to_owned())?;
-            script.bind(event.run_id)?;
-            script.bind(event.at)?;
-            script.bind(event.kind.as_str())?;
-            script.bind(data.next().unwrap_or_default())?;
+            script.bind(session);
+            script.bind(event.run_id);
+            script.bind(event.at);
+            script.bind(event.kind.as_str());
+            script.bind(data.next().unwrap_or_default());
         }
     }
     Ok(())
@@ -77,23 +78,23 @@ pub(crate) fn stored(event: NewEvent, id: EventId, session: &str) -> StoredEvent
     }
 }
 
-fn event_from_row(row: &SqliteRow, texts: &Texts) -> Result<StoredEvent, StoreError> {
-    let kind: String = row.try_get("kind")?;
+fn event_from_row(row: &Row, texts: &Texts) -> Result<StoredEvent, StoreError> {
+    let kind: String = row.get("kind")?;
     let data = decoded(row, "data", texts)?;
     Ok(StoredEvent {
-        id: row.try_get("id")?,
-        session_id: row.try_get("session_id")?,
-        run_id: row.try_get("run_id")?,
-        at: row.try_get("at")?,
+        id: row.get("id")?,
+        session_id: row.get("session_id")?,
+        run_id: row.get("run_id")?,
+        at: row.get("at")?,
         kind: kind.parse()?,
         data: serde_json::from_str::<Value>(&data).map_err(|e| StoreError::corrupt("event", e))?,
     })
 }
 
 /// The text of `column`, its references replaced when the row has `refs` set.
-pub(crate) fn decoded(row: &SqliteRow, column: &str, texts: &Texts) -> Result<String, StoreError> {
-    let text: String = row.try_get(column)?;
-    let refs: i64 = row.try_get("refs")?;
+pub(crate) fn decoded(row: &Row, column: &str, texts: &Texts) -> Result<String, StoreError> {
+    let text: String = row.get(column)?;
+    let refs: i64 = row.get("refs")?;
     if refs == 0 {
         Ok(text)
     } else {
@@ -103,16 +104,16 @@ pub(crate) fn decoded(row: &SqliteRow, column: &str, texts: &Texts) -> Result<St
 
 /// The texts the rows' `column` refers to (for rows with `refs` set).
 pub(crate) async fn texts_of(
-    pool: &sqlx::SqlitePool,
+    pool: &Pool,
     session: &str,
-    rows: &[SqliteRow],
+    rows: &[Row],
     column: &str,
 ) -> Result<Texts, StoreError> {
     let mut keys = HashSet::new();
     for row in rows {
-        let refs: i64 = row.try_get("refs")?;
+        let refs: i64 = row.get("refs")?;
         if refs != 0 {
-            let text: &str = row.try_get(column)?;
+            let text: &str = row.str(column)?;
             keys_in(text, &mut keys);
         }
     }
@@ -174,15 +175,18 @@ impl Store {
         after: Option<EventId>,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, session_id, run_id, at, kind, data, refs FROM events \
-             WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
-        )
-        .bind(session)
-        .bind(after.unwrap_or(0))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .pool
+            .fetch_all(
+                query(
+                    "SELECT id, session_id, run_id, at, kind, data, refs FROM events \
+                     WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+                )
+                .bind(session)
+                .bind(after.unwrap_or(0))
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX)),
+            )
+            .await?;
         let texts = texts_of(&self.pool, session, &rows, "data").await?;
         rows.iter().map(|row| event_from_row(row, &texts)).collect()
     }
@@ -193,9 +197,9 @@ impl Store {
     ///
     /// A database error.
     pub async fn event_count(&self, session: &str) -> Result<u64, StoreError> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM events WHERE session_id = ?")
-            .bind(session)
-            .fetch_one(&self.pool)
+        let count: i64 = self
+            .pool
+            .scalar(query("SELECT COUNT(*) FROM events WHERE session_id = ?").bind(session))
             .await?;
         Ok(u64::try_from(count).unwrap_or_default())
     }
@@ -206,11 +210,9 @@ impl Store {
     ///
     /// A database error.
     pub async fn last_event_id(&self, session: &str) -> Result<Option<EventId>, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT MAX(id) FROM events WHERE session_id = ?")
-                .bind(session)
-                .fetch_one(&self.pool)
-                .await?,
-        )
+        Ok(self
+            .pool
+            .scalar(query("SELECT MAX(id) FROM events WHERE session_id = ?").bind(session))
+            .await?)
     }
 }

@@ -3,9 +3,8 @@
 //! not to its square), and the reply or the error it got.
 
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
+use crate::db::{Row, query};
 use crate::error::StoreError;
 use crate::events::texts_of;
 use crate::script::Script;
@@ -24,38 +23,47 @@ pub(crate) fn insert_exchanges(
     for exchange in exchanges {
         data.push(texts.encode(&exchange.data.to_string(), session, script)?);
     }
-    let mut data = data.into_iter();
-    for chunk in exchanges.chunks(crate::messages::ROWS_PER_STATEMENT) {
+    // A row is written once per (seq, part): the last of the batch wins, as one by one (a
+    // PostgreSQL upsert may not touch one row twice in a statement).
+    let mut rows: Vec<(&NewExchange, String)> = Vec::with_capacity(exchanges.len());
+    for (exchange, data) in exchanges.iter().zip(data) {
+        let key = (exchange.seq, exchange.part.code());
+        rows.retain(|(kept, _)| (kept.seq, kept.part.code()) != key);
+        rows.push((exchange, data));
+    }
+    for chunk in rows.chunks(crate::messages::ROWS_PER_STATEMENT) {
         let marks = vec!["(?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
         script.statement(&format!(
-            "INSERT OR REPLACE INTO exchanges (session_id, seq, part, run_id, stream, at, data) \
-             VALUES {marks}"
+            "INSERT INTO exchanges (session_id, seq, part, run_id, stream, at, data) \
+             VALUES {marks} ON CONFLICT (session_id, seq, part) DO UPDATE SET \
+             run_id = excluded.run_id, stream = excluded.stream, at = excluded.at, \
+             data = excluded.data"
         ));
-        for exchange in chunk {
-            script.bind(session.to_owned())?;
-            script.bind(exchange.seq)?;
-            script.bind(exchange.part.code())?;
-            script.bind(exchange.run_id)?;
-            script.bind(exchange.stream)?;
-            script.bind(exchange.at)?;
-            script.bind(data.next().unwrap_or_default())?;
+        for (exchange, data) in chunk {
+            script.bind(session);
+            script.bind(exchange.seq);
+            script.bind(exchange.part.code());
+            script.bind(exchange.run_id);
+            script.bind(exchange.stream);
+            script.bind(exchange.at);
+            script.bind(data.as_str());
         }
     }
     Ok(())
 }
 
-fn exchange_from_row(row: &SqliteRow, texts: &Texts) -> Result<StoredExchange, StoreError> {
-    let part: i64 = row.try_get("part")?;
-    let data: String = row.try_get("data")?;
+fn exchange_from_row(row: &Row, texts: &Texts) -> Result<StoredExchange, StoreError> {
+    let part: i64 = row.get("part")?;
+    let data: String = row.get("data")?;
     let data = texts.decode(&data)?;
     Ok(StoredExchange {
-        session_id: row.try_get("session_id")?,
-        run_id: row.try_get("run_id")?,
-        stream: row.try_get("stream")?,
-        seq: row.try_get("seq")?,
+        session_id: row.get("session_id")?,
+        run_id: row.get("run_id")?,
+        stream: row.get("stream")?,
+        seq: row.get("seq")?,
         part: ExchangePart::from_code(part)
             .ok_or_else(|| StoreError::corrupt("exchange", format!("unknown part {part}")))?,
-        at: row.try_get("at")?,
+        at: row.get("at")?,
         data: serde_json::from_str::<Value>(&data)
             .map_err(|e| StoreError::corrupt("exchange", e))?,
     })
@@ -76,15 +84,19 @@ impl Store {
         after: Option<i64>,
         limit: usize,
     ) -> Result<Vec<StoredExchange>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT session_id, seq, part, run_id, stream, at, data, 1 AS refs FROM exchanges \
-             WHERE session_id = ? AND seq > ? ORDER BY seq, part LIMIT ?",
-        )
-        .bind(session)
-        .bind(after.unwrap_or(-1))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .pool
+            .fetch_all(
+                query(
+                    "SELECT session_id, seq, part, run_id, stream, at, data, \
+                     CAST(1 AS BIGINT) AS refs FROM exchanges \
+                     WHERE session_id = ? AND seq > ? ORDER BY seq, part LIMIT ?",
+                )
+                .bind(session)
+                .bind(after.unwrap_or(-1))
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX)),
+            )
+            .await?;
         let texts = texts_of(&self.pool, session, &rows, "data").await?;
         rows.iter()
             .map(|row| exchange_from_row(row, &texts))
@@ -98,11 +110,12 @@ impl Store {
     ///
     /// A database error.
     pub async fn next_exchange_seq(&self, session: &str) -> Result<i64, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT COALESCE(MAX(seq) + 1, 0) FROM exchanges WHERE session_id = ?",
-        )
-        .bind(session)
-        .fetch_one(&self.pool)
-        .await?)
+        Ok(self
+            .pool
+            .scalar(
+                query("SELECT COALESCE(MAX(seq) + 1, 0) FROM exchanges WHERE session_id = ?")
+                    .bind(session),
+            )
+            .await?)
     }
 }

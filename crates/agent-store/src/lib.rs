@@ -54,15 +54,7 @@
 //! # }).unwrap();
 //! ```
 
-/// SQL for a session's new `updated_at`: now (its one `?`), or just after the latest session's
-/// if that is not earlier, so that the session touched last is the latest even when two
-/// changes fall in the same millisecond (`latest_session`, `list_sessions`).
-macro_rules! touched {
-    () => {
-        "MAX(?, (SELECT COALESCE(MAX(updated_at), 0) + 1 FROM sessions))"
-    };
-}
-
+mod db;
 mod error;
 mod events;
 mod exchanges;
@@ -81,7 +73,7 @@ mod writer;
 pub use error::StoreError;
 pub use messages::turn_safe;
 pub use sessions::{TITLE_CHARS, title_of};
-pub use store::Store;
+pub use store::{Store, is_postgres_url, redacted_url};
 pub use tasks::TaskRecord;
 pub use texts::MIN_TEXT;
 pub use types::{

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use crate::db::query;
 use crate::error::StoreError;
 use crate::events::{decoded, texts_of};
 use crate::script::Script;
@@ -39,9 +40,9 @@ pub(crate) fn apply(
                     script.statement(&format!(
                         "DELETE FROM messages WHERE session_id = ? AND seq IN ({marks})"
                     ));
-                    script.bind(session.to_owned())?;
+                    script.bind(session);
                     for seq in chunk {
-                        script.bind(seq_of(*seq))?;
+                        script.bind(seq_of(*seq));
                     }
                 }
             }
@@ -50,19 +51,39 @@ pub(crate) fn apply(
     put_all(script, session, puts)
 }
 
-/// Adds the statement storing `puts`.
-fn put_all(script: &mut Script, session: &str, puts: Vec<(u64, String)>) -> Result<(), StoreError> {
+/// Adds the statement storing `puts`. A position put twice keeps its last message, as one by
+/// one (a PostgreSQL upsert may not touch one row twice in a statement).
+fn put_all(
+    script: &mut Script,
+    session: &str,
+    mut puts: Vec<(u64, String)>,
+) -> Result<(), StoreError> {
     if puts.is_empty() {
         return Ok(());
     }
+    let mut seen = HashSet::with_capacity(puts.len());
+    if !puts.iter().all(|(seq, _)| seen.insert(*seq)) {
+        let mut last = std::collections::HashMap::with_capacity(puts.len());
+        for (at, (seq, _)) in puts.iter().enumerate() {
+            last.insert(*seq, at);
+        }
+        let mut at = 0;
+        puts.retain(|(seq, _)| {
+            let keep = last.get(seq) == Some(&at);
+            at += 1;
+            keep
+        });
+    }
     let rows = vec!["(?, ?, ?, 1)"; puts.len()].join(", ");
     script.statement(&format!(
-        "INSERT OR REPLACE INTO messages (session_id, seq, message, refs) VALUES {rows}"
+        "INSERT INTO messages (session_id, seq, message, refs) VALUES {rows} \
+         ON CONFLICT (session_id, seq) DO UPDATE SET message = excluded.message, \
+         refs = excluded.refs"
     ));
     for (seq, message) in puts {
-        script.bind(session.to_owned())?;
-        script.bind(seq_of(seq))?;
-        script.bind(message)?;
+        script.bind(session);
+        script.bind(seq_of(seq));
+        script.bind(message);
     }
     Ok(())
 }
@@ -121,11 +142,13 @@ impl Store {
     ///
     /// A database error, or a message that is not a valid `Message`.
     pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
-        let rows =
-            sqlx::query("SELECT message, refs FROM messages WHERE session_id = ? ORDER BY seq")
-                .bind(session)
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = self
+            .pool
+            .fetch_all(
+                query("SELECT message, refs FROM messages WHERE session_id = ? ORDER BY seq")
+                    .bind(session),
+            )
+            .await?;
         let texts = texts_of(&self.pool, session, &rows, "message").await?;
         rows.iter()
             .map(|row| {
@@ -164,9 +187,9 @@ impl Store {
         }
         let mut script = Script::default();
         script.statement("DELETE FROM messages WHERE session_id = ?");
-        script.bind(session.to_owned())?;
+        script.bind(session);
         apply(&mut script, &mut TextCache::default(), session, writes)?;
-        script.run(&self.pool).await?;
+        script.run(&self.pool, Some(session)).await?;
         Ok(())
     }
 }

@@ -1,4 +1,5 @@
-//! The schema's migrations (`migrations/*.sql`), embedded at build time with `include_str!`.
+//! The schema's migrations (`migrations/*.sql` for SQLite, `migrations/postgres/*.sql` for
+//! PostgreSQL), embedded at build time with `include_str!`.
 //!
 //! sqlx's `migrate!` macro would embed them too, but its `macros` feature compiles a second
 //! SQLite (for the compiler's host) in every cold build. The migrations here are what
@@ -13,6 +14,8 @@ use std::sync::OnceLock;
 
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+
+use crate::db::Dialect;
 
 /// Every migration: its version, description and SQL, in order. A new migration is a new file
 /// in `migrations/` and a line here; an applied one is never edited (sqlx refuses a database
@@ -36,22 +39,32 @@ const MIGRATIONS: [(i64, &str, &str); 4] = [
     (4, "tasks", include_str!("../migrations/0004_tasks.sql")),
 ];
 
-/// The embedded migrations as a migration source for [`Migrator::new`].
+/// The migrations of PostgreSQL: the schema as SQLite's migrations left it, in one file.
+const PG_MIGRATIONS: [(i64, &str, &str); 1] = [(
+    1,
+    "schema",
+    include_str!("../migrations/postgres/0001_schema.sql"),
+)];
+
+/// The embedded migrations of a dialect as a migration source for [`Migrator::new`].
 #[derive(Debug)]
-struct Embedded;
+struct Embedded(Dialect);
 
 impl MigrationSource<'static> for Embedded {
     fn resolve(
         self,
     ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, BoxDynError>> + Send + 'static>> {
-        Box::pin(async { Ok(migrations()) })
+        Box::pin(async move { Ok(migrations(self.0)) })
     }
 }
 
 /// The migrations in sqlx's form (the checksum is computed from the SQL, as sqlx does).
-fn migrations() -> Vec<Migration> {
-    MIGRATIONS
-        .iter()
+fn migrations(dialect: Dialect) -> Vec<Migration> {
+    let set: &[(i64, &str, &str)] = match dialect {
+        Dialect::Sqlite => &MIGRATIONS,
+        Dialect::Postgres => &PG_MIGRATIONS,
+    };
+    set.iter()
         .map(|&(version, description, sql)| {
             Migration::new(
                 version,
@@ -64,14 +77,21 @@ fn migrations() -> Vec<Migration> {
         .collect()
 }
 
-/// The migrator of the schema, built once per process.
-pub(crate) async fn migrator() -> Result<&'static Migrator, sqlx::migrate::MigrateError> {
-    static MIGRATOR: OnceLock<Migrator> = OnceLock::new();
-    if let Some(migrator) = MIGRATOR.get() {
+/// The migrator of a dialect's schema, built once per process.
+pub(crate) async fn migrator(
+    dialect: Dialect,
+) -> Result<&'static Migrator, sqlx::migrate::MigrateError> {
+    static SQLITE: OnceLock<Migrator> = OnceLock::new();
+    static POSTGRES: OnceLock<Migrator> = OnceLock::new();
+    let cell = match dialect {
+        Dialect::Sqlite => &SQLITE,
+        Dialect::Postgres => &POSTGRES,
+    };
+    if let Some(migrator) = cell.get() {
         return Ok(migrator);
     }
-    let migrator = Migrator::new(Embedded).await?;
-    Ok(MIGRATOR.get_or_init(|| migrator))
+    let migrator = Migrator::new(Embedded(dialect)).await?;
+    Ok(cell.get_or_init(|| migrator))
 }
 
 #[cfg(test)]
@@ -105,7 +125,7 @@ mod tests {
 
     #[test]
     fn the_embedded_migrations_have_the_checksums_databases_hold() {
-        let embedded: Vec<(i64, String)> = migrations()
+        let embedded: Vec<(i64, String)> = migrations(Dialect::Sqlite)
             .iter()
             .map(|m| (m.version, hex(&m.checksum)))
             .collect();
@@ -133,5 +153,35 @@ mod tests {
         for (name, &(_, _, sql)) in files.iter().zip(MIGRATIONS.iter()) {
             assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), sql);
         }
+    }
+
+    /// PostgreSQL's applied migrations must never change either (a database written by this
+    /// build would not open with the next).
+    #[test]
+    fn the_postgres_migrations_are_pinned_and_every_file_is_embedded() {
+        let embedded: Vec<(i64, String)> = migrations(Dialect::Postgres)
+            .iter()
+            .map(|m| (m.version, hex(&m.checksum)))
+            .collect();
+        assert_eq!(
+            embedded,
+            vec![(
+                1,
+                "69637e77592371c5f5b5fdc24555c0e25006a002a8863d21ec182de8c5f081f965df6a1cda3f17a5da8414353a742b71".to_owned()
+            )]
+        );
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let named: Vec<String> = PG_MIGRATIONS
+            .iter()
+            .map(|&(version, description, _)| {
+                format!("{version:04}_{}.sql", description.replace(' ', "_"))
+            })
+            .collect();
+        assert_eq!(files, named);
     }
 }

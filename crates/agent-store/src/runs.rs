@@ -3,10 +3,9 @@
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use tracing::info;
 
+use crate::db::{Pool, Row, query};
 use crate::error::StoreError;
 use crate::owner;
 use crate::script::Script;
@@ -22,14 +21,14 @@ const RUN_COLUMNS: &str = "id, session_id, task, state, status, answer, text, te
     finished_at";
 
 /// The texts the rows' `text_parts` refer to.
-async fn texts_of_runs(pool: &sqlx::SqlitePool, rows: &[SqliteRow]) -> Result<Texts, StoreError> {
+async fn texts_of_runs(pool: &Pool, rows: &[Row]) -> Result<Texts, StoreError> {
     let mut keys = HashSet::new();
     let mut session = None;
     for row in rows {
-        let parts: Option<&str> = row.try_get("text_parts")?;
+        let parts: Option<String> = row.get("text_parts")?;
         if let Some(parts) = parts {
-            keys_in(parts, &mut keys);
-            session = Some(row.try_get::<String, _>("session_id")?);
+            keys_in(&parts, &mut keys);
+            session = Some(row.get::<String>("session_id")?);
         }
     }
     match session {
@@ -39,30 +38,30 @@ async fn texts_of_runs(pool: &sqlx::SqlitePool, rows: &[SqliteRow]) -> Result<Te
 }
 
 /// The result text of a run's row: its parts put together, or `text` as stored.
-fn text_of(row: &SqliteRow, texts: &Texts) -> Result<Option<String>, StoreError> {
-    let parts: Option<String> = row.try_get("text_parts")?;
+fn text_of(row: &Row, texts: &Texts) -> Result<Option<String>, StoreError> {
+    let parts: Option<String> = row.get("text_parts")?;
     let Some(parts) = parts else {
-        return Ok(row.try_get("text")?);
+        return Ok(row.get("text")?);
     };
     let parts: Vec<String> = serde_json::from_str(&texts.decode(&parts)?)
         .map_err(|e| StoreError::corrupt("run text", e))?;
     Ok(Some(parts.concat()))
 }
 
-fn run_from_row(row: &SqliteRow, texts: &Texts) -> Result<RunRecord, StoreError> {
-    let state: String = row.try_get("state")?;
-    let changes: Option<String> = row.try_get("changes")?;
+fn run_from_row(row: &Row, texts: &Texts) -> Result<RunRecord, StoreError> {
+    let state: String = row.get("state")?;
+    let changes: Option<String> = row.get("changes")?;
     let tokens = |column: &str| -> Result<u64, StoreError> {
-        let n: i64 = row.try_get(column)?;
+        let n: i64 = row.get(column)?;
         Ok(u64::try_from(n).unwrap_or_default())
     };
     Ok(RunRecord {
-        id: row.try_get("id")?,
-        session_id: row.try_get("session_id")?,
-        task: row.try_get("task")?,
+        id: row.get("id")?,
+        session_id: row.get("session_id")?,
+        task: row.get("task")?,
         state: state.parse()?,
-        status: row.try_get("status")?,
-        answer: row.try_get("answer")?,
+        status: row.get("status")?,
+        answer: row.get("answer")?,
         text: text_of(row, texts)?,
         changes: match changes {
             Some(text) => {
@@ -74,11 +73,11 @@ fn run_from_row(row: &SqliteRow, texts: &Texts) -> Result<RunRecord, StoreError>
             prompt_tokens: tokens("prompt_tokens")?,
             cached_prompt_tokens: tokens("cached_prompt_tokens")?,
             completion_tokens: tokens("completion_tokens")?,
-            cost_usd: row.try_get("cost_usd")?,
+            cost_usd: row.get("cost_usd")?,
             ..TokenUsage::default()
         },
-        started_at: row.try_get("started_at")?,
-        finished_at: row.try_get("finished_at")?,
+        started_at: row.get("started_at")?,
+        finished_at: row.get("finished_at")?,
     })
 }
 
@@ -109,29 +108,33 @@ impl Store {
     ) -> Result<(RunId, StoredEvent), StoreError> {
         let now = now_ms();
         let mut tx = self.write().await?;
-        let updated = sqlx::query(concat!(
-            "UPDATE sessions SET state = 'running', updated_at = ",
-            touched!(),
-            ", title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
-        ))
-        .bind(now)
-        .bind(title_of(task))
-        .bind(session)
-        .execute(&mut *tx)
-        .await?;
-        if updated.rows_affected() == 0 {
+        let updated = tx
+            .execute(
+                query(format!(
+                    "UPDATE sessions SET state = 'running', updated_at = {}, \
+                     title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+                    self.dialect().touched()
+                ))
+                .bind(now)
+                .bind(title_of(task))
+                .bind(session),
+            )
+            .await?;
+        if updated == 0 {
             return Err(StoreError::NoSession(session.to_owned()));
         }
-        let run: RunId = sqlx::query_scalar(
-            "INSERT INTO runs (session_id, task, state, owner, started_at) \
-             VALUES (?, ?, 'running', ?, ?) RETURNING id",
-        )
-        .bind(session)
-        .bind(task)
-        .bind(owner::this_process())
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
+        let run: RunId = tx
+            .scalar(
+                query(
+                    "INSERT INTO runs (session_id, task, state, owner, started_at) \
+                     VALUES (?, ?, 'running', ?, ?) RETURNING id",
+                )
+                .bind(session)
+                .bind(task)
+                .bind(owner::this_process())
+                .bind(now),
+            )
+            .await?;
         let event = NewEvent {
             run_id: Some(run),
             at: now,
@@ -163,11 +166,9 @@ impl Store {
             .filter(|parts| parts.concat() == summary.text);
         let (text, parts) = match parts {
             Some(parts) => {
-                let session: Option<String> =
-                    sqlx::query_scalar("SELECT session_id FROM runs WHERE id = ?")
-                        .bind(run)
-                        .fetch_optional(&mut *tx)
-                        .await?;
+                let session: Option<String> = tx
+                    .scalar_optional(query("SELECT session_id FROM runs WHERE id = ?").bind(run))
+                    .await?;
                 let session = session.ok_or(StoreError::NoRun(run))?;
                 let mut script = Script::default();
                 let json =
@@ -178,35 +179,38 @@ impl Store {
             }
             None => (Some(summary.text.as_str()), None),
         };
-        let session: Option<String> = sqlx::query_scalar(
-            "UPDATE runs SET state = ?, status = ?, answer = ?, text = ?, text_parts = ?, \
-             changes = ?, prompt_tokens = ?, cached_prompt_tokens = ?, completion_tokens = ?, \
-             cost_usd = ?, finished_at = ? WHERE id = ? RETURNING session_id",
-        )
-        .bind(summary.state.as_str())
-        .bind(&summary.status)
-        .bind(&summary.answer)
-        .bind(text)
-        .bind(parts)
-        .bind((!summary.changes.is_null()).then(|| summary.changes.to_string()))
-        .bind(i64::try_from(summary.usage.prompt_tokens).unwrap_or(i64::MAX))
-        .bind(i64::try_from(summary.usage.cached_prompt_tokens).unwrap_or(i64::MAX))
-        .bind(i64::try_from(summary.usage.completion_tokens).unwrap_or(i64::MAX))
-        .bind(summary.usage.cost_usd)
-        .bind(now)
-        .bind(run)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let session: Option<String> = tx
+            .scalar_optional(
+                query(
+                    "UPDATE runs SET state = ?, status = ?, answer = ?, text = ?, \
+                     text_parts = ?, changes = ?, prompt_tokens = ?, cached_prompt_tokens = ?, \
+                     completion_tokens = ?, cost_usd = ?, finished_at = ? WHERE id = ? \
+                     RETURNING session_id",
+                )
+                .bind(summary.state.as_str())
+                .bind(&summary.status)
+                .bind(&summary.answer)
+                .bind(text)
+                .bind(parts)
+                .bind((!summary.changes.is_null()).then(|| summary.changes.to_string()))
+                .bind(i64::try_from(summary.usage.prompt_tokens).unwrap_or(i64::MAX))
+                .bind(i64::try_from(summary.usage.cached_prompt_tokens).unwrap_or(i64::MAX))
+                .bind(i64::try_from(summary.usage.completion_tokens).unwrap_or(i64::MAX))
+                .bind(summary.usage.cost_usd)
+                .bind(now)
+                .bind(run),
+            )
+            .await?;
         let session = session.ok_or(StoreError::NoRun(run))?;
-        sqlx::query(concat!(
-            "UPDATE sessions SET state = ?, updated_at = ",
-            touched!(),
-            " WHERE id = ?"
-        ))
-        .bind(summary.state.session_state().as_str())
-        .bind(now)
-        .bind(&session)
-        .execute(&mut *tx)
+        tx.execute(
+            query(format!(
+                "UPDATE sessions SET state = ?, updated_at = {} WHERE id = ?",
+                self.dialect().touched()
+            ))
+            .bind(summary.state.session_state().as_str())
+            .bind(now)
+            .bind(&session),
+        )
         .await?;
         let event = NewEvent {
             run_id: Some(run),
@@ -225,9 +229,9 @@ impl Store {
     ///
     /// [`StoreError::NoRun`], or a database error.
     pub async fn run(&self, id: RunId) -> Result<RunRecord, StoreError> {
-        let row = sqlx::query(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
+        let row = self
+            .pool
+            .fetch_optional(query(format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?")).bind(id))
             .await?
             .ok_or(StoreError::NoRun(id))?;
         let texts = texts_of_runs(&self.pool, std::slice::from_ref(&row)).await?;
@@ -240,12 +244,15 @@ impl Store {
     ///
     /// A database error.
     pub async fn runs(&self, session: &str) -> Result<Vec<RunRecord>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY id"
-        ))
-        .bind(session)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .pool
+            .fetch_all(
+                query(format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE session_id = ? ORDER BY id"
+                ))
+                .bind(session),
+            )
+            .await?;
         let texts = texts_of_runs(&self.pool, &rows).await?;
         rows.iter().map(|row| run_from_row(row, &texts)).collect()
     }
@@ -259,13 +266,14 @@ impl Store {
     ///
     /// A database error.
     pub async fn mark_interrupted_runs(&self) -> Result<Vec<RunId>, StoreError> {
-        let running = sqlx::query("SELECT id, owner FROM runs WHERE state = 'running'")
-            .fetch_all(&self.pool)
+        let running = self
+            .pool
+            .fetch_all(query("SELECT id, owner FROM runs WHERE state = 'running'"))
             .await?;
         let mut marked = Vec::new();
         for row in running {
-            let id: RunId = row.try_get("id")?;
-            let owner: String = row.try_get("owner")?;
+            let id: RunId = row.get("id")?;
+            let owner: String = row.get("owner")?;
             if owner::is_alive(&owner) {
                 continue;
             }
@@ -279,12 +287,12 @@ impl Store {
                 usage: self.usage_of(id).await?,
             };
             // Another process may have marked it meanwhile: only a run still running is.
-            let still = sqlx::query_scalar::<_, i64>(
-                "SELECT COUNT(*) FROM runs WHERE id = ? AND state = 'running'",
-            )
-            .bind(id)
-            .fetch_one(&self.pool)
-            .await?;
+            let still: i64 = self
+                .pool
+                .scalar(
+                    query("SELECT COUNT(*) FROM runs WHERE id = ? AND state = 'running'").bind(id),
+                )
+                .await?;
             if still == 1 {
                 self.finish_run(id, &summary).await?;
                 info!(run = id, %owner, "marked a run of a dead process interrupted");
@@ -294,28 +302,36 @@ impl Store {
         Ok(marked)
     }
 
-    /// The tokens a run's stored `token_usage` events add up to.
+    /// The tokens a run's stored `token_usage` events add up to (added up here: the two
+    /// databases read JSON differently, and this runs once per interrupted run).
     async fn usage_of(&self, run: RunId) -> Result<TokenUsage, StoreError> {
-        let row = sqlx::query(
-            "SELECT COALESCE(SUM(json_extract(data, '$.prompt_tokens')), 0) AS prompt, \
-             COALESCE(SUM(json_extract(data, '$.cached_prompt_tokens')), 0) AS cached, \
-             COALESCE(SUM(json_extract(data, '$.completion_tokens')), 0) AS completion, \
-             SUM(json_extract(data, '$.cost_usd')) AS cost \
-             FROM events WHERE run_id = ? AND kind = 'agent' \
-             AND json_extract(data, '$.type') = 'token_usage'",
-        )
-        .bind(run)
-        .fetch_one(&self.pool)
-        .await?;
-        let prompt: i64 = row.try_get("prompt")?;
-        let cached: i64 = row.try_get("cached")?;
-        let completion: i64 = row.try_get("completion")?;
-        Ok(TokenUsage {
-            prompt_tokens: u64::try_from(prompt).unwrap_or_default(),
-            cached_prompt_tokens: u64::try_from(cached).unwrap_or_default(),
-            completion_tokens: u64::try_from(completion).unwrap_or_default(),
-            cost_usd: row.try_get("cost")?,
-            ..TokenUsage::default()
-        })
+        let rows = self
+            .pool
+            .fetch_all(
+                query(
+                    "SELECT data FROM events WHERE run_id = ? AND kind = 'agent' \
+                     AND data LIKE '%\"token\\_usage\"%' ESCAPE '\\'",
+                )
+                .bind(run),
+            )
+            .await?;
+        let mut usage = TokenUsage::default();
+        let count = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64);
+        for row in rows {
+            let data: String = row.get("data")?;
+            let Ok(event) = serde_json::from_str::<Value>(&data) else {
+                continue;
+            };
+            if event.get("type").and_then(Value::as_str) != Some("token_usage") {
+                continue;
+            }
+            usage.prompt_tokens += count(&event, "prompt_tokens").unwrap_or_default();
+            usage.cached_prompt_tokens += count(&event, "cached_prompt_tokens").unwrap_or_default();
+            usage.completion_tokens += count(&event, "completion_tokens").unwrap_or_default();
+            if let Some(cost) = event.get("cost_usd").and_then(Value::as_f64) {
+                usage.cost_usd = Some(usage.cost_usd.unwrap_or_default() + cost);
+            }
+        }
+        Ok(usage)
     }
 }

@@ -1,14 +1,16 @@
-//! [`Script`]: several statements sent to SQLite as one call.
+//! [`Script`]: several statements run as one transaction.
 //!
-//! Each call through sqlx is a trip to the connection's worker thread and back (two thread
-//! wake-ups), and a pool connection is pinged once more when it is released. A batch written as
-//! `BEGIN`, a statement per table and `COMMIT` took five trips; as one script it takes two,
-//! whatever it holds (sqlx binds the `?` of successive statements to successive arguments).
+//! On SQLite each call through sqlx is a trip to the connection's worker thread and back (two
+//! thread wake-ups), and a pool connection is pinged once more when it is released. A batch
+//! written as `BEGIN`, a statement per table and `COMMIT` took five trips; as one script it
+//! takes two, whatever it holds (sqlx binds the `?` of successive statements to successive
+//! arguments). PostgreSQL takes one statement per call: there the script is a transaction of
+//! its statements, one after the other, on one connection.
 
+use sqlx::Sqlite;
 use sqlx::pool::PoolConnection;
-use sqlx::sqlite::SqliteArguments;
-use sqlx::{Arguments, Encode, Sqlite, SqlitePool, Type};
 
+use crate::db::{Arg, Pool, Tx, numbered, pg_args, sqlite_args};
 use crate::error::StoreError;
 use crate::types::EventId;
 
@@ -16,51 +18,80 @@ use crate::types::EventId;
 #[derive(Default)]
 pub(crate) struct Script {
     sql: String,
-    statements: usize,
-    args: SqliteArguments<'static>,
+    args: Vec<Arg>,
+    /// Where each statement ends: in `sql` and in `args`.
+    ends: Vec<(usize, usize)>,
 }
 
 impl Script {
     /// Appends a statement (its `?` take the next arguments [`bind`](Self::bind) adds).
     pub(crate) fn statement(&mut self, sql: &str) {
+        self.close_statement();
         self.sql.push_str(sql);
         self.sql.push_str(";\n");
-        self.statements += 1;
+        self.ends.push((self.sql.len(), self.args.len()));
+    }
+
+    /// Marks where the statement before the next ends (its arguments are all bound).
+    fn close_statement(&mut self) {
+        if let Some(last) = self.ends.last_mut() {
+            last.1 = self.args.len();
+        }
     }
 
     /// Adds the next argument.
-    pub(crate) fn bind<T>(&mut self, value: T) -> Result<(), StoreError>
-    where
-        T: Encode<'static, Sqlite> + Type<Sqlite> + Send + 'static,
-    {
-        self.args
-            .add(value)
-            .map_err(|error| StoreError::Database(sqlx::Error::Encode(error)))
+    pub(crate) fn bind(&mut self, value: impl Into<Arg>) {
+        self.args.push(value.into());
     }
 
     /// How many statements it holds.
     #[cfg(test)]
     pub(crate) fn statements(&self) -> usize {
-        self.statements
+        self.ends.len()
     }
 
-    /// Runs the statements on `conn` (inside the caller's transaction).
-    pub(crate) async fn execute_in(
-        self,
-        conn: &mut sqlx::SqliteConnection,
-    ) -> Result<(), StoreError> {
-        if !self.is_empty() {
-            sqlx::query_with(&self.sql, self.args)
-                .persistent(false)
-                .execute(conn)
-                .await?;
+    /// The statements one by one, each with its arguments.
+    fn split(mut self) -> Vec<(String, Vec<Arg>)> {
+        self.close_statement();
+        let mut out = Vec::with_capacity(self.ends.len());
+        let mut args = self.args.into_iter();
+        let (mut sql_at, mut args_at) = (0, 0);
+        for (sql_end, args_end) in self.ends {
+            let sql = self.sql.get(sql_at..sql_end).unwrap_or_default();
+            let sql = sql.trim_end().trim_end_matches(';').to_owned();
+            out.push((sql, args.by_ref().take(args_end - args_at).collect()));
+            (sql_at, args_at) = (sql_end, args_end);
+        }
+        out
+    }
+
+    /// Runs the statements inside the caller's transaction.
+    pub(crate) async fn execute_in(self, tx: &mut Tx) -> Result<(), StoreError> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        match tx {
+            Tx::Sqlite(tx) => {
+                sqlx::query_with(&self.sql, sqlite_args(self.args)?)
+                    .persistent(false)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            Tx::Postgres(tx) => {
+                for (sql, args) in self.split() {
+                    sqlx::query_with(&numbered(&sql), pg_args(args)?)
+                        .persistent(false)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+            }
         }
         Ok(())
     }
 
     /// Whether it holds no statement.
     pub(crate) fn is_empty(&self) -> bool {
-        self.statements == 0
+        self.ends.is_empty()
     }
 
     /// Runs the statements in one transaction (a single statement is one by itself) and
@@ -73,13 +104,45 @@ impl Script {
     ///
     /// Scripts are not kept as prepared statements: their text depends on the batch's shape
     /// (how many rows of each kind), so few would be used twice.
-    pub(crate) async fn run(self, pool: &SqlitePool) -> Result<Vec<EventId>, StoreError> {
+    ///
+    /// On PostgreSQL the transaction first locks the row of `session` (when given), so that
+    /// the session's events take their ids in the order their transactions commit: a reader
+    /// that saw event `n` then never misses one below it committed later.
+    pub(crate) async fn run(
+        self,
+        pool: &Pool,
+        session: Option<&str>,
+    ) -> Result<Vec<EventId>, StoreError> {
         if self.is_empty() {
             return Ok(Vec::new());
         }
+        let pool = match pool {
+            Pool::Sqlite(pool) => pool,
+            Pool::Postgres(pool) => {
+                let mut tx = Tx::Postgres(pool.begin().await?);
+                if let Some(session) = session {
+                    lock_session(&mut tx, session).await?;
+                }
+                let mut ids = Vec::new();
+                let Tx::Postgres(inner) = &mut tx else {
+                    return Err(StoreError::corrupt("transaction", "not PostgreSQL's"));
+                };
+                for (sql, args) in self.split() {
+                    let returned: Vec<EventId> =
+                        sqlx::query_scalar_with(&numbered(&sql), pg_args(args)?)
+                            .persistent(false)
+                            .fetch_all(&mut **inner)
+                            .await?;
+                    ids.extend(returned);
+                }
+                tx.commit().await?;
+                return Ok(ids);
+            }
+        };
+        let args = sqlite_args(self.args)?;
         let mut conn = pool.acquire().await?;
-        if self.statements == 1 {
-            return Ok(sqlx::query_scalar_with(&self.sql, self.args)
+        if self.ends.len() == 1 {
+            return Ok(sqlx::query_scalar_with(&self.sql, args)
                 .persistent(false)
                 .fetch_all(&mut *conn)
                 .await?);
@@ -91,7 +154,7 @@ impl Script {
         // Taken at once (`IMMEDIATE`), so that it waits for another writer (the busy timeout)
         // instead of failing when it first writes.
         let sql = format!("BEGIN IMMEDIATE;\n{}COMMIT;", self.sql);
-        let result = sqlx::query_scalar_with(&sql, self.args)
+        let result = sqlx::query_scalar_with(&sql, args)
             .persistent(false)
             .fetch_all(&mut *guard.conn)
             .await;
@@ -127,5 +190,45 @@ impl Drop for Unfinished {
         if !self.finished {
             self.conn.close_on_drop();
         }
+    }
+}
+
+/// Locks the row of `session` until the transaction ends (PostgreSQL): the transactions that
+/// add events to one session take their turns (see [`Script::run`]).
+pub(crate) async fn lock_session(tx: &mut Tx, session: &str) -> Result<(), StoreError> {
+    if let Tx::Postgres(_) = tx {
+        tx.execute(
+            crate::db::query("SELECT 1 FROM sessions WHERE id = ? FOR NO KEY UPDATE").bind(session),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_splits_into_its_statements_with_their_arguments() {
+        let mut script = Script::default();
+        script.statement("INSERT INTO a VALUES (?, ?)");
+        script.bind(1);
+        script.bind("x");
+        script.statement("DELETE FROM b");
+        script.statement("UPDATE c SET d = ?");
+        script.bind(Some(2.5));
+        assert_eq!(script.statements(), 3);
+        assert_eq!(
+            script.split(),
+            vec![
+                (
+                    "INSERT INTO a VALUES (?, ?)".to_owned(),
+                    vec![Arg::from(1), Arg::from("x")]
+                ),
+                ("DELETE FROM b".to_owned(), Vec::new()),
+                ("UPDATE c SET d = ?".to_owned(), vec![Arg::from(Some(2.5))]),
+            ]
+        );
     }
 }

@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
+use crate::db::{Row, query};
 use crate::error::StoreError;
 use crate::store::Store;
 use crate::types::{NewSession, SessionRecord, SessionState, now_ms};
@@ -29,21 +28,21 @@ pub fn title_of(task: &str) -> String {
     title
 }
 
-pub(crate) fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
-    let settings: String = row.try_get("settings")?;
-    let state: String = row.try_get("state")?;
-    let workspace: String = row.try_get("workspace")?;
+pub(crate) fn session_from_row(row: &Row) -> Result<SessionRecord, StoreError> {
+    let settings: String = row.get("settings")?;
+    let state: String = row.get("state")?;
+    let workspace: String = row.get("workspace")?;
     Ok(SessionRecord {
-        id: row.try_get("id")?,
-        agent: row.try_get("agent")?,
+        id: row.get("id")?,
+        agent: row.get("agent")?,
         settings: serde_json::from_str(&settings)
             .map_err(|e| StoreError::corrupt("session settings", e))?,
         workspace: PathBuf::from(workspace),
         state: state.parse()?,
-        title: row.try_get("title")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        runs: row.try_get("runs")?,
+        title: row.get("title")?,
+        created_at: row.get("created_at")?,
+        updated_at: row.get("updated_at")?,
+        runs: row.get("runs")?,
     })
 }
 
@@ -62,20 +61,21 @@ impl Store {
             other => other.to_string(),
         };
         let now = now_ms();
-        sqlx::query(concat!(
-            "INSERT INTO sessions (id, agent, settings, workspace, state, title, created_at, \
-             updated_at) VALUES (?, ?, ?, ?, 'idle', '', ?, ",
-            touched!(),
-            ")"
-        ))
-        .bind(&id)
-        .bind(&new.agent)
-        .bind(settings)
-        .bind(new.workspace.to_string_lossy().into_owned())
-        .bind(now)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
+        self.pool
+            .execute(
+                query(format!(
+                    "INSERT INTO sessions (id, agent, settings, workspace, state, title, \
+                     created_at, updated_at) VALUES (?, ?, ?, ?, 'idle', '', ?, {})",
+                    self.dialect().touched()
+                ))
+                .bind(&id)
+                .bind(&new.agent)
+                .bind(settings)
+                .bind(new.workspace.to_string_lossy().into_owned())
+                .bind(now)
+                .bind(now),
+            )
+            .await?;
         self.session(&id).await
     }
 
@@ -85,13 +85,16 @@ impl Store {
     ///
     /// [`StoreError::NoSession`], or a database error.
     pub async fn session(&self, id: &str) -> Result<SessionRecord, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
-        ))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or_else(|| StoreError::NoSession(id.to_owned()))?;
+        let row = self
+            .pool
+            .fetch_optional(
+                query(format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
+                ))
+                .bind(id),
+            )
+            .await?
+            .ok_or_else(|| StoreError::NoSession(id.to_owned()))?;
         session_from_row(&row)
     }
 
@@ -113,21 +116,31 @@ impl Store {
                 .replace('%', "\\%")
                 .replace('_', "\\_")
         );
-        let rows = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id LIKE ? ESCAPE '\\' LIMIT 2"
-        ))
-        .bind(&pattern)
-        .fetch_all(&self.pool)
-        .await?;
+        // Case does not matter (SQLite's LIKE ignores it, PostgreSQL's does not).
+        let rows = self
+            .pool
+            .fetch_all(
+                query(format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions \
+                     WHERE lower(id) LIKE lower(?) ESCAPE '\\' LIMIT 2"
+                ))
+                .bind(&pattern),
+            )
+            .await?;
         match rows.as_slice() {
             [row] => session_from_row(row),
             [] => Err(StoreError::NoSession(prefix.to_owned())),
             _ => {
-                let count: i64 =
-                    sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE id LIKE ? ESCAPE '\\'")
-                        .bind(&pattern)
-                        .fetch_one(&self.pool)
-                        .await?;
+                let count: i64 = self
+                    .pool
+                    .scalar(
+                        query(
+                            "SELECT COUNT(*) FROM sessions \
+                             WHERE lower(id) LIKE lower(?) ESCAPE '\\'",
+                        )
+                        .bind(&pattern),
+                    )
+                    .await?;
                 Err(StoreError::Ambiguous {
                     prefix: prefix.to_owned(),
                     count: usize::try_from(count).unwrap_or(usize::MAX),
@@ -142,14 +155,15 @@ impl Store {
     ///
     /// A database error.
     pub async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid DESC"
-        ))
-        .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(session_from_row)
-        .collect()
+        self.pool
+            .fetch_all(query(format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY {}",
+                self.dialect().newest_sessions_first()
+            )))
+            .await?
+            .iter()
+            .map(session_from_row)
+            .collect()
     }
 
     /// The most recently changed session (`None` when there is none).
@@ -158,11 +172,13 @@ impl Store {
     ///
     /// A database error.
     pub async fn latest_session(&self) -> Result<Option<SessionRecord>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid DESC LIMIT 1"
-        ))
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = self
+            .pool
+            .fetch_optional(query(format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY {} LIMIT 1",
+                self.dialect().newest_sessions_first()
+            )))
+            .await?;
         row.as_ref().map(session_from_row).transpose()
     }
 
@@ -172,11 +188,11 @@ impl Store {
     ///
     /// A database error.
     pub async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM sessions WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
+        let done = self
+            .pool
+            .execute(query("DELETE FROM sessions WHERE id = ?").bind(id))
             .await?;
-        Ok(done.rows_affected() > 0)
+        Ok(done > 0)
     }
 
     /// Sets the session's state.
@@ -185,17 +201,19 @@ impl Store {
     ///
     /// [`StoreError::NoSession`], or a database error.
     pub async fn set_state(&self, id: &str, state: SessionState) -> Result<(), StoreError> {
-        let done = sqlx::query(concat!(
-            "UPDATE sessions SET state = ?, updated_at = ",
-            touched!(),
-            " WHERE id = ?"
-        ))
-        .bind(state.as_str())
-        .bind(now_ms())
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
+        let done = self
+            .pool
+            .execute(
+                query(format!(
+                    "UPDATE sessions SET state = ?, updated_at = {} WHERE id = ?",
+                    self.dialect().touched()
+                ))
+                .bind(state.as_str())
+                .bind(now_ms())
+                .bind(id),
+            )
+            .await?;
+        if done == 0 {
             return Err(StoreError::NoSession(id.to_owned()));
         }
         Ok(())
@@ -207,17 +225,19 @@ impl Store {
     ///
     /// [`StoreError::NoSession`], or a database error.
     pub async fn set_settings(&self, id: &str, settings: &Value) -> Result<(), StoreError> {
-        let done = sqlx::query(concat!(
-            "UPDATE sessions SET settings = ?, updated_at = ",
-            touched!(),
-            " WHERE id = ?"
-        ))
-        .bind(settings.to_string())
-        .bind(now_ms())
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
+        let done = self
+            .pool
+            .execute(
+                query(format!(
+                    "UPDATE sessions SET settings = ?, updated_at = {} WHERE id = ?",
+                    self.dialect().touched()
+                ))
+                .bind(settings.to_string())
+                .bind(now_ms())
+                .bind(id),
+            )
+            .await?;
+        if done == 0 {
             return Err(StoreError::NoSession(id.to_owned()));
         }
         Ok(())

@@ -1,14 +1,15 @@
-//! [`Store`]: the SQLite database, opened and migrated.
+//! [`Store`]: the database — a SQLite file or a PostgreSQL server — opened and migrated.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Sqlite, Transaction};
 
+use crate::db::{Dialect, Pool, Tx};
 use crate::error::StoreError;
 
 /// How many times a migration that lost a race with another process is tried again.
@@ -17,11 +18,16 @@ const MIGRATION_ATTEMPTS: u32 = 5;
 /// Brings the schema up to date. SQLite has no lock for migrations: two processes opening a new
 /// database at once both see a migration as not applied, and the second one's transaction fails
 /// (the table exists) and is rolled back whole; it is tried again, and then finds the migration
-/// applied.
-async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
+/// applied. (sqlx takes an advisory lock on PostgreSQL: there the second waits.)
+async fn migrate(pool: &Pool) -> Result<(), StoreError> {
+    let migrator = crate::migrations::migrator(pool.dialect()).await?;
     let mut attempt = 1;
     loop {
-        match crate::migrations::migrator().await?.run(pool).await {
+        let done = match pool {
+            Pool::Sqlite(pool) => migrator.run(pool).await,
+            Pool::Postgres(pool) => migrator.run(pool).await,
+        };
+        match done {
             Ok(()) => return Ok(()),
             Err(error) if attempt < MIGRATION_ATTEMPTS => {
                 tracing::debug!(%error, attempt, "migrating the session store again");
@@ -81,12 +87,54 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// mode).
 const MAX_CONNECTIONS: u32 = 4;
 
-/// The session store: a SQLite database of sessions, runs, events and memory. Cheap to clone
-/// (clones share one pool of connections).
+/// Connections to a PostgreSQL store.
+const PG_MAX_CONNECTIONS: u32 = 8;
+
+/// How long a PostgreSQL store waits for a connection (the server down or every connection
+/// busy) before giving up.
+const PG_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The session store: a database of sessions, runs, events and memory — a SQLite file
+/// ([`Store::open`]) or a PostgreSQL database several processes share ([`Store::connect`]).
+/// Cheap to clone (clones share one pool of connections).
 #[derive(Debug, Clone)]
 pub struct Store {
-    pub(crate) pool: SqlitePool,
+    pub(crate) pool: Pool,
     path: Option<PathBuf>,
+}
+
+/// Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`).
+#[must_use]
+pub fn is_postgres_url(url: &str) -> bool {
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+    matches!(scheme, Some(s) if s.eq_ignore_ascii_case("postgres") || s.eq_ignore_ascii_case("postgresql"))
+}
+
+/// `url` with its password, if any, replaced by `***` (for messages and logs).
+#[must_use]
+pub fn redacted_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((user_info, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    let user_info = match user_info.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => user_info.to_owned(),
+    };
+    let mut out = format!("{scheme}://{user_info}@{host}{tail}");
+    // A password given as a parameter (`?password=…`) is hidden too.
+    if let Some(at) = out.find("password=") {
+        let value_start = at + "password=".len();
+        let value_end = out[value_start..]
+            .find('&')
+            .map_or(out.len(), |end| value_start + end);
+        out.replace_range(value_start..value_end, "***");
+    }
+    out
 }
 
 impl Store {
@@ -116,7 +164,34 @@ impl Store {
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
         let pool = connect(options).await?;
-        Self::ready(pool, Some(path)).await
+        Self::ready(Pool::Sqlite(pool), Some(path)).await
+    }
+
+    /// Opens the store named by `url`: a PostgreSQL database (`postgres://user:password@host:port/database`,
+    /// the libpq URL; the database must exist, the schema is created or brought up to date), or
+    /// a SQLite file (`sqlite://path`, or a plain path: [`Store::open`]). Several processes — on
+    /// one machine or several — may share a PostgreSQL store. The connection is not encrypted
+    /// (this build has no TLS): keep the server on a private network or on loopback.
+    ///
+    /// # Errors
+    ///
+    /// The server cannot be reached or refuses the user, the URL is not valid, or the schema
+    /// cannot be migrated; for a file, as [`Store::open`].
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        if !is_postgres_url(url) {
+            let path = url.strip_prefix("sqlite://").unwrap_or(url);
+            return Self::open(path).await;
+        }
+        let options = PgConnectOptions::from_str(url).map_err(|error| StoreError::Url {
+            url: redacted_url(url),
+            reason: error.to_string(),
+        })?;
+        let pool = PgPoolOptions::new()
+            .max_connections(PG_MAX_CONNECTIONS)
+            .acquire_timeout(PG_ACQUIRE_TIMEOUT)
+            .connect_with(options)
+            .await?;
+        Self::ready(Pool::Postgres(pool), None).await
     }
 
     /// A store in memory, gone when the last clone is dropped (for tests).
@@ -134,20 +209,26 @@ impl Store {
             .max_lifetime(None)
             .connect_with(options)
             .await?;
-        Self::ready(pool, None).await
+        Self::ready(Pool::Sqlite(pool), None).await
     }
 
-    async fn ready(pool: SqlitePool, path: Option<PathBuf>) -> Result<Self, StoreError> {
+    async fn ready(pool: Pool, path: Option<PathBuf>) -> Result<Self, StoreError> {
         migrate(&pool).await?;
         let store = Self { pool, path };
         store.mark_interrupted_runs().await?;
         Ok(store)
     }
 
-    /// The database file (`None` in memory).
+    /// The database file (`None` in memory and on PostgreSQL).
     #[must_use]
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// Whether the store is a PostgreSQL database (which several processes may share).
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        self.pool.dialect() == Dialect::Postgres
     }
 
     /// Closes every connection (waiting for the ones in use).
@@ -155,9 +236,14 @@ impl Store {
         self.pool.close().await;
     }
 
-    /// A write transaction, taken at once (`BEGIN IMMEDIATE`), so that it waits for another
-    /// writer (the busy timeout) instead of failing when it first writes.
-    pub(crate) async fn write(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    /// A write transaction. SQLite's is taken at once (`BEGIN IMMEDIATE`), so that it waits for
+    /// another writer (the busy timeout) instead of failing when it first writes.
+    pub(crate) async fn write(&self) -> Result<Tx, StoreError> {
+        Ok(self.pool.begin().await?)
+    }
+
+    /// The SQL the database speaks.
+    pub(crate) fn dialect(&self) -> Dialect {
+        self.pool.dialect()
     }
 }

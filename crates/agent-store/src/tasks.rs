@@ -3,9 +3,8 @@
 //! keeps them so that a task outlives the process that ran it; it reads only the columns.
 
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
+use crate::db::{Row, query};
 use crate::error::StoreError;
 use crate::store::Store;
 use crate::types::now_ms;
@@ -33,18 +32,18 @@ pub struct TaskRecord {
 
 const TASK_COLUMNS: &str = "id, session_id, protocol, state, body, push, created_at, updated_at";
 
-fn task_from_row(row: &SqliteRow) -> Result<TaskRecord, StoreError> {
-    let body: String = row.try_get("body")?;
-    let push: String = row.try_get("push")?;
+fn task_from_row(row: &Row) -> Result<TaskRecord, StoreError> {
+    let body: String = row.get("body")?;
+    let push: String = row.get("push")?;
     Ok(TaskRecord {
-        id: row.try_get("id")?,
-        session_id: row.try_get("session_id")?,
-        protocol: row.try_get("protocol")?,
-        state: row.try_get("state")?,
+        id: row.get("id")?,
+        session_id: row.get("session_id")?,
+        protocol: row.get("protocol")?,
+        state: row.get("state")?,
         body: serde_json::from_str(&body).map_err(|e| StoreError::corrupt("task", e))?,
         push: serde_json::from_str(&push).map_err(|e| StoreError::corrupt("task's push", e))?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: row.get("created_at")?,
+        updated_at: row.get("updated_at")?,
     })
 }
 
@@ -64,22 +63,25 @@ impl Store {
         body: &Value,
     ) -> Result<(), StoreError> {
         let now = now_ms();
-        let written = sqlx::query(
-            "INSERT INTO tasks (id, session_id, protocol, state, body, created_at, updated_at) \
-             SELECT ?, id, ?, ?, ?, ?, ? FROM sessions WHERE id = ? \
-             ON CONFLICT (id) DO UPDATE SET state = excluded.state, body = excluded.body, \
-             updated_at = excluded.updated_at",
-        )
-        .bind(id)
-        .bind(protocol)
-        .bind(state)
-        .bind(body.to_string())
-        .bind(now)
-        .bind(now)
-        .bind(session)
-        .execute(&self.pool)
-        .await?;
-        if written.rows_affected() == 0 {
+        let written = self
+            .pool
+            .execute(
+                query(
+                    "INSERT INTO tasks (id, session_id, protocol, state, body, created_at, \
+                     updated_at) SELECT ?, id, ?, ?, ?, ?, ? FROM sessions WHERE id = ? \
+                     ON CONFLICT (id) DO UPDATE SET state = excluded.state, \
+                     body = excluded.body, updated_at = excluded.updated_at",
+                )
+                .bind(id)
+                .bind(protocol)
+                .bind(state)
+                .bind(body.to_string())
+                .bind(now)
+                .bind(now)
+                .bind(session),
+            )
+            .await?;
+        if written == 0 {
             return Err(StoreError::NoSession(session.to_owned()));
         }
         Ok(())
@@ -91,12 +93,15 @@ impl Store {
     ///
     /// [`StoreError::NoTask`] when the task is not stored, or a database error.
     pub async fn set_task_push(&self, id: &str, push: &[Value]) -> Result<(), StoreError> {
-        let written = sqlx::query("UPDATE tasks SET push = ? WHERE id = ?")
-            .bind(Value::Array(push.to_vec()).to_string())
-            .bind(id)
-            .execute(&self.pool)
+        let written = self
+            .pool
+            .execute(
+                query("UPDATE tasks SET push = ? WHERE id = ?")
+                    .bind(Value::Array(push.to_vec()).to_string())
+                    .bind(id),
+            )
             .await?;
-        if written.rows_affected() == 0 {
+        if written == 0 {
             return Err(StoreError::NoTask(id.to_owned()));
         }
         Ok(())
@@ -108,9 +113,10 @@ impl Store {
     ///
     /// A database error, or a row that cannot be read back.
     pub async fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        sqlx::query(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
+        self.pool
+            .fetch_optional(
+                query(format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?")).bind(id),
+            )
             .await?
             .map(|row| task_from_row(&row))
             .transpose()
@@ -129,16 +135,19 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = sqlx::query(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE protocol = ? \
-             AND (? IS NULL OR session_id = ?) ORDER BY created_at DESC, id DESC LIMIT ?"
-        ))
-        .bind(protocol)
-        .bind(session)
-        .bind(session)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .pool
+            .fetch_all(
+                query(format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks WHERE protocol = ? \
+                     AND (? IS NULL OR session_id = ?) ORDER BY created_at DESC, id DESC LIMIT ?"
+                ))
+                .bind(protocol)
+                .bind(session)
+                .bind(session)
+                .bind(limit),
+            )
+            .await?;
         rows.iter().rev().map(task_from_row).collect()
     }
 }

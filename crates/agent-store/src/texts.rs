@@ -17,6 +17,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
+use crate::db::{Pool, query};
 use crate::error::StoreError;
 use crate::script::Script;
 
@@ -38,7 +39,7 @@ pub struct TextCache {
 
 impl TextCache {
     /// `json` with every long literal replaced by its reference; the texts this cache had not
-    /// seen are added to `script` (`INSERT OR IGNORE INTO texts`).
+    /// seen are added to `script` (an insert into `texts` that keeps a stored one).
     pub(crate) fn encode(
         &mut self,
         json: &str,
@@ -59,11 +60,12 @@ impl TextCache {
                     None => {
                         let hash = hash_of(content);
                         script.statement(
-                            "INSERT OR IGNORE INTO texts (session_id, hash, text) VALUES (?, ?, ?)",
+                            "INSERT INTO texts (session_id, hash, text) VALUES (?, ?, ?) \
+                             ON CONFLICT (session_id, hash) DO NOTHING",
                         );
-                        script.bind(session.to_owned())?;
-                        script.bind(hash.to_vec())?;
-                        script.bind(content.to_owned())?;
+                        script.bind(session);
+                        script.bind(hash.to_vec());
+                        script.bind(content);
                         let key: Box<str> = URL_SAFE_NO_PAD.encode(hash).into();
                         self.keys.entry(content.into()).or_insert(key)
                     }
@@ -136,7 +138,7 @@ pub(crate) struct Texts(HashMap<String, String>);
 impl Texts {
     /// Loads the texts of `session` that `keys` name.
     pub(crate) async fn load(
-        pool: &sqlx::SqlitePool,
+        pool: &Pool,
         session: &str,
         keys: HashSet<String>,
     ) -> Result<Self, StoreError> {
@@ -147,15 +149,16 @@ impl Texts {
             let marks = vec!["?"; chunk.len()].join(", ");
             let sql =
                 format!("SELECT hash, text FROM texts WHERE session_id = ? AND hash IN ({marks})");
-            let mut query = sqlx::query_as::<_, (Vec<u8>, String)>(&sql).bind(session);
+            let mut select = query(sql).bind(session);
             for key in chunk {
                 let hash = URL_SAFE_NO_PAD
                     .decode(key)
                     .map_err(|e| StoreError::corrupt("text reference", e))?;
-                query = query.bind(hash);
+                select = select.bind(hash);
             }
-            for (hash, text) in query.fetch_all(pool).await? {
-                texts.insert(URL_SAFE_NO_PAD.encode(hash), text);
+            for row in pool.fetch_all(select).await? {
+                let hash: Vec<u8> = row.get("hash")?;
+                texts.insert(URL_SAFE_NO_PAD.encode(hash), row.get("text")?);
             }
         }
         Ok(Self(texts))
