@@ -40,6 +40,15 @@ pub enum StoreError {
         /// How many sessions it names.
         count: usize,
     },
+    /// The session has a run going in a live process (this one or another sharing the store):
+    /// a session runs one task at a time.
+    #[error("session {session} has a run going (run {run})")]
+    Running {
+        /// The session.
+        session: String,
+        /// Its running run.
+        run: i64,
+    },
     /// No run has this id.
     #[error("no run {0}")]
     NoRun(i64),

@@ -31,6 +31,7 @@ pub(crate) async fn insert_event(
             .bind(event.data.to_string()),
         )
         .await?;
+    crate::notify::notify(tx, session, id).await?;
     Ok(stored(event, id, session))
 }
 

@@ -60,6 +60,7 @@ mod events;
 mod exchanges;
 mod messages;
 mod migrations;
+mod notify;
 mod owner;
 mod runs;
 mod script;
@@ -72,8 +73,9 @@ mod writer;
 
 pub use error::StoreError;
 pub use messages::turn_safe;
+pub use notify::{EVENTS_CHANNEL, StoreNotice};
 pub use sessions::{TITLE_CHARS, title_of};
-pub use store::{Store, is_postgres_url, redacted_url};
+pub use store::{Store, redacted_url};
 pub use tasks::TaskRecord;
 pub use texts::MIN_TEXT;
 pub use types::{

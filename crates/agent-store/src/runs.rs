@@ -100,7 +100,8 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// [`StoreError::NoSession`], or a database error.
+    /// [`StoreError::NoSession`], [`StoreError::Running`] when a live process (this one or
+    /// another sharing the store) has a run of the session going, or a database error.
     pub async fn begin_run(
         &self,
         session: &str,
@@ -122,6 +123,25 @@ impl Store {
             .await?;
         if updated == 0 {
             return Err(StoreError::NoSession(session.to_owned()));
+        }
+        // One run at a time, across every process sharing the store: the update above holds
+        // the session's row (or, on SQLite, the write lock) until this transaction ends, so a
+        // run begun meanwhile elsewhere is seen here. A run of a dead process is no obstacle
+        // (it is marked interrupted at the next open or resume).
+        let running = tx
+            .fetch_all(
+                query("SELECT id, owner FROM runs WHERE session_id = ? AND state = 'running'")
+                    .bind(session),
+            )
+            .await?;
+        for row in running {
+            let owner: String = row.get("owner")?;
+            if owner::is_alive(&owner) {
+                return Err(StoreError::Running {
+                    session: session.to_owned(),
+                    run: row.get("id")?,
+                });
+            }
         }
         let run: RunId = tx
             .scalar(

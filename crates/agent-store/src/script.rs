@@ -107,7 +107,8 @@ impl Script {
     ///
     /// On PostgreSQL the transaction first locks the row of `session` (when given), so that
     /// the session's events take their ids in the order their transactions commit: a reader
-    /// that saw event `n` then never misses one below it committed later.
+    /// that saw event `n` then never misses one below it committed later; and it ends with the
+    /// notice of the events it stored (see `notify`).
     pub(crate) async fn run(
         self,
         pool: &Pool,
@@ -134,6 +135,9 @@ impl Script {
                             .fetch_all(&mut **inner)
                             .await?;
                     ids.extend(returned);
+                }
+                if let (Some(session), Some(&last)) = (session, ids.iter().max()) {
+                    crate::notify::notify(&mut tx, session, last).await?;
                 }
                 tx.commit().await?;
                 return Ok(ids);

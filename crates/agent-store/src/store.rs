@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -11,6 +12,8 @@ use sqlx::sqlite::{
 
 use crate::db::{Dialect, Pool, Tx};
 use crate::error::StoreError;
+use crate::notify::StoreNotice;
+use tokio::sync::broadcast;
 
 /// How many times a migration that lost a race with another process is tried again.
 const MIGRATION_ATTEMPTS: u32 = 5;
@@ -101,11 +104,12 @@ const PG_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Store {
     pub(crate) pool: Pool,
     path: Option<PathBuf>,
+    /// Where the notices of other processes' events go, once someone listens (PostgreSQL).
+    pub(crate) notices: Arc<tokio::sync::Mutex<Option<broadcast::Sender<StoreNotice>>>>,
 }
 
 /// Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`).
-#[must_use]
-pub fn is_postgres_url(url: &str) -> bool {
+fn is_postgres_url(url: &str) -> bool {
     let scheme = url.split_once("://").map(|(scheme, _)| scheme);
     matches!(scheme, Some(s) if s.eq_ignore_ascii_case("postgres") || s.eq_ignore_ascii_case("postgresql"))
 }
@@ -214,7 +218,11 @@ impl Store {
 
     async fn ready(pool: Pool, path: Option<PathBuf>) -> Result<Self, StoreError> {
         migrate(&pool).await?;
-        let store = Self { pool, path };
+        let store = Self {
+            pool,
+            path,
+            notices: Arc::default(),
+        };
         store.mark_interrupted_runs().await?;
         Ok(store)
     }

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agent_store::{Batch, NewSession, RunState, Store, StoreError};
+use agent_store::{Batch, NewSession, RunState, Store, StoreError, StoreNotice};
 use agent_testkit::PgCluster;
 use serde_json::json;
 
@@ -45,6 +45,8 @@ async fn every_store_case_holds_on_postgres() {
     cases::a_batch_is_all_or_nothing(&store).await;
     let (_, store) = store_on(&cluster, "unknown").await;
     cases::unknown_ids_are_errors(&store).await;
+    let (_, store) = store_on(&cluster, "one_run").await;
+    cases::a_session_runs_one_task_at_a_time(&store).await;
 
     let (url, store) = store_on(&cluster, "sessions").await;
     let old =
@@ -137,7 +139,9 @@ async fn texts_a_nul_tasks_and_a_bad_url_on_postgres() {
     );
     assert_eq!(store.tasks("a2a", None, 10).await.unwrap(), [task]);
     assert!(matches!(
-        store.put_task("t2", "nobody", "a2a", "working", &body).await,
+        store
+            .put_task("t2", "nobody", "a2a", "working", &body)
+            .await,
         Err(StoreError::NoSession(_))
     ));
 
@@ -233,9 +237,14 @@ async fn stores_of_several_processes_share_one_database() {
     assert!(missed.is_empty(), "the reader missed {missed:?}");
     assert_eq!(seen, written);
 
-    // A run begun through one store is seen running through the other, and ended there.
+    // A run begun through one store is seen running through the other, which begins no
+    // second one, and is ended there.
     let (run, _) = a.begin_run(&session.id, "shared").await.unwrap();
     assert_eq!(b.run(run).await.unwrap().state, RunState::Running);
+    assert!(matches!(
+        b.begin_run(&session.id, "meanwhile").await,
+        Err(StoreError::Running { .. })
+    ));
     b.finish_run(run, &cases::summary(RunState::Finished))
         .await
         .unwrap();
@@ -243,4 +252,72 @@ async fn stores_of_several_processes_share_one_database() {
     for store in stores {
         store.close().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listening_store_hears_of_the_events_another_stores() {
+    let cluster = cluster();
+    let url = cluster.create_database("notices").unwrap();
+    let (a, b) = (
+        Store::connect(&url).await.unwrap(),
+        Store::connect(&url).await.unwrap(),
+    );
+    let mut notices = b
+        .notifications()
+        .await
+        .unwrap()
+        .expect("PostgreSQL listens");
+    let session = a
+        .create_session(NewSession::new("manus", "/w"))
+        .await
+        .unwrap();
+    let next = async |notices: &mut tokio::sync::broadcast::Receiver<StoreNotice>| {
+        tokio::time::timeout(std::time::Duration::from_secs(60), notices.recv())
+            .await
+            .expect("a notice")
+            .unwrap()
+    };
+    let (run, started) = a.begin_run(&session.id, "heard").await.unwrap();
+    let heard = |last| StoreNotice::Events {
+        session: session.id.clone(),
+        last,
+    };
+    assert_eq!(next(&mut notices).await, heard(started.id));
+    let batch = Batch {
+        events: (0..3).map(|n| cases::event(Some(run), n)).collect(),
+        ..Batch::default()
+    };
+    let stored = a.write_batch(&session.id, batch).await.unwrap();
+    assert_eq!(next(&mut notices).await, heard(stored[2].id));
+    // A batch of memory alone stores no event: no notice.
+    let memory = Batch {
+        memory: vec![cases::put(0, &agent_core::Message::user_message("m"))],
+        ..Batch::default()
+    };
+    a.write_batch(&session.id, memory).await.unwrap();
+    let finished = a
+        .finish_run(run, &cases::summary(RunState::Finished))
+        .await
+        .unwrap();
+    assert_eq!(next(&mut notices).await, heard(finished.id));
+    // A second subscriber shares the one listening connection.
+    let mut more = b.notifications().await.unwrap().unwrap();
+    let event = a
+        .append_event(&session.id, cases::event(None, 9))
+        .await
+        .unwrap();
+    assert_eq!(next(&mut notices).await, heard(event.id));
+    assert_eq!(next(&mut more).await, heard(event.id));
+    // SQLite has no other process to hear.
+    assert!(
+        Store::open_memory()
+            .await
+            .unwrap()
+            .notifications()
+            .await
+            .unwrap()
+            .is_none()
+    );
+    b.close().await;
+    a.close().await;
 }

@@ -124,3 +124,9 @@ async fn a_run_whose_process_died_is_shown_interrupted_after_a_reopen() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_session_runs_one_task_at_a_time() {
+    let (_dir, store) = file_store().await;
+    cases::a_session_runs_one_task_at_a_time(&store).await;
+}

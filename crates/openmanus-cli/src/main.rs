@@ -258,12 +258,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 }
             };
             store.close().await;
-            code.with_context(|| {
-                format!(
-                    "in the session store {}",
-                    sessions::database_path(&factory).display()
-                )
-            })
+            code.with_context(|| format!("in the session store {}", sessions::store_name(&factory)))
         }
         Some(Command::Mcp {
             connection,

@@ -35,7 +35,7 @@ async fn recording(args: &ReplayArgs, global: &GlobalArgs, config: &Config) -> R
     let recording = Recording::from_store(&store, id).await.with_context(|| {
         format!(
             "cannot replay session {id} of {}",
-            crate::sessions::database_path(&factory).display()
+            crate::sessions::store_name(&factory)
         )
     });
     store.close().await;

@@ -13,10 +13,27 @@ use crate::cli::GlobalArgs;
 use crate::output::{EXIT_FAILED, EXIT_OK, note, say};
 use crate::render::preview;
 
-/// The database file runs of `factory` are recorded in (`[store] path`, else
+/// The store runs of `factory` are recorded in, for messages: the PostgreSQL URL of `[store]
+/// url` (its password hidden), else the database file (`[store] path`, else
 /// `<workspace>/.openmanus/sessions.db`).
-pub fn database_path(factory: &AgentFactory) -> PathBuf {
-    factory.config().store.database_path(factory.workspace())
+pub fn store_name(factory: &AgentFactory) -> String {
+    let settings = &factory.config().store;
+    match &settings.url {
+        Some(url) => agent_session::store::redacted_url(url),
+        None => settings
+            .database_path(factory.workspace())
+            .display()
+            .to_string(),
+    }
+}
+
+/// Opens the store of `factory`'s configuration: `[store] url` or the file.
+async fn connect(factory: &AgentFactory) -> Result<Store, agent_session::store::StoreError> {
+    let settings = &factory.config().store;
+    match &settings.url {
+        Some(url) => Store::connect(url).await,
+        None => Store::open(settings.database_path(factory.workspace())).await,
+    }
 }
 
 /// The store runs are recorded in, unless `--no-store` or `[store] enabled = false` turn it off.
@@ -25,13 +42,12 @@ pub async fn for_run(global: &GlobalArgs, factory: &AgentFactory) -> Option<Stor
     if global.no_store || !factory.config().store.enabled {
         return None;
     }
-    let path = database_path(factory);
-    match Store::open(&path).await {
+    match connect(factory).await {
         Ok(store) => Some(store),
         Err(error) => {
             note(&format!(
                 "warning: the run is not recorded: cannot open the session store {}: {error}",
-                path.display()
+                store_name(factory)
             ));
             None
         }
@@ -50,10 +66,9 @@ pub async fn open(global: &GlobalArgs, factory: &AgentFactory) -> Result<Store> 
             factory.config().source()
         );
     }
-    let path = database_path(factory);
-    Store::open(&path)
+    connect(factory)
         .await
-        .with_context(|| format!("cannot open the session store {}", path.display()))
+        .with_context(|| format!("cannot open the session store {}", store_name(factory)))
 }
 
 /// How long ago `ms` was, in a few characters.

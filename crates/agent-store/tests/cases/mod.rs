@@ -501,3 +501,28 @@ pub async fn a_run_whose_process_died_is_shown_interrupted_after_a_reopen(
         SessionState::Running
     );
 }
+
+pub async fn a_session_runs_one_task_at_a_time(store: &Store) {
+    let s = store
+        .create_session(NewSession::new("manus", "/w"))
+        .await
+        .unwrap();
+    let (run, _) = store.begin_run(&s.id, "first").await.unwrap();
+    match store.begin_run(&s.id, "second").await {
+        Err(StoreError::Running {
+            session,
+            run: going,
+        }) => {
+            assert_eq!(session, s.id);
+            assert_eq!(going, run);
+        }
+        other => panic!("a second run began: {other:?}"),
+    }
+    store
+        .finish_run(run, &summary(RunState::Finished))
+        .await
+        .unwrap();
+    let (next, _) = store.begin_run(&s.id, "second").await.unwrap();
+    assert!(next > run);
+    assert_eq!(store.runs(&s.id).await.unwrap().len(), 2);
+}

@@ -1,0 +1,148 @@
+//! Notices of new events across processes (PostgreSQL): every transaction that stores events
+//! of a session also sends `pg_notify('openmanus_events', '<last id> <session>')`, which the
+//! server delivers to every listening process when the transaction commits; a process hears
+//! them through [`Store::notifications`]. A server that keeps a session's live stream follows
+//! another process's run of it this way.
+
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use tokio::sync::broadcast;
+
+use crate::db::{Pool, Tx, query};
+use crate::error::StoreError;
+use crate::store::Store;
+use crate::types::EventId;
+
+/// The channel the notices are sent on.
+pub const EVENTS_CHANNEL: &str = "openmanus_events";
+
+/// The longest payload PostgreSQL takes is 8000 bytes: a longer one (a session id of kilobytes)
+/// is not sent, and listeners of that session learn of its events at their next reconnect.
+const MAX_PAYLOAD: usize = 7999;
+
+/// Notices a listening process keeps for a slow reader before it says some were missed.
+const BACKLOG: usize = 1024;
+
+/// What [`Store::notifications`] hears.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreNotice {
+    /// Events of `session` up to `last` were stored (by any process, this one included).
+    Events {
+        /// The session.
+        session: String,
+        /// The id of the last event stored.
+        last: EventId,
+    },
+    /// Notices may have been missed (the connection to the database was lost and made again,
+    /// or the reader fell behind): every follower reads the store again.
+    Missed,
+}
+
+/// Sends the notice that `session`'s events up to `last` were stored, delivered when `tx`
+/// commits (PostgreSQL; nothing on SQLite, where one process holds the file's sessions).
+pub(crate) async fn notify(tx: &mut Tx, session: &str, last: EventId) -> Result<(), StoreError> {
+    if let Tx::Postgres(_) = tx {
+        let payload = format!("{last} {session}");
+        if payload.len() <= MAX_PAYLOAD {
+            tx.execute(
+                query("SELECT pg_notify(?, ?)")
+                    .bind(EVENTS_CHANNEL)
+                    .bind(payload),
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// The notice a payload carries.
+fn parse(payload: &str) -> Option<StoreNotice> {
+    let (last, session) = payload.split_once(' ')?;
+    Some(StoreNotice::Events {
+        session: session.to_owned(),
+        last: last.parse().ok()?,
+    })
+}
+
+impl Store {
+    /// The notices of events stored by every process sharing this PostgreSQL store (`None`
+    /// on SQLite). The first call opens a connection that listens (it is listening when the
+    /// call returns) and keeps it until the store is closed; every call subscribes to it.
+    ///
+    /// # Errors
+    ///
+    /// The listening connection cannot be opened.
+    pub async fn notifications(
+        &self,
+    ) -> Result<Option<broadcast::Receiver<StoreNotice>>, StoreError> {
+        let Pool::Postgres(pool) = &self.pool else {
+            return Ok(None);
+        };
+        let mut sender = self.notices.lock().await;
+        if let Some(sender) = sender.as_ref() {
+            return Ok(Some(sender.subscribe()));
+        }
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(EVENTS_CHANNEL).await?;
+        let (notices, receiver) = broadcast::channel(BACKLOG);
+        tokio::spawn(listen(listener, notices.clone()));
+        *sender = Some(notices);
+        Ok(Some(receiver))
+    }
+}
+
+/// Hands every notice heard to `notices` until the store's pool is closed.
+async fn listen(mut listener: PgListener, notices: broadcast::Sender<StoreNotice>) {
+    let mut failed = false;
+    loop {
+        match listener.try_recv().await {
+            Ok(Some(notification)) => {
+                if failed {
+                    failed = false;
+                    let _ = notices.send(StoreNotice::Missed);
+                }
+                match parse(notification.payload()) {
+                    Some(notice) => {
+                        let _ = notices.send(notice);
+                    }
+                    None => tracing::debug!(
+                        payload = notification.payload(),
+                        "a notice on the events channel that is none of ours"
+                    ),
+                }
+            }
+            // The connection was lost and made again: what was sent meanwhile is lost.
+            Ok(None) => {
+                let _ = notices.send(StoreNotice::Missed);
+            }
+            Err(sqlx::Error::PoolClosed) => return,
+            Err(error) => {
+                if !failed {
+                    tracing::warn!(%error, "listening for the session store's notices");
+                }
+                failed = true;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_is_the_last_id_then_the_session() {
+        assert_eq!(
+            parse("42 a session id"),
+            Some(StoreNotice::Events {
+                session: "a session id".to_owned(),
+                last: 42
+            })
+        );
+        assert_eq!(parse("x s"), None);
+        assert_eq!(parse("42"), None);
+    }
+}
