@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_protocol::TaskQueue;
 use agent_session::{Session, SessionError, Target};
-use agent_store::{NewSession, SessionRecord, Store, StoreError};
+use agent_store::{EventId, NewSession, SessionRecord, Store, StoreError, StoreNotice};
 use agent_tools::ChannelInput;
 use agents::{AgentFactory, AgentKind};
 use serde_json::Value;
@@ -163,12 +163,25 @@ impl Hub {
     ///
     /// No such session; its agent cannot be built.
     pub async fn ensure_live(&self, id: &str) -> Result<Arc<Live>, ApiError> {
-        if let Some(live) = self.live(id) {
+        let shared = self.store.is_shared();
+        if let Some(live) = self.live(id)
+            && !shared
+        {
             return Ok(live);
         }
         let _starting = self.starting.lock().await;
         if let Some(live) = self.live(id) {
-            return Ok(live);
+            if !self.is_stale(&live).await? {
+                return Ok(live);
+            }
+            // Another process sharing the store ran the session since: this agent's memory
+            // is behind the store's. It goes, and the session is resumed from the store.
+            debug!(
+                session = id,
+                "a live session was continued elsewhere: resuming it"
+            );
+            self.lock_live().remove(id);
+            live.close().await;
         }
         if let Some(workers) = &self.workers {
             let record = self.store.find_session(id).await.map_err(store_error)?;
@@ -176,10 +189,51 @@ impl Hub {
         }
         let (input, questions) = ChannelInput::new();
         let factory = self.factory.clone().with_human_input(Arc::new(input));
+        // Read before the memory is: an event stored meanwhile makes the session stale at
+        // once (resumed again), never the other way round.
+        let known = self.store.last_event_id(id).await.map_err(store_error)?;
         let session = Session::resume(&factory, &self.store, id)
             .await
             .map_err(session_error)?;
-        Ok(self.make_live(session, questions))
+        let live = self.make_live(session, questions);
+        live.saw_event(known.unwrap_or_default());
+        Ok(live)
+    }
+
+    /// Whether the live session `live`, at rest in this process, was continued by another
+    /// process sharing the store (the store holds events it did not record). Never for a store
+    /// of one process, a session running here, or one whose tasks run on workers.
+    async fn is_stale(&self, live: &Live) -> Result<bool, ApiError> {
+        if !self.store.is_shared() || live.is_remote() || live.status().busy {
+            return Ok(false);
+        }
+        let last: Option<EventId> = self
+            .store
+            .last_event_id(live.id())
+            .await
+            .map_err(store_error)?;
+        Ok(last.is_some_and(|last| last > live.last_event()))
+    }
+
+    /// Passes on a notice of events stored by a process sharing the store (another server's
+    /// run of a session, or this one's) to the stream of that session, if anyone follows it;
+    /// notices that may have been missed make every stream read the store again.
+    pub fn on_store_notice(&self, notice: StoreNotice) {
+        let streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        match notice {
+            StoreNotice::Events { session, last } => {
+                if let Some(stream) = streams.get(&session)
+                    && stream.receiver_count() > 0
+                {
+                    let _ = stream.send(Notice::Poke(last));
+                }
+            }
+            _ => {
+                for stream in streams.values() {
+                    let _ = stream.send(Notice::Resync);
+                }
+            }
+        }
     }
 
     /// Closes session `id` if it is live, deletes it from the store and removes its workspace
@@ -354,6 +408,7 @@ pub(crate) fn store_error(error: StoreError) -> ApiError {
     match &error {
         StoreError::NoSession(_) | StoreError::NoRun(_) => ApiError::NotFound(error.to_string()),
         StoreError::Ambiguous { .. } => ApiError::BadRequest(error.to_string()),
+        StoreError::Running { .. } => ApiError::Conflict(error.to_string()),
         _ => ApiError::internal(error),
     }
 }

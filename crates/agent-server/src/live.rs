@@ -1,7 +1,7 @@
 //! A session being served: one task owns its [`Session`] and runs the tasks sent to it, one at
 //! a time, each after the run queue admits it; its events go to the session's stream.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -61,6 +61,11 @@ pub struct Live {
     /// after that.
     retired: AtomicBool,
     tools: Vec<agent_core::ToolDefinition>,
+    /// The id of the newest event this process recorded or read for the session (a store
+    /// shared by several processes holds a newer one when another continued the session).
+    last_event: Arc<AtomicI64>,
+    /// Whether its tasks run on workers.
+    remote: bool,
 }
 
 /// Why a task was not accepted.
@@ -94,7 +99,24 @@ impl Live {
             idle_since: Mutex::new(Instant::now()),
             retired: AtomicBool::new(false),
             tools,
+            last_event: Arc::default(),
+            remote: false,
         }
+    }
+
+    /// Notes that the session's events up to `id` are known here.
+    pub(crate) fn saw_event(&self, id: agent_store::EventId) {
+        self.last_event.fetch_max(id, Ordering::SeqCst);
+    }
+
+    /// The id of the newest event known here.
+    pub(crate) fn last_event(&self) -> agent_store::EventId {
+        self.last_event.load(Ordering::SeqCst)
+    }
+
+    /// Whether its tasks run on workers.
+    pub(crate) fn is_remote(&self) -> bool {
+        self.remote
     }
 
     /// Starts the owner task of `session`, whose events and notices go to `stream`, whose runs
@@ -119,7 +141,11 @@ impl Live {
             tools,
         ));
         if let Some(events) = session.recorded_events() {
-            tokio::spawn(forward(events, live.stream.clone()));
+            tokio::spawn(forward(
+                events,
+                live.stream.clone(),
+                Arc::clone(&live.last_event),
+            ));
         }
         tokio::spawn(Arc::clone(&live).watch_questions(questions));
         tokio::spawn(Arc::clone(&live).own(Runner::Local(Box::new(session)), queue, receiver));
@@ -136,13 +162,16 @@ impl Live {
     ) -> Arc<Self> {
         let (commands, receiver) = mpsc::unbounded_channel();
         // A worker's agent is not here to ask; the card lists the local kind's tools.
-        let live = Arc::new(Self::new(
-            id,
-            commands,
-            Cancel::Remote(remote.canceller()),
-            stream,
-            Vec::new(),
-        ));
+        let live = Arc::new(Self {
+            remote: true,
+            ..Self::new(
+                id,
+                commands,
+                Cancel::Remote(remote.canceller()),
+                stream,
+                Vec::new(),
+            )
+        });
         tokio::spawn(Arc::clone(&live).own(Runner::Remote(remote), queue, receiver));
         live
     }
@@ -375,11 +404,16 @@ impl Live {
     }
 }
 
-/// Forwards the session's stored events to its stream.
-async fn forward(mut events: broadcast::Receiver<StoredEvent>, stream: broadcast::Sender<Notice>) {
+/// Forwards the session's stored events to its stream, noting the newest in `last`.
+async fn forward(
+    mut events: broadcast::Receiver<StoredEvent>,
+    stream: broadcast::Sender<Notice>,
+    last: Arc<AtomicI64>,
+) {
     loop {
         match events.recv().await {
             Ok(event) => {
+                last.fetch_max(event.id, Ordering::SeqCst);
                 let _ = stream.send(Notice::Stored(event));
             }
             // Clients replay what was skipped from the store, by id.

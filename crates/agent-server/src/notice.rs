@@ -15,6 +15,9 @@ pub enum Notice {
     Status(Status),
     /// Events may have been skipped on the way: a client replays from the store.
     Resync,
+    /// Another process sharing the store stored events of the session up to this id: a
+    /// client that has not seen them reads them from the store.
+    Poke(agent_store::EventId),
 }
 
 /// The session's live state, as the page shows it.

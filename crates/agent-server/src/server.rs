@@ -79,6 +79,20 @@ impl Server {
         let sweeper = self
             .idle_timeout
             .map(|max_idle| tokio::spawn(sweep_idle(Arc::clone(&self.hub), max_idle)));
+        // A store shared with other servers: their runs of a session reach this one's
+        // clients through the store's notices.
+        let follower = match self.hub.store().notifications().await {
+            Ok(Some(notices)) => Some(tokio::spawn(follow_store(Arc::clone(&self.hub), notices))),
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    "cannot listen for the shared store's notices: other servers' runs reach \
+                     this one's event streams only when a client reconnects"
+                );
+                None
+            }
+        };
         let result = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
@@ -90,10 +104,29 @@ impl Server {
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
+        if let Some(follower) = follower {
+            follower.abort();
+        }
         // The A2A tasks still going end as failed and are stored before the sessions close.
         self.a2a.shutdown().await;
         self.hub.close_all().await;
         result
+    }
+}
+
+/// Hands the shared store's notices to the hub until the server stops.
+async fn follow_store(
+    hub: Arc<Hub>,
+    mut notices: tokio::sync::broadcast::Receiver<agent_store::StoreNotice>,
+) {
+    loop {
+        match notices.recv().await {
+            Ok(notice) => hub.on_store_notice(notice),
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                hub.on_store_notice(agent_store::StoreNotice::Missed);
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
     }
 }
 

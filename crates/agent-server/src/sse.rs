@@ -75,6 +75,8 @@ async fn pump(
             Notice::Stored(_) => Ok(()),
             Notice::Status(status) => sender.send(status_event(&status)).await.map_err(drop),
             Notice::Resync => replay(&hub, &id, &mut last, &sender).await,
+            Notice::Poke(stored) if stored > last => replay(&hub, &id, &mut last, &sender).await,
+            Notice::Poke(_) => Ok(()),
         };
         if sent.is_err() {
             return;

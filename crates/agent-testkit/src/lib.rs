@@ -55,6 +55,7 @@ mod postgres;
 mod ready;
 mod server;
 pub mod snapshot;
+mod sse;
 mod tools;
 mod violation;
 pub mod web_fixtures;
@@ -76,6 +77,7 @@ pub use model::{ScriptedModel, ScriptedReply, tool_call, validate_request};
 pub use nats::NatsServer;
 pub use phoenix::{PHOENIX_VERSION, Phoenix};
 pub use postgres::{PG_USER, PgCluster};
+pub use sse::{SSE_PATIENCE, SseClient, SseError, SseEvent};
 pub use tools::{
     BlockingTool, EchoArgs, EchoTool, FailArgs, FailMode, FailTool, ImageArgs, ImageTool, NoArgs,
     ToolProbe,

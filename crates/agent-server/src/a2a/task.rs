@@ -245,6 +245,11 @@ pub async fn follow(
             Ok(Notice::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
                 replay(&hub, &entry, &session, &mut seen).await;
             }
+            Ok(Notice::Poke(stored)) => {
+                if stored > seen.last {
+                    replay(&hub, &entry, &session, &mut seen).await;
+                }
+            }
             Err(broadcast::error::RecvError::Closed) => {
                 if !seen.finished {
                     entry.set_state(TaskState::Failed, Some("the session was closed".into()));

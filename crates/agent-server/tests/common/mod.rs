@@ -15,7 +15,6 @@ use agent_server::{Hub, Server, ServerOptions};
 use agent_store::Store;
 use agent_testkit::MockOpenAi;
 use agents::AgentFactory;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -210,96 +209,28 @@ impl TestServer {
     }
 }
 
-/// One SSE message.
-#[derive(Debug, Clone)]
-pub struct SseEvent {
-    pub id: Option<i64>,
-    pub event: String,
-    pub data: Value,
-}
+/// The test kit's SSE client, its errors made test failures.
+pub struct SseClient(agent_testkit::SseClient);
 
-impl SseEvent {
-    /// The agent event's `type`, or the event name.
-    pub fn name(&self) -> String {
-        if self.event == "agent" {
-            self.data["data"]["type"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned()
-        } else {
-            self.event.clone()
-        }
-    }
-}
-
-/// A minimal SSE client over reqwest.
-pub struct SseClient {
-    stream: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buffer: String,
-}
+pub use agent_testkit::SseEvent;
 
 impl SseClient {
     pub async fn connect(http: &reqwest::Client, url: &str, last_event_id: Option<i64>) -> Self {
-        let mut request = http.get(url).header("accept", "text/event-stream");
-        if let Some(id) = last_event_id {
-            request = request.header("last-event-id", id.to_string());
-        }
-        let response = request.send().await.unwrap();
-        assert_eq!(response.status(), 200);
-        Self {
-            stream: response.bytes_stream().boxed(),
-            buffer: String::new(),
-        }
+        Self(
+            agent_testkit::SseClient::connect(http, url, last_event_id)
+                .await
+                .unwrap(),
+        )
     }
 
     /// The next message (comments and keep-alives skipped).
     pub async fn next(&mut self) -> SseEvent {
-        tokio::time::timeout(PATIENCE, self.next_inner())
-            .await
-            .expect("no SSE event in time")
-    }
-
-    async fn next_inner(&mut self) -> SseEvent {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let mut event = SseEvent {
-                    id: None,
-                    event: "message".into(),
-                    data: Value::Null,
-                };
-                let mut data = String::new();
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id:") {
-                        event.id = v.trim().parse().ok();
-                    } else if let Some(v) = line.strip_prefix("event:") {
-                        event.event = v.trim().to_owned();
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        data.push_str(v.strip_prefix(' ').unwrap_or(v));
-                    }
-                }
-                if data.is_empty() {
-                    continue;
-                }
-                event.data = serde_json::from_str(&data).unwrap();
-                return event;
-            }
-            let chunk = self.stream.next().await.expect("the stream ended").unwrap();
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
-        }
+        self.0.next().await.unwrap()
     }
 
     /// Messages until one matches `stop` (included).
     pub async fn until(&mut self, stop: impl Fn(&SseEvent) -> bool) -> Vec<SseEvent> {
-        let mut seen = Vec::new();
-        loop {
-            let event = self.next().await;
-            let done = stop(&event);
-            seen.push(event);
-            if done {
-                return seen;
-            }
-        }
+        self.0.until(stop).await.unwrap()
     }
 }
 
