@@ -20,7 +20,7 @@ use crate::db::Dialect;
 /// Every migration: its version, description and SQL, in order. A new migration is a new file
 /// in `migrations/` and a line here; an applied one is never edited (sqlx refuses a database
 /// whose applied migration's checksum changed).
-const MIGRATIONS: [(i64, &str, &str); 4] = [
+const MIGRATIONS: [(i64, &str, &str); 5] = [
     (
         1,
         "sessions",
@@ -37,14 +37,22 @@ const MIGRATIONS: [(i64, &str, &str); 4] = [
         include_str!("../migrations/0003_one_record.sql"),
     ),
     (4, "tasks", include_str!("../migrations/0004_tasks.sql")),
+    (5, "leases", include_str!("../migrations/0005_leases.sql")),
 ];
 
 /// The migrations of PostgreSQL: the schema as SQLite's migrations left it, in one file.
-const PG_MIGRATIONS: [(i64, &str, &str); 1] = [(
-    1,
-    "schema",
-    include_str!("../migrations/postgres/0001_schema.sql"),
-)];
+const PG_MIGRATIONS: [(i64, &str, &str); 2] = [
+    (
+        1,
+        "schema",
+        include_str!("../migrations/postgres/0001_schema.sql"),
+    ),
+    (
+        2,
+        "leases",
+        include_str!("../migrations/postgres/0002_leases.sql"),
+    ),
+];
 
 /// The embedded migrations of a dialect as a migration source for [`Migrator::new`].
 #[derive(Debug)]
@@ -100,7 +108,7 @@ mod tests {
 
     /// The checksums sqlx's `migrate!` recorded for these files in every database written so
     /// far (SHA-384 of each file). A migration edited after release fails here first.
-    const RECORDED: [(i64, &str); 4] = [
+    const RECORDED: [(i64, &str); 5] = [
         (
             1,
             "9cc9a4eaac2ad64cb0b9884f67c44c513a13f28c41c2b55ab3d5798e4b0ac46834174f1990ec51240f45475d5de9cd41",
@@ -116,6 +124,10 @@ mod tests {
         (
             4,
             "8ea643a623ae74e39a7f412627b4b3517d0ee89086ac75923fff9dd9ef9b5bf47801e90650106ba330db02d518f3ec0e",
+        ),
+        (
+            5,
+            "c524d5e011b5f5a58cf631b7c0a14113423c07b435ae05bffda96cf172c2ddfe8d65383ef438b123b735d3c45471c267",
         ),
     ];
 
@@ -165,10 +177,16 @@ mod tests {
             .collect();
         assert_eq!(
             embedded,
-            vec![(
-                1,
-                "69637e77592371c5f5b5fdc24555c0e25006a002a8863d21ec182de8c5f081f965df6a1cda3f17a5da8414353a742b71".to_owned()
-            )]
+            vec![
+                (
+                    1,
+                    "69637e77592371c5f5b5fdc24555c0e25006a002a8863d21ec182de8c5f081f965df6a1cda3f17a5da8414353a742b71".to_owned()
+                ),
+                (
+                    2,
+                    "6f8dd4c614de3573cf30718f3d7db49fd74cd4cd40b486737a8e8fbecae42c3e9defa2f7a973e9d1796e851abba3c0a5".to_owned()
+                )
+            ]
         );
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
         let mut files: Vec<String> = std::fs::read_dir(&dir)

@@ -81,6 +81,21 @@ fn run_from_row(row: &Row, texts: &Texts) -> Result<RunRecord, StoreError> {
     })
 }
 
+/// Whether the process running a run (`owner`, its lease `lease_until`) is alive at `now`.
+fn is_alive(owner: &str, lease_until: Option<i64>, now: i64) -> bool {
+    match owner::liveness(owner) {
+        owner::Liveness::Alive => true,
+        owner::Liveness::Dead => false,
+        // No lease: a store of one host whose file moved, or a run from before a reboot.
+        owner::Liveness::Elsewhere => lease_until.is_some_and(|until| until > now),
+    }
+}
+
+/// A lease taken or renewed at `now`.
+fn lease_from(now: i64) -> i64 {
+    now.saturating_add(i64::try_from(owner::LEASE.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// The `run_finished` event's data.
 fn finished_data(run: RunId, summary: &RunSummary) -> Value {
     json!({
@@ -130,29 +145,34 @@ impl Store {
         // (it is marked interrupted at the next open or resume).
         let running = tx
             .fetch_all(
-                query("SELECT id, owner FROM runs WHERE session_id = ? AND state = 'running'")
-                    .bind(session),
+                query(
+                    "SELECT id, owner, lease_until FROM runs \
+                     WHERE session_id = ? AND state = 'running'",
+                )
+                .bind(session),
             )
             .await?;
         for row in running {
-            let owner: String = row.get("owner")?;
-            if owner::is_alive(&owner) {
+            if is_alive(&row.get::<String>("owner")?, row.get("lease_until")?, now) {
                 return Err(StoreError::Running {
                     session: session.to_owned(),
                     run: row.get("id")?,
                 });
             }
         }
+        // A store shared by several hosts: the run's lease, renewed while it runs.
+        let lease = self.is_shared().then(|| lease_from(now));
         let run: RunId = tx
             .scalar(
                 query(
-                    "INSERT INTO runs (session_id, task, state, owner, started_at) \
-                     VALUES (?, ?, 'running', ?, ?) RETURNING id",
+                    "INSERT INTO runs (session_id, task, state, owner, started_at, lease_until) \
+                     VALUES (?, ?, 'running', ?, ?, ?) RETURNING id",
                 )
                 .bind(session)
                 .bind(task)
                 .bind(owner::this_process())
-                .bind(now),
+                .bind(now)
+                .bind(lease),
             )
             .await?;
         let event = NewEvent {
@@ -163,6 +183,9 @@ impl Store {
         };
         let stored = crate::events::insert_event(&mut tx, session, event).await?;
         tx.commit().await?;
+        if lease.is_some() {
+            self.keep_leases();
+        }
         Ok((run, stored))
     }
 
@@ -279,7 +302,9 @@ impl Store {
 
     /// Marks every `running` run whose process is gone (killed, crashed, or ended without
     /// finishing it) as `interrupted`, with a `run_finished` event, and its session as
-    /// `interrupted`. Runs of live processes (this one included) are left alone. [`Store::open`]
+    /// `interrupted`. Runs of live processes (this one included) are left alone; a run of
+    /// another host sharing the store is taken for gone once its lease ran out (its process
+    /// renews it every 10 s while it runs, for 30 s). [`Store::open`]
     /// calls it; call it again whenever you like. Returns the runs it marked.
     ///
     /// # Errors
@@ -288,13 +313,15 @@ impl Store {
     pub async fn mark_interrupted_runs(&self) -> Result<Vec<RunId>, StoreError> {
         let running = self
             .pool
-            .fetch_all(query("SELECT id, owner FROM runs WHERE state = 'running'"))
+            .fetch_all(query(
+                "SELECT id, owner, lease_until FROM runs WHERE state = 'running'",
+            ))
             .await?;
         let mut marked = Vec::new();
         for row in running {
             let id: RunId = row.get("id")?;
             let owner: String = row.get("owner")?;
-            if owner::is_alive(&owner) {
+            if is_alive(&owner, row.get("lease_until")?, now_ms()) {
                 continue;
             }
             let summary = RunSummary {
@@ -353,5 +380,51 @@ impl Store {
             }
         }
         Ok(usage)
+    }
+
+    /// Renews the leases of this process's running runs (see
+    /// [`Store::mark_interrupted_runs`]). A shared store does it every 10 s by itself while
+    /// this process has a run going; returns how many runs it renewed.
+    ///
+    /// # Errors
+    ///
+    /// A database error.
+    pub async fn renew_leases(&self) -> Result<u64, StoreError> {
+        Ok(self
+            .pool
+            .execute(
+                query("UPDATE runs SET lease_until = ? WHERE owner = ? AND state = 'running'")
+                    .bind(lease_from(now_ms()))
+                    .bind(owner::this_process()),
+            )
+            .await?)
+    }
+
+    /// Starts (once per store) the task that renews this process's leases every
+    /// [`owner::RENEW_EVERY`], until the store is closed.
+    fn keep_leases(&self) {
+        if self
+            .renewing
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let store = self.clone();
+        tokio::spawn(async move {
+            let mut failing = false;
+            loop {
+                tokio::time::sleep(owner::RENEW_EVERY).await;
+                match store.renew_leases().await {
+                    Ok(_) => failing = false,
+                    Err(StoreError::Database(sqlx::Error::PoolClosed)) => return,
+                    Err(error) => {
+                        if !failing {
+                            tracing::warn!(%error, "renewing the leases of this process's runs");
+                        }
+                        failing = true;
+                    }
+                }
+            }
+        });
     }
 }

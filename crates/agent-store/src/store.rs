@@ -106,6 +106,8 @@ pub struct Store {
     path: Option<PathBuf>,
     /// Where the notices of other processes' events go, once someone listens (PostgreSQL).
     pub(crate) notices: Arc<tokio::sync::Mutex<Option<broadcast::Sender<StoreNotice>>>>,
+    /// Whether the task renewing this process's leases runs (a shared store).
+    pub(crate) renewing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Whether `url` names a PostgreSQL database (`postgres://` or `postgresql://`).
@@ -222,6 +224,7 @@ impl Store {
             pool,
             path,
             notices: Arc::default(),
+            renewing: Arc::default(),
         };
         store.mark_interrupted_runs().await?;
         Ok(store)

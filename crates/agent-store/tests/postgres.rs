@@ -321,3 +321,53 @@ async fn a_listening_store_hears_of_the_events_another_stores() {
     b.close().await;
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_another_host_lives_as_long_as_its_lease() {
+    let cluster = cluster();
+    let (url, store) = store_on(&cluster, "leases").await;
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let session = store
+        .create_session(NewSession::new("manus", "/w"))
+        .await
+        .unwrap();
+    let (run, _) = store.begin_run(&session.id, "elsewhere").await.unwrap();
+    // This process's run has a lease, renewed on demand (and every 10 s by itself).
+    sqlx::query("UPDATE runs SET lease_until = 0 WHERE id = $1")
+        .bind(run)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(store.renew_leases().await.unwrap(), 1);
+    let lease: i64 = sqlx::query_scalar("SELECT lease_until FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(lease > agent_store::now_ms() + 20_000, "{lease}");
+
+    // Now it is a process of another host, its lease running: alive, whatever this host's
+    // /proc says of its pid.
+    sqlx::query("UPDATE runs SET owner = '1:1@another-boot/pid:[1]' WHERE id = $1")
+        .bind(run)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert!(store.mark_interrupted_runs().await.unwrap().is_empty());
+    assert!(matches!(
+        store.begin_run(&session.id, "meanwhile").await,
+        Err(StoreError::Running { .. })
+    ));
+    // Its lease ran out (its host stopped renewing it): gone.
+    sqlx::query("UPDATE runs SET lease_until = $1 WHERE id = $2")
+        .bind(agent_store::now_ms() - 1)
+        .bind(run)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(store.mark_interrupted_runs().await.unwrap(), [run]);
+    assert_eq!(store.run(run).await.unwrap().state, RunState::Interrupted);
+    store.begin_run(&session.id, "now").await.unwrap();
+    pool.close().await;
+    store.close().await;
+}

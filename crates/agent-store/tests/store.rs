@@ -130,3 +130,31 @@ async fn a_session_runs_one_task_at_a_time() {
     let (_dir, store) = file_store().await;
     cases::a_session_runs_one_task_at_a_time(&store).await;
 }
+
+#[tokio::test]
+async fn a_run_of_another_boot_without_a_lease_is_interrupted() {
+    // A file store copied to another machine, or opened after a reboot: its running runs'
+    // processes are gone.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = Store::open(&path).await.unwrap();
+    let s = store
+        .create_session(agent_store::NewSession::new("manus", "/w"))
+        .await
+        .unwrap();
+    let (run, _) = store.begin_run(&s.id, "before the reboot").await.unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    sqlx::query("UPDATE runs SET owner = '1:1@an-earlier-boot/pid:[1]' WHERE id = ?")
+        .bind(run)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(store.mark_interrupted_runs().await.unwrap(), [run]);
+    assert_eq!(
+        store.run(run).await.unwrap().state,
+        agent_store::RunState::Interrupted
+    );
+}
