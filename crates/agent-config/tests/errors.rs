@@ -287,3 +287,35 @@ fn a_wrong_value_is_never_echoed() {
         .to_string();
     assert!(!text.contains("Secret0123"), "{text}");
 }
+
+#[test]
+fn a_store_url_is_a_postgres_one_and_not_beside_a_path() {
+    let llm = "[llm]\nmodel = \"m\"\nbase_url = \"u\"\n\n";
+    let (err, path) = load_err(&format!(
+        "{llm}[store]\npath = \"s.db\"\nurl = \"postgres://me@db/sessions\"\n"
+    ));
+    let message = err.to_string();
+    assert!(message.starts_with(&format!("{path}:")), "{message}");
+    assert!(
+        message.contains("`path` and `url` both name a session store"),
+        "{message}"
+    );
+    let (err, _) = load_err(&format!("{llm}[store]\nurl = \"sqlite://s.db\"\n"));
+    assert!(err.to_string().contains("a SQLite file is `path`"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "config/config.toml",
+        &format!("{llm}[store]\nurl = \"postgresql://me@db:5433/sessions\"\npath = \"\"\n"),
+    );
+    let config: Config = ConfigLoader::new(dir.path())
+        .with_env(env_of(&[]))
+        .load()
+        .unwrap();
+    assert_eq!(
+        config.store.url.as_deref(),
+        Some("postgresql://me@db:5433/sessions")
+    );
+    assert_eq!(config.store.path, None);
+}

@@ -1,8 +1,10 @@
-//! # agent-store — sessions kept in SQLite
+//! # agent-store — sessions kept in SQLite or PostgreSQL
 //!
 //! The store every front end records its sessions in, so that a session outlives its process:
 //! a [`Store`] is one SQLite database (WAL mode, foreign keys on, a busy timeout; schema
-//! migrations in `migrations/`, embedded) holding
+//! migrations in `migrations/`, embedded), or one PostgreSQL database several processes share
+//! ([`Store::connect`]; schema in `migrations/postgres/`; [`Store::notifications`] hears the
+//! events other processes store), holding
 //!
 //! * **sessions** ([`SessionRecord`]): the agent kind, the settings (overrides) as JSON, the
 //!   workspace, the [`SessionState`], a title (the first task, shortened), timestamps;

@@ -119,26 +119,21 @@ fn is_postgres_url(url: &str) -> bool {
 /// `url` with its password, if any, replaced by `***` (for messages and logs).
 #[must_use]
 pub fn redacted_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let Some((user_info, host)) = authority.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    let user_info = match user_info.split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        None => user_info.to_owned(),
-    };
-    let mut out = format!("{scheme}://{user_info}@{host}{tail}");
+    let mut out = url.to_owned();
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        if let Some((user_info, host)) = authority.rsplit_once('@')
+            && let Some((user, _)) = user_info.split_once(':')
+        {
+            out = format!("{scheme}://{user}:***@{host}{tail}");
+        }
+    }
     // A password given as a parameter (`?password=…`) is hidden too.
     if let Some(at) = out.find("password=") {
-        let value_start = at + "password=".len();
-        let value_end = out[value_start..]
-            .find('&')
-            .map_or(out.len(), |end| value_start + end);
-        out.replace_range(value_start..value_end, "***");
+        let start = at + "password=".len();
+        let end = out[start..].find('&').map_or(out.len(), |end| start + end);
+        out.replace_range(start..end, "***");
     }
     out
 }
@@ -256,5 +251,32 @@ impl Store {
     /// The SQL the database speaks.
     pub(crate) fn dialect(&self) -> Dialect {
         self.pool.dialect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_told_and_shown_without_its_password() {
+        assert!(is_postgres_url("postgres://u@h/d"));
+        assert!(is_postgres_url("PostgreSQL://u@h/d"));
+        assert!(!is_postgres_url("sqlite://s.db"));
+        assert!(!is_postgres_url("/var/lib/s.db"));
+        assert_eq!(
+            redacted_url("postgres://me:s3cret@db:5432/x?sslmode=disable"),
+            "postgres://me:***@db:5432/x?sslmode=disable"
+        );
+        assert_eq!(
+            redacted_url("postgres://me@db/x?password=s3cret&application_name=a"),
+            "postgres://me@db/x?password=***&application_name=a"
+        );
+        assert_eq!(redacted_url("postgres://db/x"), "postgres://db/x");
+        assert_eq!(
+            redacted_url("postgres://db/x?password=s3cret"),
+            "postgres://db/x?password=***"
+        );
+        assert_eq!(redacted_url("not a url"), "not a url");
     }
 }

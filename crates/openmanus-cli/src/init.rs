@@ -386,6 +386,7 @@ fn render(choices: &Choices) -> String {
          # Where runs are recorded (`openmanus sessions`).\n\
          # [store]\n\
          # enabled = true\n\
+         # url = \"postgres://openmanus@db.internal:5432/openmanus\"   # shared by several servers\n\
          \n\
          # MCP servers go in mcp.json beside this file (see `openmanus config check`).\n",
     );

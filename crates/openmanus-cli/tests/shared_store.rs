@@ -157,4 +157,19 @@ async fn two_servers_on_one_postgres_serve_the_same_sessions() {
     }
     let expected: Vec<i64> = [first_ids, ids(&second_run), ids(&third_run)].concat();
     assert_eq!(replayed, expected);
+
+    // The command line reads the same store.
+    let listed = tokio::process::Command::new(common::BIN)
+        .current_dir(dir.path())
+        .env_remove("OPENMANUS_CONFIG")
+        .env("HOME", dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let line: Value =
+        serde_json::from_slice(listed.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["id"], id.as_str(), "{line}");
+    assert_eq!(line["runs"], 3, "{line}");
 }
