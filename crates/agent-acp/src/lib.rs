@@ -1,3 +1,8 @@
+// Why one file past 700 lines: the agent's JSON-RPC methods (initialize, session/new, load,
+// list, prompt, cancel, set_mode) act on one shared state — its sessions, the outbox to the
+// editor, the pending cancels — and read best together; the wire, the updates, permissions,
+// editor files, MCP servers and prompt blocks are modules of their own.
+
 //! # agent-acp — openmanus in the editor
 //!
 //! The agent as an [Agent Client Protocol](https://agentclientprotocol.com) agent: an editor
@@ -33,6 +38,7 @@
 pub mod files;
 pub mod mcp;
 pub mod permission;
+mod prompt;
 pub mod rpc;
 pub mod updates;
 
@@ -53,6 +59,7 @@ use tracing::{info, warn};
 
 use crate::files::{EditorFiles, EditorFs};
 use crate::permission::{Asking, EditorInput};
+use crate::prompt::{prompt_images, prompt_text};
 use crate::rpc::{Incoming, Outbox, RpcError, code};
 use crate::updates::{PlanTracker, Translator, stop_reason};
 
@@ -752,63 +759,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The task of a prompt that holds images and no text.
 const IMAGES_ONLY: &str = "See the attached image.";
-
-/// The prompt's blocks as the task's text: text as it is, a linked resource by its URI, an
-/// embedded one with its text.
-fn prompt_text(blocks: &[Value]) -> String {
-    let mut parts = Vec::new();
-    for block in blocks {
-        match block["type"].as_str() {
-            Some("text") => parts.push(block["text"].as_str().unwrap_or_default().to_owned()),
-            Some("resource_link") => parts.push(format!(
-                "[{}]({})",
-                block["name"].as_str().unwrap_or_default(),
-                block["uri"].as_str().unwrap_or_default()
-            )),
-            Some("resource") => {
-                let resource = &block["resource"];
-                if let Some(text) = resource["text"].as_str() {
-                    parts.push(format!(
-                        "<resource uri=\"{}\">\n{text}\n</resource>",
-                        resource["uri"].as_str().unwrap_or_default()
-                    ));
-                }
-            }
-            // Images go with the task as images ([`prompt_images`]).
-            Some("image") => {}
-            other => warn!(kind = ?other, "a prompt block this agent does not take; skipped"),
-        }
-    }
-    parts.join("\n\n")
-}
-
-/// The prompt's images (PNG, JPEG, GIF, WebP), as messages the model sees with the task.
-fn prompt_images(blocks: &[Value]) -> Result<Vec<agent_core::Message>, RpcError> {
-    blocks
-        .iter()
-        .filter(|block| block["type"] == "image")
-        .map(|block| {
-            let mime = block["mimeType"].as_str().unwrap_or_default();
-            if !matches!(
-                mime,
-                "image/png" | "image/jpeg" | "image/gif" | "image/webp"
-            ) {
-                return Err(RpcError::invalid_params(format!(
-                    "an image of type {mime:?}: PNG, JPEG, GIF and WebP are taken"
-                )));
-            }
-            let data = block["data"]
-                .as_str()
-                .filter(|d| !d.is_empty())
-                .ok_or_else(|| RpcError::invalid_params("an image without data"))?;
-            let caption = match block["uri"].as_str() {
-                Some(uri) => format!("Image attached to the prompt: {uri}"),
-                None => "Image attached to the prompt".to_owned(),
-            };
-            Ok(agent_core::Message::user_message_with_image(caption, data))
-        })
-        .collect()
-}
 
 /// The examples of this crate's README (what crates.io shows), compiled as doctests.
 #[cfg(doctest)]

@@ -10,15 +10,16 @@ use crate::llm_settings::LlmSettings;
 use crate::document::Document;
 use crate::env::Env;
 use crate::error::ConfigError;
-use crate::llm::{self, LlmProfiles, VISION};
+use crate::llm::{self, LlmProfiles};
+use crate::llm_settings::VISION;
 use crate::overrides::ConfigOverride;
 use crate::permissions::PermissionsSettings;
 use crate::sections::{
     A2aSettings, AgentSettings, BrowserSettings, DaytonaSettings, McpSettings, NatsSettings,
-    RunflowSettings, SandboxSettings, SearchSettings, Sections, ServerSettings, StoreSettings,
-    TelemetrySettings,
+    RunflowSettings, SandboxSettings, SearchSettings, Sections, ServerSettings, TelemetrySettings,
 };
 use crate::source::{ConfigOrigin, ConfigSource};
+use crate::store::StoreSettings;
 
 /// The string keys of an LLM section whose environment source `describe_llm` reports.
 const ENV_FIELDS: [&str; 5] = ["model", "base_url", "api_key", "api_version", "deployment"];

@@ -76,6 +76,7 @@
 
 mod config;
 mod document;
+mod empty;
 mod env;
 mod error;
 mod hooks;
@@ -89,11 +90,12 @@ mod policies;
 mod secrets;
 mod sections;
 mod source;
+mod store;
 
 pub use config::Config;
 pub use error::ConfigError;
 pub use hooks::{DEFAULT_HOOK_TIMEOUT, HookEvent, HookSettings};
-pub use llm::VISION;
+pub use llm_settings::VISION;
 pub use llm_settings::{ApiKey, ApiType, LlmSettings, Price, ToolCallMode};
 pub use loader::ConfigLoader;
 pub use mcp::{McpServerConfig, McpTransport, load_mcp_servers, parse_mcp_servers};
@@ -112,9 +114,10 @@ pub use sections::{
     DEFAULT_COMPACTION_THRESHOLD, DEFAULT_MAX_OBSERVATION_BYTES, DEFAULT_MCP_CONNECT_TIMEOUT_SECS,
     DEFAULT_MCP_STARTUP_WAIT_SECS, DaytonaSettings, Dispatch, EngineBaseUrls, McpSettings,
     NatsSettings, ProxySettings, RunflowSettings, SandboxBackend, SandboxSettings, SearchSettings,
-    ServerSettings, StoreSettings, TelemetrySettings,
+    ServerSettings, TelemetrySettings,
 };
 pub use source::{CONFIG_ENV, ConfigOrigin, ConfigSource};
+pub use store::StoreSettings;
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
 #[cfg(doctest)]

@@ -8,15 +8,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use crate::llm_settings::LlmSettings;
+use crate::llm_settings::{LlmSettings, VISION};
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::document::Document;
 use crate::error::ConfigError;
-
-/// The name of the profile for image work (`[llm.vision]`).
-pub const VISION: &str = "vision";
 
 /// The default LLM and the named profiles, names lower-cased.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,6 +8,9 @@ use std::fmt;
 use agent_protocol::{TokenUsage, round_usd};
 use serde::{Deserialize, Serialize};
 
+/// The name of the profile for image work (`[llm.vision]`).
+pub const VISION: &str = "vision";
+
 /// Which wire flavour of the chat-completions API the endpoint speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

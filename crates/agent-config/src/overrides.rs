@@ -12,7 +12,7 @@ use thiserror::Error;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::llm::VISION;
+use crate::llm_settings::VISION;
 
 /// One override of a configuration key: a dotted key path and a TOML value.
 ///

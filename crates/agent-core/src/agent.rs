@@ -11,6 +11,7 @@ use crate::budget::{Budget, BudgetExceeded, BudgetMeter};
 use crate::error::AgentError;
 use crate::event::{AgentEvent, EventBus};
 use crate::memory::Memory;
+use crate::observations::{cancelled_observation, failed_observation, out_of_time_observation};
 use crate::outcome::{AnswerTracker, FinishReason, RunOutcome, RunStatus, StepRecord};
 use crate::schema::{AgentState, Message, Role, ToolCall};
 use crate::spans::{self, ModelLabels};
@@ -27,33 +28,6 @@ pub const DEFAULT_DUPLICATE_THRESHOLD: usize = 2;
 pub const STUCK_PROMPT: &str = "You have given the same response several times in a row. \
 Stop repeating it: step back, reconsider the task, and try a different approach than the ones \
 you have already tried.";
-
-/// The observation given to a tool call that a cancelled run interrupted or never started.
-#[must_use]
-pub fn cancelled_observation(call: &ToolCall) -> String {
-    format!(
-        "Error: Tool '{}' did not complete: the run was cancelled",
-        call.function.name
-    )
-}
-
-/// The observation given to a tool call that a failed step left unanswered.
-#[must_use]
-pub fn failed_observation(call: &ToolCall) -> String {
-    format!(
-        "Error: Tool '{}' did not complete: the step failed",
-        call.function.name
-    )
-}
-
-/// The observation given to a tool call that the run's time budget interrupted or never started.
-#[must_use]
-pub fn out_of_time_observation(call: &ToolCall) -> String {
-    format!(
-        "Error: Tool '{}' did not complete: the run's time budget ran out",
-        call.function.name
-    )
-}
 
 /// What stuck detection compares.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -543,7 +517,12 @@ pub async fn run_loop<A: Agent + ?Sized>(
     if state != AgentState::Idle {
         return Err(AgentError::InvalidState(state));
     }
-    let invoke = spans::invoke_agent(&*agent);
+    let invoke = spans::invoke_agent(&spans::RunLabels {
+        name: &agent.base().name,
+        description: agent.base().description.as_deref(),
+        session: agent.base().session(),
+        model: agent.model_labels(),
+    });
     let span = info_span!("run", agent = %agent.base().name);
     // The run's GenAI span is the parent of its model calls and tool calls, without being
     // entered at every poll of the run (`agent_telemetry::scope`).

@@ -41,13 +41,14 @@ mod budget;
 mod error;
 mod event;
 mod memory;
+mod observations;
 mod outcome;
 mod schema;
 mod spans;
 
 pub use agent::{
     Agent, BaseAgent, DEFAULT_DUPLICATE_THRESHOLD, DEFAULT_MAX_STEPS, STUCK_PROMPT, StuckDetection,
-    cancelled_observation, failed_observation, out_of_time_observation, run_loop,
+    run_loop,
 };
 pub use agent_protocol::{TokenUsage, round_usd};
 pub use budget::{Budget, BudgetExceeded, BudgetKind, BudgetMeter};
@@ -57,6 +58,7 @@ pub use memory::{
     DEFAULT_MAX_MESSAGES, Memory, MemoryChange, MemoryObserver, PairingError, PairingItem,
     PairingViolation, check_pairing, check_tool_pairing, turns,
 };
+pub use observations::{cancelled_observation, failed_observation, out_of_time_observation};
 pub use outcome::{FinishReason, RunOutcome, RunStatus, StepRecord};
 pub use schema::{
     AgentState, Function, FunctionDefinition, Message, Role, ToolCall, ToolChoice, ToolDefinition,

@@ -4,12 +4,11 @@
 
 use tracing::field::Empty;
 
-use crate::agent::Agent;
 use crate::error::AgentError;
 use crate::outcome::{FinishReason, RunOutcome, RunStatus};
 
 /// The provider and model an agent asks, as telemetry names them
-/// ([`Agent::model_labels`]).
+/// ([`Agent::model_labels`](crate::Agent::model_labels)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelLabels<'a> {
     /// `gen_ai.provider.name`: `openai`, `anthropic`, `aws.bedrock`, `azure.ai.openai`,
@@ -19,20 +18,30 @@ pub struct ModelLabels<'a> {
     pub model: &'a str,
 }
 
-/// The span of one run of `agent`.
-pub(crate) fn invoke_agent<A: Agent + ?Sized>(agent: &A) -> tracing::Span {
-    let base = agent.base();
-    let labels = agent.model_labels();
+/// Who a run is, as its span names it.
+pub(crate) struct RunLabels<'a> {
+    /// The agent's name.
+    pub name: &'a str,
+    /// Its description.
+    pub description: Option<&'a str>,
+    /// The session it runs in.
+    pub session: Option<&'a str>,
+    /// The provider and model it asks.
+    pub model: Option<ModelLabels<'a>>,
+}
+
+/// The span of one run of the agent `run` names.
+pub(crate) fn invoke_agent(run: &RunLabels<'_>) -> tracing::Span {
     agent_telemetry::genai_span!(
         "invoke_agent",
-        otel.name = %format_args!("invoke_agent {}", base.name),
+        otel.name = %format_args!("invoke_agent {}", run.name),
         otel.kind = "internal",
         gen_ai.operation.name = "invoke_agent",
-        gen_ai.agent.name = %base.name,
-        gen_ai.agent.description = base.description.as_deref(),
-        gen_ai.provider.name = labels.map(|l| l.provider),
-        gen_ai.request.model = labels.map(|l| l.model),
-        gen_ai.conversation.id = base.session(),
+        gen_ai.agent.name = %run.name,
+        gen_ai.agent.description = run.description,
+        gen_ai.provider.name = run.model.map(|l| l.provider),
+        gen_ai.request.model = run.model.map(|l| l.model),
+        gen_ai.conversation.id = run.session,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,

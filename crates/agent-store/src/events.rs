@@ -3,13 +3,11 @@
 
 use serde_json::Value;
 
-use std::collections::HashSet;
-
-use crate::db::{Pool, Row, Tx, query};
+use crate::db::{Row, Tx, query};
 use crate::error::StoreError;
 use crate::script::Script;
 use crate::store::Store;
-use crate::texts::{TextCache, Texts, keys_in};
+use crate::texts::{TextCache, Texts, decoded, texts_of};
 use crate::types::{Batch, EventId, NewEvent, StoredEvent};
 
 /// Inserts one event in `tx` and returns it with its id.
@@ -38,7 +36,7 @@ pub(crate) async fn insert_event(
 /// Adds to `script` the statements inserting `events` (one per [`ROWS_PER_STATEMENT`]), each
 /// returning the ids it gave; long texts are stored once ([`TextCache`]).
 ///
-/// [`ROWS_PER_STATEMENT`]: crate::messages::ROWS_PER_STATEMENT
+/// [`ROWS_PER_STATEMENT`]: crate::script::ROWS_PER_STATEMENT
 pub(crate) fn insert_events(
     script: &mut Script,
     texts: &mut TextCache,
@@ -50,7 +48,7 @@ pub(crate) fn insert_events(
         data.push(texts.encode(&event.data.to_string(), session, script)?);
     }
     let mut data = data.into_iter();
-    for chunk in events.chunks(crate::messages::ROWS_PER_STATEMENT) {
+    for chunk in events.chunks(crate::script::ROWS_PER_STATEMENT) {
         let marks = vec!["(?, ?, ?, ?, ?, 1)"; chunk.len()].join(", ");
         script.statement(&format!(
             "INSERT INTO events (session_id, run_id, at, kind, data, refs) VALUES {marks} \
@@ -90,38 +88,6 @@ fn event_from_row(row: &Row, texts: &Texts) -> Result<StoredEvent, StoreError> {
         kind: kind.parse()?,
         data: serde_json::from_str::<Value>(&data).map_err(|e| StoreError::corrupt("event", e))?,
     })
-}
-
-/// The text of `column`, its references replaced when the row has `refs` set.
-pub(crate) fn decoded(row: &Row, column: &str, texts: &Texts) -> Result<String, StoreError> {
-    let text: String = row.get(column)?;
-    let refs: i64 = row.get("refs")?;
-    if refs == 0 {
-        Ok(text)
-    } else {
-        texts.decode(&text)
-    }
-}
-
-/// The texts the rows' `column` refers to (for rows with `refs` set).
-pub(crate) async fn texts_of(
-    pool: &Pool,
-    session: &str,
-    rows: &[Row],
-    column: &str,
-) -> Result<Texts, StoreError> {
-    let mut keys = HashSet::new();
-    for row in rows {
-        let refs: i64 = row.get("refs")?;
-        if refs != 0 {
-            let text: &str = row.str(column)?;
-            keys_in(text, &mut keys);
-        }
-    }
-    if keys.is_empty() {
-        return Ok(Texts::default());
-    }
-    Texts::load(pool, session, keys).await
 }
 
 impl Store {

@@ -6,10 +6,9 @@ use serde_json::Value;
 
 use crate::db::{Row, query};
 use crate::error::StoreError;
-use crate::events::texts_of;
 use crate::script::Script;
 use crate::store::Store;
-use crate::texts::{TextCache, Texts};
+use crate::texts::{TextCache, Texts, texts_of};
 use crate::types::{ExchangePart, NewExchange, StoredExchange};
 
 /// Adds to `script` the statements inserting `exchanges`; long texts are stored once.
@@ -31,7 +30,7 @@ pub(crate) fn insert_exchanges(
         rows.retain(|(kept, _)| (kept.seq, kept.part.code()) != key);
         rows.push((exchange, data));
     }
-    for chunk in rows.chunks(crate::messages::ROWS_PER_STATEMENT) {
+    for chunk in rows.chunks(crate::script::ROWS_PER_STATEMENT) {
         let marks = vec!["(?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
         script.statement(&format!(
             "INSERT INTO exchanges (session_id, seq, part, run_id, stream, at, data) \

@@ -5,15 +5,11 @@ use std::collections::HashSet;
 
 use crate::db::query;
 use crate::error::StoreError;
-use crate::events::{decoded, texts_of};
 use crate::script::Script;
 use crate::store::Store;
-use crate::texts::TextCache;
+use crate::texts::{TextCache, decoded, texts_of};
 use crate::types::MemoryWrite;
 use agent_core::{Message, Role, ToolCall, cancelled_observation};
-
-/// Rows of one multi-row `INSERT` (5 columns at most: far below SQLite's 32766 variables).
-pub(crate) const ROWS_PER_STATEMENT: usize = 256;
 
 /// Adds the statements applying memory changes, in order, to `script`; consecutive puts go in
 /// multi-row statements (a later put of the same position replaces an earlier one, as one by
@@ -29,13 +25,13 @@ pub(crate) fn apply(
         match write {
             MemoryWrite::Put { seq, message } => {
                 puts.push((seq, texts.encode(&message, session, script)?));
-                if puts.len() == ROWS_PER_STATEMENT {
+                if puts.len() == crate::script::ROWS_PER_STATEMENT {
                     put_all(script, session, std::mem::take(&mut puts))?;
                 }
             }
             MemoryWrite::Remove { seqs } => {
                 put_all(script, session, std::mem::take(&mut puts))?;
-                for chunk in seqs.chunks(ROWS_PER_STATEMENT) {
+                for chunk in seqs.chunks(crate::script::ROWS_PER_STATEMENT) {
                     let marks = vec!["?"; chunk.len()].join(", ");
                     script.statement(&format!(
                         "DELETE FROM messages WHERE session_id = ? AND seq IN ({marks})"

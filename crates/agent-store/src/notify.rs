@@ -1,17 +1,16 @@
 //! Notices of new events across processes (PostgreSQL): every transaction that stores events
 //! of a session also sends `pg_notify('openmanus_events', '<last id> <session>')`, which the
 //! server delivers to every listening process when the transaction commits; a process hears
-//! them through [`Store::notifications`]. A server that keeps a session's live stream follows
+//! them through `Store::notifications`. A server that keeps a session's live stream follows
 //! another process's run of it this way.
 
 use std::time::Duration;
 
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgListener, PgPool};
 use tokio::sync::broadcast;
 
-use crate::db::{Pool, Tx, query};
+use crate::db::{Tx, query};
 use crate::error::StoreError;
-use crate::store::Store;
 use crate::types::EventId;
 
 /// The channel the notices are sent on.
@@ -24,7 +23,7 @@ const MAX_PAYLOAD: usize = 7999;
 /// Notices a listening process keeps for a slow reader before it says some were missed.
 const BACKLOG: usize = 1024;
 
-/// What [`Store::notifications`] hears.
+/// What `Store::notifications` hears.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreNotice {
@@ -66,30 +65,26 @@ fn parse(payload: &str) -> Option<StoreNotice> {
     })
 }
 
-impl Store {
-    /// The notices of events stored by every process sharing this PostgreSQL store (`None`
-    /// on SQLite). The first call opens a connection that listens (it is listening when the
-    /// call returns) and keeps it until the store is closed; every call subscribes to it.
-    ///
-    /// # Errors
-    ///
-    /// The listening connection cannot be opened.
-    pub async fn notifications(
+/// The one listening connection of a store, opened by its first subscriber.
+#[derive(Debug, Default)]
+pub(crate) struct Listener(tokio::sync::Mutex<Option<broadcast::Sender<StoreNotice>>>);
+
+impl Listener {
+    /// A receiver of the notices `pool`'s database sends, listening when this returns.
+    pub(crate) async fn subscribe(
         &self,
-    ) -> Result<Option<broadcast::Receiver<StoreNotice>>, StoreError> {
-        let Pool::Postgres(pool) = &self.pool else {
-            return Ok(None);
-        };
-        let mut sender = self.notices.lock().await;
+        pool: &PgPool,
+    ) -> Result<broadcast::Receiver<StoreNotice>, StoreError> {
+        let mut sender = self.0.lock().await;
         if let Some(sender) = sender.as_ref() {
-            return Ok(Some(sender.subscribe()));
+            return Ok(sender.subscribe());
         }
         let mut listener = PgListener::connect_with(pool).await?;
         listener.listen(EVENTS_CHANNEL).await?;
         let (notices, receiver) = broadcast::channel(BACKLOG);
         tokio::spawn(listen(listener, notices.clone()));
         *sender = Some(notices);
-        Ok(Some(receiver))
+        Ok(receiver)
     }
 }
 

@@ -14,6 +14,10 @@ use crate::db::{Arg, Pool, Tx, numbered, pg_args, sqlite_args};
 use crate::error::StoreError;
 use crate::types::EventId;
 
+/// Rows of one multi-row `INSERT` (7 columns at most: far below SQLite's 32766 variables and
+/// PostgreSQL's 65535).
+pub(crate) const ROWS_PER_STATEMENT: usize = 256;
+
 /// Statements and their arguments, run in order by one call.
 #[derive(Default)]
 pub(crate) struct Script {

@@ -12,7 +12,7 @@ use sqlx::sqlite::{
 
 use crate::db::{Dialect, Pool, Tx};
 use crate::error::StoreError;
-use crate::notify::StoreNotice;
+use crate::notify::{Listener, StoreNotice};
 use tokio::sync::broadcast;
 
 /// How many times a migration that lost a race with another process is tried again.
@@ -105,7 +105,7 @@ pub struct Store {
     pub(crate) pool: Pool,
     path: Option<PathBuf>,
     /// Where the notices of other processes' events go, once someone listens (PostgreSQL).
-    pub(crate) notices: Arc<tokio::sync::Mutex<Option<broadcast::Sender<StoreNotice>>>>,
+    notices: Arc<Listener>,
     /// Whether the task renewing this process's leases runs (a shared store).
     pub(crate) renewing: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -251,6 +251,23 @@ impl Store {
     /// The SQL the database speaks.
     pub(crate) fn dialect(&self) -> Dialect {
         self.pool.dialect()
+    }
+
+    /// The notices of events stored by every process sharing this PostgreSQL store (`None`
+    /// on SQLite), this one's included. The first call opens a connection that listens (it is
+    /// listening when the call returns) and keeps it until the store is closed; every call
+    /// subscribes to it.
+    ///
+    /// # Errors
+    ///
+    /// The listening connection cannot be opened.
+    pub async fn notifications(
+        &self,
+    ) -> Result<Option<broadcast::Receiver<StoreNotice>>, StoreError> {
+        match &self.pool {
+            Pool::Sqlite(_) => Ok(None),
+            Pool::Postgres(pool) => Ok(Some(self.notices.subscribe(pool).await?)),
+        }
     }
 }
 

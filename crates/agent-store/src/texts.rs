@@ -17,7 +17,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
-use crate::db::{Pool, query};
+use crate::db::{Pool, Row, query};
 use crate::error::StoreError;
 use crate::script::Script;
 
@@ -191,6 +191,38 @@ impl Texts {
         out.push_str(rest);
         Ok(out)
     }
+}
+
+/// The text of `column`, its references replaced when the row has `refs` set.
+pub(crate) fn decoded(row: &Row, column: &str, texts: &Texts) -> Result<String, StoreError> {
+    let text: String = row.get(column)?;
+    let refs: i64 = row.get("refs")?;
+    if refs == 0 {
+        Ok(text)
+    } else {
+        texts.decode(&text)
+    }
+}
+
+/// The texts the rows' `column` refers to (for rows with `refs` set).
+pub(crate) async fn texts_of(
+    pool: &Pool,
+    session: &str,
+    rows: &[Row],
+    column: &str,
+) -> Result<Texts, StoreError> {
+    let mut keys = HashSet::new();
+    for row in rows {
+        let refs: i64 = row.get("refs")?;
+        if refs != 0 {
+            let text: &str = row.str(column)?;
+            keys_in(text, &mut keys);
+        }
+    }
+    if keys.is_empty() {
+        return Ok(Texts::default());
+    }
+    Texts::load(pool, session, keys).await
 }
 
 #[cfg(test)]

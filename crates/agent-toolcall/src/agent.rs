@@ -1,3 +1,8 @@
+// Why one file past 700 lines: think and act (the ReAct steps) and the `Agent` impl work on
+// the private state of `ToolCallCore` — memory, tools, the special tools, the events — which a
+// split would have to open to the whole crate; the policies (compaction, trimming, truncation,
+// hooks) are modules of their own.
+
 //! ToolCallAgent: think asks the model which tools to call, act runs them.
 
 use std::sync::Arc;

@@ -1,3 +1,7 @@
+// Why one file past 700 lines (its tests included, a quarter of it): resolving `[telemetry]`
+// against the `OTEL_*` variables is one table of precedence rules, tested beside it; the
+// metrics, the transports' clients and the span layer are modules of their own.
+
 //! The exporter: the GenAI spans of this process sent to an OpenTelemetry collector over OTLP,
 //! configured as every OpenTelemetry SDK is (the `OTEL_*` variables), or by `[telemetry]`.
 //!
