@@ -47,6 +47,11 @@ async fn every_store_case_holds_on_postgres() {
     cases::unknown_ids_are_errors(&store).await;
     let (_, store) = store_on(&cluster, "one_run").await;
     cases::a_session_runs_one_task_at_a_time(&store).await;
+    let (url, store) = store_on(&cluster, "tasks").await;
+    cases::a_task_is_stored_replaced_listed_and_outlives_the_process(store, async || {
+        Store::connect(&url).await.unwrap()
+    })
+    .await;
 
     let (url, store) = store_on(&cluster, "sessions").await;
     let old =
@@ -84,7 +89,7 @@ async fn every_store_case_holds_on_postgres() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn texts_a_nul_tasks_and_a_bad_url_on_postgres() {
+async fn texts_a_nul_and_a_bad_url_on_postgres() {
     let cluster = cluster();
     let (_, store) = store_on(&cluster, "texts").await;
     let session = store
@@ -115,35 +120,6 @@ async fn texts_a_nul_tasks_and_a_bad_url_on_postgres() {
         store.run(run).await.unwrap().text.as_deref(),
         Some(summary.text.as_str())
     );
-
-    // Tasks of the protocols: stored, replaced, listed.
-    let body = json!({"id": "t1", "status": {"state": "working"}});
-    store
-        .put_task("t1", &session.id, "a2a", "working", &body)
-        .await
-        .unwrap();
-    store
-        .put_task("t1", &session.id, "a2a", "completed", &json!({"id": "t1"}))
-        .await
-        .unwrap();
-    store
-        .set_task_push("t1", &[json!({"url": "http://127.0.0.1:9/hook"})])
-        .await
-        .unwrap();
-    let task = store.task("t1").await.unwrap().unwrap();
-    assert_eq!(task.state, "completed");
-    assert_eq!(task.push.len(), 1);
-    assert_eq!(
-        store.tasks("a2a", Some(&session.id), 10).await.unwrap(),
-        std::slice::from_ref(&task)
-    );
-    assert_eq!(store.tasks("a2a", None, 10).await.unwrap(), [task]);
-    assert!(matches!(
-        store
-            .put_task("t2", "nobody", "a2a", "working", &body)
-            .await,
-        Err(StoreError::NoSession(_))
-    ));
 
     // A URL that is not one names the problem, without the password.
     let error = Store::connect("postgres://me:secret@127.0.0.1:notaport/db")

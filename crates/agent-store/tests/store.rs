@@ -158,3 +158,14 @@ async fn a_run_of_another_boot_without_a_lease_is_interrupted() {
         agent_store::RunState::Interrupted
     );
 }
+
+#[tokio::test]
+async fn a_task_is_stored_replaced_listed_and_outlives_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sessions.db");
+    let store = Store::open(&path).await.unwrap();
+    cases::a_task_is_stored_replaced_listed_and_outlives_the_process(store, async || {
+        Store::open(&path).await.unwrap()
+    })
+    .await;
+}
