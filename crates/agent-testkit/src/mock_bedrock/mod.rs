@@ -17,14 +17,13 @@ mod validate;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub use eventstream::{
     converse_stream_body, converse_stream_frames, encode_frame, event_frame, exception_frame,
@@ -173,24 +172,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let raw = axum::body::to_bytes(body, 64 * 1024 * 1024)
         .await
         .unwrap_or_default();
-    let recorded = RecordedRequest {
-        method: parts.method.to_string(),
-        path: parts.uri.path().to_owned(),
-        query: parts.uri.query().map(str::to_owned),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-        body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
-        raw_body: String::from_utf8_lossy(&raw).into_owned(),
-        received_at: Instant::now(),
-    };
+    let recorded = RecordedRequest::new(&parts, &raw);
     let index = {
         let mut inner = shared.lock();
         inner.requests.push(recorded.clone());

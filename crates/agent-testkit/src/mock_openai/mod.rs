@@ -86,6 +86,19 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
+    /// The request of `parts` with the body `raw`, received now.
+    pub(crate) fn new(parts: &axum::http::request::Parts, raw: &[u8]) -> Self {
+        Self {
+            method: parts.method.to_string(),
+            path: parts.uri.path().to_owned(),
+            query: parts.uri.query().map(str::to_owned),
+            headers: header_list(&parts.headers),
+            body: serde_json::from_slice(raw).unwrap_or(Value::Null),
+            raw_body: String::from_utf8_lossy(raw).into_owned(),
+            received_at: Instant::now(),
+        }
+    }
+
     /// The first value of header `name` (case-insensitive).
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -591,15 +604,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Ok(bytes) => (bytes, None),
         Err(error) => (Bytes::new(), Some(error.to_string())),
     };
-    let recorded = RecordedRequest {
-        method: parts.method.to_string(),
-        path: parts.uri.path().to_owned(),
-        query: parts.uri.query().map(str::to_owned),
-        headers: header_list(&parts.headers),
-        body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
-        raw_body: String::from_utf8_lossy(&raw).into_owned(),
-        received_at: Instant::now(),
-    };
+    let recorded = RecordedRequest::new(&parts, &raw);
     let index = shared.record(recorded.clone());
     tracing::debug!(index, method = %recorded.method, path = %recorded.path, "mock OpenAI request");
 
