@@ -197,6 +197,17 @@ fn agent_events() -> Vec<(&'static str, AgentEvent)> {
     ]
 }
 
+/// Events for live views only: never journaled or stored (`AgentEvent::is_live_only`), so
+/// they have no stored form to pin; their own JSON is pinned with the others'.
+fn live_only_events() -> Vec<(&'static str, AgentEvent)> {
+    vec![(
+        "reasoning_delta",
+        AgentEvent::ReasoningDelta {
+            text: "First, ".into(),
+        },
+    )]
+}
+
 fn flow_events() -> Vec<(&'static str, FlowEvent)> {
     let mut plan = Plan::new(
         "plan_1",
@@ -275,7 +286,7 @@ fn flow_events() -> Vec<(&'static str, FlowEvent)> {
 #[test]
 fn agent_events_direct_and_sorted() {
     let mut snap = snapshot("agent_events");
-    for (name, event) in agent_events() {
+    for (name, event) in agent_events().into_iter().chain(live_only_events()) {
         snap.case(format!("{name}.direct"), direct(&event));
         snap.case(format!("{name}.sorted"), sorted(&event));
         // What is written is read back as the same event (journals, stores, NATS).

@@ -1,5 +1,6 @@
 //! A run's events as ACP session updates: the model's text as `agent_message_chunk` (as it
-//! streams in, or whole when it did not stream), each tool call as `tool_call` with its
+//! streams in, or whole when it did not stream), its reasoning (from models that send it) as
+//! `agent_thought_chunk`, each tool call as `tool_call` with its
 //! `kind`, the paths it names as `locations` and an editor edit as a diff, its end as
 //! `tool_call_update` with the observation, and a running call's progress as more content.
 
@@ -151,6 +152,10 @@ impl Translator {
                 self.streamed = true;
                 vec![chunk(text)]
             }
+            AgentEvent::ReasoningDelta { text } => vec![json!({
+                "sessionUpdate": "agent_thought_chunk",
+                "content": { "type": "text", "text": text },
+            })],
             AgentEvent::Retry { .. } => {
                 // The reply starts again from the beginning: let the thought carry it.
                 self.streamed = false;

@@ -95,6 +95,15 @@ pub enum AgentEvent {
         /// The new text.
         text: String,
     },
+    /// A piece of the model's reasoning, as it streams in, from models that send it apart
+    /// from the reply (`reasoning_content`: DeepSeek's reasoner, reasoning models behind vLLM,
+    /// SGLang, OpenRouter, Ollama). Live only, as [`AgentEvent::TextDelta`]: it is not sent
+    /// back to the model, and journals and stores skip it. Editors show it as the agent's
+    /// thought (`agent_thought_chunk`).
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
     /// Tokens used by one model call, as reported by the provider, and what they cost.
     TokenUsage {
         /// Input tokens.
@@ -264,6 +273,14 @@ impl EventBus {
 }
 
 impl AgentEvent {
+    /// Whether the event is for live views only — streamed text and reasoning, which the
+    /// thought that follows carries whole or which is never sent back — and not journaled or
+    /// stored.
+    #[must_use]
+    pub fn is_live_only(&self) -> bool {
+        matches!(self, Self::TextDelta { .. } | Self::ReasoningDelta { .. })
+    }
+
     /// The tokens and cost of the model call a [`AgentEvent::TokenUsage`] reports (`None` for
     /// every other event): what a run's tally adds with [`TokenUsage::add_call`].
     #[must_use]
@@ -289,6 +306,18 @@ impl AgentEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streamed_text_and_reasoning_are_live_only() {
+        assert!(AgentEvent::TextDelta { text: "a".into() }.is_live_only());
+        assert!(AgentEvent::ReasoningDelta { text: "b".into() }.is_live_only());
+        let thought = AgentEvent::Thought {
+            step: 1,
+            content: "a".into(),
+            tool_calls: Vec::new(),
+        };
+        assert!(!thought.is_live_only());
+    }
 
     #[test]
     fn events_read_back_from_their_json() {

@@ -363,14 +363,23 @@ impl LlmClient {
             }
             if !data.is_empty() {
                 let before = assembler.content().len();
+                let reasoned = assembler.reasoning().len();
                 assembler.push(data)?;
-                if let Some(events) = self.frame.events()
-                    && let Some(text) = assembler.content().get(before..)
-                    && !text.is_empty()
-                {
-                    events.emit(AgentEvent::TextDelta {
-                        text: text.to_owned(),
-                    });
+                if let Some(events) = self.frame.events() {
+                    if let Some(text) = assembler.reasoning().get(reasoned..)
+                        && !text.is_empty()
+                    {
+                        events.emit(AgentEvent::ReasoningDelta {
+                            text: text.to_owned(),
+                        });
+                    }
+                    if let Some(text) = assembler.content().get(before..)
+                        && !text.is_empty()
+                    {
+                        events.emit(AgentEvent::TextDelta {
+                            text: text.to_owned(),
+                        });
+                    }
                 }
             }
         }

@@ -182,6 +182,7 @@ struct PartialCall {
 #[derive(Debug, Default)]
 pub struct StreamAssembler {
     content: String,
+    reasoning: String,
     calls: Vec<(u64, PartialCall)>,
     usage: Option<TokenUsage>,
     finish_reason: Option<String>,
@@ -200,6 +201,13 @@ impl StreamAssembler {
     #[must_use]
     pub fn content(&self) -> &str {
         &self.content
+    }
+
+    /// The model's reasoning received so far (`reasoning_content` or `reasoning` deltas): shown
+    /// as it comes, not part of the reply.
+    #[must_use]
+    pub fn reasoning(&self) -> &str {
+        &self.reasoning
     }
 
     /// Whether a chunk carried a `finish_reason`.
@@ -249,6 +257,10 @@ impl StreamAssembler {
         let Some(delta) = choice.delta else {
             return Ok(());
         };
+        if let Some(text) = delta.reasoning.filter(|t| !t.is_empty()) {
+            self.received_tokens = true;
+            self.reasoning.push_str(&text);
+        }
         if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
             self.received_tokens = true;
             self.content.push_str(&text);
@@ -413,6 +425,29 @@ mod tests {
         assert_eq!(response.usage.map(|u| u.total_tokens()), Some(7));
         // The first model a chunk names (an empty one is none).
         assert_eq!(response.model.as_deref(), Some("gpt-4o-2024-08-06"));
+    }
+
+    #[test]
+    fn reasoning_deltas_are_kept_apart_from_the_reply() {
+        let chunks = [
+            // DeepSeek, vLLM, SGLang.
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "First, "}}]}),
+            // OpenRouter, Ollama.
+            json!({"choices": [{"index": 0, "delta": {"reasoning": "think."}}]}),
+            // A field of an unexpected type takes the lenient path; both names in one chunk too.
+            json!({"choices": [{"index": 0, "delta": {"reasoning_content": " Then", "reasoning": " Then", "content": 7}}]}),
+            json!({"choices": [{"index": 0, "delta": {"reasoning_content": null, "content": "Answer."}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ];
+        let mut assembler = StreamAssembler::default();
+        assembler.push(&chunks[0].to_string()).unwrap();
+        assert!(assembler.received_tokens(), "reasoning is received output");
+        for chunk in &chunks[1..] {
+            assembler.push(&chunk.to_string()).unwrap();
+        }
+        assert_eq!(assembler.reasoning(), "First, think. Then");
+        assert_eq!(assembler.content(), "Answer.");
+        assert_eq!(assembler.finish().content.as_deref(), Some("Answer."));
     }
 
     #[test]

@@ -251,7 +251,7 @@ impl Recorder {
                     .add_call(&call);
             }
             // Streamed text is not stored: the thought that follows carries it whole.
-            matches!(event, AgentEvent::TextDelta { .. }) || sink.send(Item::Agent(event.clone()))
+            event.is_live_only() || sink.send(Item::Agent(event.clone()))
         }));
         let writer = tokio::spawn(write(
             store.session_writer(&id),

@@ -326,10 +326,7 @@ pub async fn record_agent(
     let mut events = agent.base().events().subscribe();
     let outcome = agent.run(Some(task.to_owned())).await;
     while let Ok(event) = events.try_recv() {
-        if !matches!(
-            event,
-            AgentEvent::TextDelta { .. } | AgentEvent::Image { .. }
-        ) {
+        if !event.is_live_only() && !matches!(event, AgentEvent::Image { .. }) {
             journal.event(&event);
         }
     }

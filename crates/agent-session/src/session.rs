@@ -760,7 +760,7 @@ impl Forwarder {
             let mut usage = TokenUsage::default();
             let mut record = |event: &AgentEvent| {
                 // Streamed text is for live views: the thought that follows carries it whole.
-                if matches!(event, AgentEvent::TextDelta { .. }) {
+                if event.is_live_only() {
                     return;
                 }
                 if let Some(call) = event.token_usage() {

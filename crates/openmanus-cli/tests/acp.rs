@@ -120,14 +120,17 @@ async fn a_prompt_that_edits_a_file_streams_its_message_and_the_edit_as_a_diff()
     let setup = Setup::new(&server);
     let file = setup.workspace().join("hello.txt");
     server
-        .push(Completion::tool_calls(
-            Some("Writing the file.".into()),
-            [call(
-                "e1",
-                "str_replace_editor",
-                json!({"command": "create", "path": file, "file_text": "hello from acp\n"}),
-            )],
-        ))
+        .push(
+            Completion::tool_calls(
+                Some("Writing the file.".into()),
+                [call(
+                    "e1",
+                    "str_replace_editor",
+                    json!({"command": "create", "path": file, "file_text": "hello from acp\n"}),
+                )],
+            )
+            .with_reasoning("The user wants hello.txt; the editor tool creates it."),
+        )
         .push(Completion::tool_calls(
             Some("Done: hello.txt is written.".into()),
             [call("t", "terminate", json!({"status": "success"}))],
@@ -148,6 +151,18 @@ async fn a_prompt_that_edits_a_file_streams_its_message_and_the_edit_as_a_diff()
         .filter_map(|u| u["text"].as_str())
         .collect();
     assert!(texts.concat().contains("Writing the file."), "{updates:?}");
+    // The model's reasoning is the agent's thought, apart from its message.
+    let thoughts: Vec<&str> = updates
+        .iter()
+        .filter(|u| u["kind"] == "agent_thought_chunk")
+        .filter_map(|u| u["text"].as_str())
+        .collect();
+    assert_eq!(
+        thoughts.concat(),
+        "The user wants hello.txt; the editor tool creates it.",
+        "{updates:?}"
+    );
+    assert!(!texts.concat().contains("editor tool"), "{updates:?}");
     assert!(
         texts.concat().contains("Done: hello.txt is written."),
         "{updates:?}"

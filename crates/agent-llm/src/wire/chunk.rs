@@ -47,6 +47,10 @@ pub(super) struct Choice<'a> {
 pub(super) struct Delta<'a> {
     #[serde(default, borrow)]
     pub content: Option<Cow<'a, str>>,
+    /// The model's reasoning: `reasoning_content` (DeepSeek, vLLM, SGLang) or `reasoning`
+    /// (OpenRouter, Ollama).
+    #[serde(default, borrow, alias = "reasoning_content")]
+    pub reasoning: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<Fragment<'a>>>,
 }
@@ -88,6 +92,7 @@ impl<'a> Chunk<'a> {
             finish_reason: text(c, "finish_reason"),
             delta: present(c, "delta").map(|d| Delta {
                 content: text(d, "content"),
+                reasoning: text(d, "reasoning_content").or_else(|| text(d, "reasoning")),
                 tool_calls: d
                     .get("tool_calls")
                     .and_then(Value::as_array)

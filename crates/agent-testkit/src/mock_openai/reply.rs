@@ -20,6 +20,9 @@ pub struct Completion {
     pub usage: Option<TokenUsage>,
     /// `finish_reason`; `None` sends `"tool_calls"` when there are tool calls, else `"stop"`.
     pub finish_reason: Option<String>,
+    /// The model's reasoning, sent before the text as `reasoning_content` (DeepSeek's field,
+    /// also vLLM's and SGLang's for reasoning models); `None`: no reasoning.
+    pub reasoning: Option<String>,
 }
 
 impl Completion {
@@ -66,6 +69,13 @@ impl Completion {
             cached_prompt_tokens: cached,
             ..TokenUsage::default()
         });
+        self
+    }
+
+    /// Reasons first: `reasoning` is sent as `reasoning_content` before the text.
+    #[must_use]
+    pub fn with_reasoning(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = Some(reasoning.into());
         self
     }
 

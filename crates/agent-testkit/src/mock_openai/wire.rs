@@ -100,6 +100,9 @@ pub(crate) fn completion_json(
     usage: TokenUsage,
 ) -> Value {
     let mut message = json!({"role": "assistant", "content": completion.content});
+    if let Some(reasoning) = &completion.reasoning {
+        message["reasoning_content"] = json!(reasoning);
+    }
     if !completion.tool_calls.is_empty() {
         message["tool_calls"] = tool_calls_json(completion);
     }
@@ -169,6 +172,13 @@ pub(crate) fn stream_chunks(
         json!({"role": "assistant", "content": opening_content}),
         None,
     )];
+    if let Some(reasoning) = &completion.reasoning {
+        chunks.extend(
+            fragments(reasoning)
+                .into_iter()
+                .map(|piece| chunk(json!({"reasoning_content": piece}), None)),
+        );
+    }
     if let Some(content) = &completion.content {
         chunks.extend(
             fragments(content)
