@@ -66,6 +66,12 @@ use crate::updates::{PlanTracker, Translator, stop_reason};
 /// The protocol version spoken.
 pub const PROTOCOL_VERSION: u64 = 1;
 
+/// How many sessions stay open at most. Editors open a session per thread and never say when
+/// one is done: past this many, the least recently used idle session of the store is closed
+/// (its agent, MCP servers, browser and processes go) and opened again from the store, its
+/// memory restored, when the editor prompts it again.
+pub const MAX_OPEN_SESSIONS: usize = 8;
+
 /// Why the agent stopped serving.
 #[derive(Debug, thiserror::Error)]
 pub enum AcpError {
@@ -86,6 +92,11 @@ pub struct AcpAgent {
     fs: Mutex<EditorFs>,
     /// The ids of the sessions being loaded (not yet in `sessions`).
     loading: Mutex<std::collections::HashSet<String>>,
+    /// The sessions closed for being idle, with the editor's MCP servers they had: a prompt
+    /// opens them again.
+    closed: Mutex<HashMap<String, Vec<agent_config::McpServerConfig>>>,
+    /// A clock of uses: each session's last prompt or opening takes the next tick.
+    ticks: std::sync::atomic::AtomicU64,
 }
 
 /// One session of the editor.
@@ -94,6 +105,13 @@ struct Slot {
     cancel: Arc<PendingCancel>,
     /// Its mode: the approval policy.
     approval: ApprovalSwitch,
+    /// The editor's MCP servers it was opened with.
+    servers: Vec<agent_config::McpServerConfig>,
+    /// Whether the store keeps it (only such a session is closed when idle: it can be opened
+    /// again).
+    recorded: bool,
+    /// When it was last used (a tick of [`AcpAgent::ticks`]).
+    used: std::sync::atomic::AtomicU64,
 }
 
 /// A session's cancellation, a cancel included that came while its prompt had started but its
@@ -221,6 +239,8 @@ impl AcpAgent {
             target,
             store,
             sessions: Mutex::default(),
+            closed: Mutex::default(),
+            ticks: std::sync::atomic::AtomicU64::new(0),
             fs: Mutex::default(),
             loading: Mutex::default(),
         }
@@ -374,7 +394,7 @@ impl AcpAgent {
         let servers = mcp::servers(&request.mcp_servers)?;
         let asking = Arc::new(Mutex::new(Asking::default()));
         let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
-        let factory = self.session_factory(&cwd, servers, outbox, &asking, &approval);
+        let factory = self.session_factory(&cwd, servers.clone(), outbox, &asking, &approval);
         let target = self.target;
         let session = match &self.store {
             Some(store) => {
@@ -388,7 +408,8 @@ impl AcpAgent {
             .map_or_else(unrecorded_id, str::to_owned);
         info!(session = %id, cwd = %cwd.display(), "ACP session started");
         let modes = modes(approval.get());
-        self.keep(session, &id, outbox, &asking, approval);
+        self.keep(session, &id, outbox, &asking, approval, servers)
+            .await;
         Ok(json!({ "sessionId": id, "modes": modes }))
     }
 
@@ -418,16 +439,19 @@ impl AcpAgent {
         factory
     }
 
-    /// Keeps a started session: its questions know it, its events go out as updates.
-    fn keep(
+    /// Keeps a started session: its questions know it, its events go out as updates. Past
+    /// [`MAX_OPEN_SESSIONS`], the least recently used idle ones are closed.
+    async fn keep(
         &self,
         session: Session,
         id: &str,
         outbox: &Outbox,
         asking: &Arc<Mutex<Asking>>,
         approval: ApprovalSwitch,
+        servers: Vec<agent_config::McpServerConfig>,
     ) {
         lock(asking).session = Some(id.to_owned());
+        let recorded = session.session_id().is_some();
         let cancel = Arc::new(PendingCancel::new(session.canceller()));
         session.events().subscribe_with(updates_sink(
             id.to_owned(),
@@ -439,8 +463,77 @@ impl AcpAgent {
             cancel,
             session: tokio::sync::Mutex::new(session),
             approval,
+            servers,
+            recorded,
+            used: std::sync::atomic::AtomicU64::new(self.tick()),
         };
         lock(&self.sessions).insert(id.to_owned(), Arc::new(slot));
+        lock(&self.closed).remove(id);
+        self.close_over_limit(id).await;
+    }
+
+    /// The next tick of the clock of uses.
+    fn tick(&self) -> u64 {
+        self.ticks.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Closes the least recently used idle recorded sessions while more than
+    /// [`MAX_OPEN_SESSIONS`] are open. A session is idle when nothing but the map holds it (no
+    /// prompt, no cancel, no question under way): chosen under the map's lock, which every
+    /// other holder goes through, so it is closed whole. `kept`, the session just opened, stays.
+    async fn close_over_limit(&self, kept: &str) {
+        let closing: Vec<(String, Slot)> = {
+            let mut sessions = lock(&self.sessions);
+            let excess = sessions.len().saturating_sub(MAX_OPEN_SESSIONS);
+            let mut idle: Vec<(u64, String)> = sessions
+                .iter()
+                .filter(|(id, slot)| {
+                    slot.recorded && Arc::strong_count(slot) == 1 && id.as_str() != kept
+                })
+                .map(|(id, slot)| {
+                    let used = slot.used.load(std::sync::atomic::Ordering::SeqCst);
+                    (used, id.clone())
+                })
+                .collect();
+            idle.sort_unstable();
+            idle.into_iter()
+                .take(excess)
+                .filter_map(|(_, id)| {
+                    let slot = sessions.remove(&id)?;
+                    Arc::try_unwrap(slot).ok().map(|slot| (id, slot))
+                })
+                .collect()
+        };
+        for (id, slot) in closing {
+            info!(session = %id, "closing an idle ACP session (it opens again when prompted)");
+            lock(&self.closed).insert(id, slot.servers);
+            if let Err(error) = slot.session.into_inner().close().await {
+                warn!(%error, "cannot close an idle ACP session");
+            }
+        }
+    }
+
+    /// The open session `id`, or the session closed for being idle opened again from the
+    /// store (its memory restored, its history not replayed: the editor has it).
+    async fn open_slot(&self, id: &str, outbox: &Outbox) -> Result<Arc<Slot>, RpcError> {
+        if let Ok(slot) = self.slot(id) {
+            return Ok(slot);
+        }
+        let (Some(store), Some(servers)) = (&self.store, lock(&self.closed).get(id).cloned())
+        else {
+            return Err(no_session(id));
+        };
+        let reserved = lock(&self.loading).insert(id.to_owned());
+        if !reserved {
+            return Err(RpcError::invalid_params(format!(
+                "session {id} is being opened"
+            )));
+        }
+        let opened = self.resume(id, servers, store, outbox, false).await;
+        lock(&self.loading).remove(id);
+        opened?;
+        info!(session = %id, "an idle ACP session opened again");
+        self.slot(id)
     }
 
     /// `session/load`: continues a stored session (the agent gets its memory back) after
@@ -480,18 +573,37 @@ impl AcpAgent {
         store: &Store,
         outbox: &Outbox,
     ) -> Result<Value, RpcError> {
-        let record = store.session(id).await.map_err(|_| no_session(id))?;
         let servers = mcp::servers(&mcp_servers)?;
+        self.resume(id, servers, store, outbox, true).await
+    }
+
+    /// Resumes the stored session `id` with the editor's MCP servers `servers`, replaying its
+    /// history as updates first when `replay`, and keeps it.
+    async fn resume(
+        &self,
+        id: &str,
+        servers: Vec<agent_config::McpServerConfig>,
+        store: &Store,
+        outbox: &Outbox,
+        replay: bool,
+    ) -> Result<Value, RpcError> {
+        let record = store.session(id).await.map_err(|_| no_session(id))?;
         let asking = Arc::new(Mutex::new(Asking::default()));
         let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
-        let factory = self.session_factory(&record.workspace, servers, outbox, &asking, &approval);
+        let factory = self.session_factory(
+            &record.workspace,
+            servers.clone(),
+            outbox,
+            &asking,
+            &approval,
+        );
         let session = Session::resume(&factory, store, id)
             .await
             .map_err(|error| RpcError::internal(format!("cannot resume the session: {error}")))?;
         // The history, as the protocol asks, before the answer; then the session is live.
         let mut translator = Translator::replaying();
         let mut after = None;
-        loop {
+        while replay {
             let page = store
                 .events_after(id, after, 500)
                 .await
@@ -518,7 +630,8 @@ impl AcpAgent {
         }
         info!(session = %id, "ACP session loaded");
         let modes = modes(approval.get());
-        self.keep(session, id, outbox, &asking, approval);
+        self.keep(session, id, outbox, &asking, approval, servers)
+            .await;
         Ok(json!({ "modes": modes }))
     }
 
@@ -557,7 +670,9 @@ impl AcpAgent {
     /// answers with how it ended.
     async fn prompt(&self, request: Prompt, outbox: &Outbox) -> Result<Value, RpcError> {
         let id = request.session_id;
-        let slot = self.slot(&id)?;
+        let slot = self.open_slot(&id, outbox).await?;
+        slot.used
+            .store(self.tick(), std::sync::atomic::Ordering::SeqCst);
         let Ok(mut session) = slot.session.try_lock() else {
             return Err(RpcError::new(
                 code::INVALID_REQUEST,
@@ -676,10 +791,15 @@ impl AcpAgent {
     async fn close_all(&self) {
         let slots: Vec<Arc<Slot>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
         for slot in slots {
-            if let Ok(slot) = Arc::try_unwrap(slot)
-                && let Err(error) = slot.session.into_inner().close().await
-            {
-                warn!(%error, "cannot close an ACP session");
+            match Arc::try_unwrap(slot) {
+                Ok(slot) => {
+                    if let Err(error) = slot.session.into_inner().close().await {
+                        warn!(%error, "cannot close an ACP session");
+                    }
+                }
+                // A prompt's task still holds it: its session is dropped with the task (its
+                // processes with it), not closed.
+                Err(_) => warn!("an ACP session still in use at the end is not closed"),
             }
         }
     }

@@ -45,6 +45,15 @@ async fn editor(setup: &Setup, scenario: &str) -> Vec<Value> {
 
 /// [`editor`] with more environment for the script.
 async fn editor_with(setup: &Setup, scenario: &str, env: &[(&str, &str)]) -> Vec<Value> {
+    editor_logged(setup, scenario, env).await.0
+}
+
+/// [`editor_with`], also returning what the agent and the script wrote on standard error.
+async fn editor_logged(
+    setup: &Setup,
+    scenario: &str,
+    env: &[(&str, &str)],
+) -> (Vec<Value>, String) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp_client.mjs");
     let child = Command::new("node")
         .arg(script)
@@ -97,10 +106,11 @@ async fn editor_with(setup: &Setup, scenario: &str, env: &[(&str, &str)]) -> Vec
         status.success(),
         "the editor failed ({status}):\n{stdout}\n{stderr}"
     );
-    stdout
+    let lines = stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("{line}\n{stderr}")))
-        .collect()
+        .collect();
+    (lines, stderr)
 }
 
 fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
@@ -653,4 +663,60 @@ async fn a_line_that_is_not_json_is_a_parse_error_and_stdout_carries_only_the_pr
         .unwrap()
         .unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn an_idle_session_past_the_limit_is_closed_and_opens_again_when_prompted() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server
+        .push(Completion::tool_calls(
+            Some("First answer.".into()),
+            [call("t1", "terminate", json!({"status": "success"}))],
+        ))
+        .push(Completion::tool_calls(
+            Some("Second answer.".into()),
+            [call("t2", "terminate", json!({"status": "success"}))],
+        ));
+    let more = agent_acp::MAX_OPEN_SESSIONS.to_string();
+    let (lines, stderr) = editor_logged(
+        &setup,
+        "many",
+        &[
+            ("ACP_ARGS", "--agent swe acp"),
+            ("ACP_MORE", &more),
+            ("OPENMANUS_LOG", "agent_acp=info"),
+        ],
+    )
+    .await;
+    assert_eq!(step(&lines, "first")["stopReason"], "end_turn", "{lines:?}");
+    assert_eq!(
+        step(&lines, "opened")["count"],
+        json!(more.parse::<u64>().unwrap())
+    );
+    assert_eq!(step(&lines, "again")["stopReason"], "end_turn", "{lines:?}");
+    // The first session, the least recently used, was closed when the limit was passed, and
+    // opened again from the store for its second prompt, its conversation kept.
+    let first = step(&lines, "session")["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let closed = stderr
+        .lines()
+        .find(|line| line.contains("closing an idle ACP session"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(closed.contains(&first), "{closed}");
+    assert!(
+        stderr.contains("an idle ACP session opened again"),
+        "{stderr}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let users: Vec<&str> = requests[1]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(users, ["First question.", "Second question."], "{users:?}");
 }
