@@ -603,7 +603,9 @@ impl AcpAgent {
         // The history, as the protocol asks, before the answer; then the session is live.
         let mut translator = Translator::replaying();
         let mut after = None;
-        while replay {
+        // Pages of history while there is more (none when it is not replayed).
+        let mut more = replay;
+        while more {
             let page = store
                 .events_after(id, after, 500)
                 .await
@@ -624,9 +626,7 @@ impl AcpAgent {
                     );
                 }
             }
-            if !full {
-                break;
-            }
+            more = full;
         }
         info!(session = %id, "ACP session loaded");
         let modes = modes(approval.get());
