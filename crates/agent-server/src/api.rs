@@ -230,7 +230,11 @@ pub async fn cancel(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     state.hub.record(&id).await?;
-    let cancelled = state.hub.live(&id).is_some_and(|live| live.cancel());
+    let cancelled = match state.hub.live(&id) {
+        Some(live) if live.cancel() => true,
+        // Running on another server sharing the store: that one is asked.
+        _ => state.hub.cancel_elsewhere(&id).await?,
+    };
     Ok(Json(json!({ "cancelled": cancelled })))
 }
 

@@ -215,9 +215,33 @@ impl Hub {
         Ok(last.is_some_and(|last| last > live.last_event()))
     }
 
+    /// Cancels the run of session `id` going in another process sharing the store, if the
+    /// store says one is going there: asks it through the store. Whether it was asked.
+    ///
+    /// # Errors
+    ///
+    /// The store cannot be read or written.
+    pub async fn cancel_elsewhere(&self, id: &str) -> Result<bool, ApiError> {
+        if !self.store.is_shared() {
+            return Ok(false);
+        }
+        let running = self
+            .store
+            .runs(id)
+            .await
+            .map_err(store_error)?
+            .last()
+            .is_some_and(|run| run.state == agent_store::RunState::Running);
+        if !running {
+            return Ok(false);
+        }
+        self.store.ask_cancel(id).await.map_err(store_error)
+    }
+
     /// Passes on a notice of events stored by a process sharing the store (another server's
     /// run of a session, or this one's) to the stream of that session, if anyone follows it;
-    /// notices that may have been missed make every stream read the store again.
+    /// notices that may have been missed make every stream read the store again; a cancel
+    /// another server was asked for cancels the run here, if it is here.
     pub fn on_store_notice(&self, notice: StoreNotice) {
         let streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
         match notice {
@@ -226,6 +250,13 @@ impl Hub {
                     && stream.receiver_count() > 0
                 {
                     let _ = stream.send(Notice::Poke(last));
+                }
+            }
+            StoreNotice::Cancel { session } => {
+                drop(streams);
+                if let Some(live) = self.live(&session) {
+                    let cancelled = live.cancel();
+                    debug!(session, cancelled, "cancel asked by another server");
                 }
             }
             _ => {

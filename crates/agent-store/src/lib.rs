@@ -75,7 +75,7 @@ mod writer;
 
 pub use error::StoreError;
 pub use messages::turn_safe;
-pub use notify::{EVENTS_CHANNEL, StoreNotice};
+pub use notify::{CONTROL_CHANNEL, EVENTS_CHANNEL, StoreNotice};
 pub use sessions::{TITLE_CHARS, title_of};
 pub use store::{Store, redacted_url};
 pub use tasks::TaskRecord;

@@ -13,8 +13,11 @@ use crate::db::{Tx, query};
 use crate::error::StoreError;
 use crate::types::EventId;
 
-/// The channel the notices are sent on.
+/// The channel the notices of stored events are sent on.
 pub const EVENTS_CHANNEL: &str = "openmanus_events";
+
+/// The channel requests to the process running a session are sent on (`cancel <session>`).
+pub const CONTROL_CHANNEL: &str = "openmanus_control";
 
 /// The longest payload PostgreSQL takes is 8000 bytes: a longer one (a session id of kilobytes)
 /// is not sent, and listeners of that session learn of its events at their next reconnect.
@@ -37,6 +40,12 @@ pub enum StoreNotice {
     /// Notices may have been missed (the connection to the database was lost and made again,
     /// or the reader fell behind): every follower reads the store again.
     Missed,
+    /// A process sharing the store was asked to cancel the run of `session` (by
+    /// `Store::ask_cancel`): the process running it cancels it.
+    Cancel {
+        /// The session.
+        session: String,
+    },
 }
 
 /// Sends the notice that `session`'s events up to `last` were stored, delivered when `tx`
@@ -54,6 +63,20 @@ pub(crate) async fn notify(tx: &mut Tx, session: &str, last: EventId) -> Result<
         }
     }
     Ok(())
+}
+
+/// The payload asking the process running `session` to cancel its run (`None` when too long).
+pub(crate) fn cancel_payload(session: &str) -> Option<String> {
+    let payload = format!("cancel {session}");
+    (payload.len() <= MAX_PAYLOAD).then_some(payload)
+}
+
+/// The request a control payload carries.
+fn parse_control(payload: &str) -> Option<StoreNotice> {
+    let session = payload.strip_prefix("cancel ")?;
+    Some(StoreNotice::Cancel {
+        session: session.to_owned(),
+    })
 }
 
 /// The notice a payload carries.
@@ -80,7 +103,9 @@ impl Listener {
             return Ok(sender.subscribe());
         }
         let mut listener = PgListener::connect_with(pool).await?;
-        listener.listen(EVENTS_CHANNEL).await?;
+        listener
+            .listen_all([EVENTS_CHANNEL, CONTROL_CHANNEL])
+            .await?;
         let (notices, receiver) = broadcast::channel(BACKLOG);
         tokio::spawn(listen(listener, notices.clone()));
         *sender = Some(notices);
@@ -98,13 +123,19 @@ async fn listen(mut listener: PgListener, notices: broadcast::Sender<StoreNotice
                     failed = false;
                     let _ = notices.send(StoreNotice::Missed);
                 }
-                match parse(notification.payload()) {
+                let notice = if notification.channel() == CONTROL_CHANNEL {
+                    parse_control(notification.payload())
+                } else {
+                    parse(notification.payload())
+                };
+                match notice {
                     Some(notice) => {
                         let _ = notices.send(notice);
                     }
                     None => tracing::debug!(
+                        channel = notification.channel(),
                         payload = notification.payload(),
-                        "a notice on the events channel that is none of ours"
+                        "a notice that is none of ours"
                     ),
                 }
             }
@@ -138,6 +169,13 @@ mod tests {
             })
         );
         assert_eq!(parse("x s"), None);
+        assert_eq!(
+            parse_control(&cancel_payload("a b").unwrap()),
+            Some(StoreNotice::Cancel {
+                session: "a b".to_owned()
+            })
+        );
+        assert_eq!(parse_control("stop a"), None);
         assert_eq!(parse("42"), None);
     }
 }

@@ -253,6 +253,28 @@ impl Store {
         self.pool.dialect()
     }
 
+    /// Asks whichever process sharing this PostgreSQL store runs `session` to cancel its run
+    /// (the notice [`StoreNotice::Cancel`]); false on SQLite, where no other process is asked.
+    ///
+    /// # Errors
+    ///
+    /// A database error.
+    pub async fn ask_cancel(&self, session: &str) -> Result<bool, StoreError> {
+        let (Pool::Postgres(_), Some(payload)) =
+            (&self.pool, crate::notify::cancel_payload(session))
+        else {
+            return Ok(false);
+        };
+        self.pool
+            .execute(
+                crate::db::query("SELECT pg_notify(?, ?)")
+                    .bind(crate::notify::CONTROL_CHANNEL)
+                    .bind(payload),
+            )
+            .await?;
+        Ok(true)
+    }
+
     /// The notices of events stored by every process sharing this PostgreSQL store (`None`
     /// on SQLite), this one's included. The first call opens a connection that listens (it is
     /// listening when the call returns) and keeps it until the store is closed; every call

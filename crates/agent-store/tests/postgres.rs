@@ -284,7 +284,23 @@ async fn a_listening_store_hears_of_the_events_another_stores() {
         .unwrap();
     assert_eq!(next(&mut notices).await, heard(event.id));
     assert_eq!(next(&mut more).await, heard(event.id));
-    // SQLite has no other process to hear.
+    // A cancel asked through one store is heard by the other (the process running the run).
+    assert!(a.ask_cancel(&session.id).await.unwrap());
+    assert_eq!(
+        next(&mut notices).await,
+        StoreNotice::Cancel {
+            session: session.id.clone()
+        }
+    );
+    // SQLite has no other process to hear or to ask.
+    assert!(
+        !Store::open_memory()
+            .await
+            .unwrap()
+            .ask_cancel(&session.id)
+            .await
+            .unwrap()
+    );
     assert!(
         Store::open_memory()
             .await

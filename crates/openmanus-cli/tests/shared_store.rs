@@ -2,7 +2,7 @@
 //! cluster on 127.0.0.1), as replicas behind a load balancer would run: a session created and
 //! run on one is replayed on the other from any `Last-Event-ID`, continued there (its memory
 //! restored from the store), followed live from the first while the other runs it, and the
-//! first, asked again, knows what the other did.
+//! first, asked again, knows what the other did; a run on one is cancelled from the other.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use agent_testkit::{MockOpenAi, PgCluster, SseClient, SseEvent};
 use serde_json::{Value, json};
 
-use crate::common::{finish, serve_in};
+use crate::common::{call, finish, serve_in};
 
 async fn post(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
     let response = http.post(url).json(&body).send().await.unwrap();
@@ -158,6 +158,33 @@ async fn two_servers_on_one_postgres_serve_the_same_sessions() {
     let expected: Vec<i64> = [first_ids, ids(&second_run), ids(&third_run)].concat();
     assert_eq!(replayed, expected);
 
+    // A run going on B is cancelled from A: A asks B through the store.
+    mock.push(agent_testkit::Completion::tool_calls(
+        None,
+        [call("s1", "bash", json!({"command": "sleep 300"}))],
+    ));
+    let mut on_b = events(&http, &b, &id, expected.last().copied()).await;
+    let (status, body) = post(
+        &http,
+        &format!("{b}/api/sessions/{id}/tasks"),
+        json!({"task": "Wait a long time."}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    on_b.until(|e| e.name() == "tool_call_started")
+        .await
+        .unwrap();
+    let (status, body) = post(&http, &format!("{a}/api/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(
+        (status, body["cancelled"].as_bool()),
+        (200, Some(true)),
+        "{body}"
+    );
+    let fourth = until_finished(&mut on_b).await;
+    assert_eq!(fourth.last().unwrap().data["data"]["state"], "cancelled");
+    // A cancelled run leaves its session interrupted, as A reads it from the store.
+    wait_state(&http, &a, &id, "interrupted").await;
+
     // The command line reads the same store.
     let listed = tokio::process::Command::new(common::BIN)
         .current_dir(dir.path())
@@ -171,5 +198,5 @@ async fn two_servers_on_one_postgres_serve_the_same_sessions() {
     let line: Value =
         serde_json::from_slice(listed.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
     assert_eq!(line["id"], id.as_str(), "{line}");
-    assert_eq!(line["runs"], 3, "{line}");
+    assert_eq!(line["runs"], 4, "{line}");
 }
