@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgListener, PgPool};
+use sqlx::postgres::{PgConnection, PgListener, PgPool, Postgres};
 use tokio::sync::broadcast;
 
-use crate::db::{Tx, query};
+use crate::db::Tx;
 use crate::error::StoreError;
 use crate::types::EventId;
 
@@ -48,25 +48,53 @@ pub enum StoreNotice {
     },
 }
 
-/// Sends the notice that `session`'s events up to `last` were stored, delivered when `tx`
-/// commits (PostgreSQL; nothing on SQLite, where one process holds the file's sessions).
-pub(crate) async fn notify(tx: &mut Tx, session: &str, last: EventId) -> Result<(), StoreError> {
-    if let Tx::Postgres(_) = tx {
-        let payload = format!("{last} {session}");
-        if payload.len() <= MAX_PAYLOAD {
-            tx.execute(
-                query("SELECT pg_notify(?, ?)")
-                    .bind(EVENTS_CHANNEL)
-                    .bind(payload),
-            )
-            .await?;
-        }
+/// Sends `payload` on `channel`: at the commit of the transaction `executor` is in, or at once.
+async fn send<'c, E>(executor: E, channel: &str, payload: &str) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'c, Database = Postgres>,
+{
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(channel)
+        .bind(payload)
+        .execute(executor)
+        .await?;
+    Ok(())
+}
+
+/// Sends, in the transaction `conn` is in, the notice that `session`'s events up to `last` were
+/// stored: delivered when it commits.
+pub(crate) async fn events_stored(
+    conn: &mut PgConnection,
+    session: &str,
+    last: EventId,
+) -> Result<(), StoreError> {
+    let payload = format!("{last} {session}");
+    if payload.len() <= MAX_PAYLOAD {
+        send(conn, EVENTS_CHANNEL, &payload).await?;
     }
     Ok(())
 }
 
+/// [`events_stored`] in `tx` (nothing on SQLite, where one process holds the file's sessions).
+pub(crate) async fn notify(tx: &mut Tx, session: &str, last: EventId) -> Result<(), StoreError> {
+    if let Tx::Postgres(tx) = tx {
+        events_stored(tx, session, last).await?;
+    }
+    Ok(())
+}
+
+/// Asks whichever process runs `session` to cancel its run; false when its id is too long for
+/// a notice.
+pub(crate) async fn ask_cancel(pool: &PgPool, session: &str) -> Result<bool, StoreError> {
+    let Some(payload) = cancel_payload(session) else {
+        return Ok(false);
+    };
+    send(pool, CONTROL_CHANNEL, &payload).await?;
+    Ok(true)
+}
+
 /// The payload asking the process running `session` to cancel its run (`None` when too long).
-pub(crate) fn cancel_payload(session: &str) -> Option<String> {
+fn cancel_payload(session: &str) -> Option<String> {
     let payload = format!("cancel {session}");
     (payload.len() <= MAX_PAYLOAD).then_some(payload)
 }

@@ -363,19 +363,19 @@ impl Store {
             )
             .await?;
         let mut usage = TokenUsage::default();
-        let count = |value: &Value, key: &str| value.get(key).and_then(Value::as_u64);
         for row in rows {
             let data: String = row.get("data")?;
-            let Ok(event) = serde_json::from_str::<Value>(&data) else {
+            let Some(call) = serde_json::from_str::<agent_core::AgentEvent>(&data)
+                .ok()
+                .and_then(|event| event.token_usage())
+            else {
                 continue;
             };
-            if event.get("type").and_then(Value::as_str) != Some("token_usage") {
-                continue;
-            }
-            usage.prompt_tokens += count(&event, "prompt_tokens").unwrap_or_default();
-            usage.cached_prompt_tokens += count(&event, "cached_prompt_tokens").unwrap_or_default();
-            usage.completion_tokens += count(&event, "completion_tokens").unwrap_or_default();
-            if let Some(cost) = event.get("cost_usd").and_then(Value::as_f64) {
+            // Summed as they are (a cost where one is known), as the store always has.
+            usage.prompt_tokens += call.prompt_tokens;
+            usage.cached_prompt_tokens += call.cached_prompt_tokens;
+            usage.completion_tokens += call.completion_tokens;
+            if let Some(cost) = call.cost_usd {
                 usage.cost_usd = Some(usage.cost_usd.unwrap_or_default() + cost);
             }
         }

@@ -9,6 +9,7 @@
 
 use sqlx::Sqlite;
 use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgConnection;
 
 use crate::db::{Arg, Pool, Tx, numbered, pg_args, sqlite_args};
 use crate::error::StoreError;
@@ -82,15 +83,24 @@ impl Script {
                     .await?;
             }
             Tx::Postgres(tx) => {
-                for (sql, args) in self.split() {
-                    sqlx::query_with(&numbered(&sql), pg_args(args)?)
-                        .persistent(false)
-                        .execute(&mut **tx)
-                        .await?;
-                }
+                self.run_on_pg(tx).await?;
             }
         }
         Ok(())
+    }
+
+    /// Runs the statements one by one on `conn` (inside its transaction); the first column of
+    /// every row they return.
+    async fn run_on_pg(self, conn: &mut PgConnection) -> Result<Vec<EventId>, StoreError> {
+        let mut ids = Vec::new();
+        for (sql, args) in self.split() {
+            let returned: Vec<EventId> = sqlx::query_scalar_with(&numbered(&sql), pg_args(args)?)
+                .persistent(false)
+                .fetch_all(&mut *conn)
+                .await?;
+            ids.extend(returned);
+        }
+        Ok(ids)
     }
 
     /// Whether it holds no statement.
@@ -124,24 +134,13 @@ impl Script {
         let pool = match pool {
             Pool::Sqlite(pool) => pool,
             Pool::Postgres(pool) => {
-                let mut tx = Tx::Postgres(pool.begin().await?);
+                let mut tx = pool.begin().await?;
                 if let Some(session) = session {
                     lock_session(&mut tx, session).await?;
                 }
-                let mut ids = Vec::new();
-                let Tx::Postgres(inner) = &mut tx else {
-                    return Err(StoreError::corrupt("transaction", "not PostgreSQL's"));
-                };
-                for (sql, args) in self.split() {
-                    let returned: Vec<EventId> =
-                        sqlx::query_scalar_with(&numbered(&sql), pg_args(args)?)
-                            .persistent(false)
-                            .fetch_all(&mut **inner)
-                            .await?;
-                    ids.extend(returned);
-                }
+                let ids = self.run_on_pg(&mut tx).await?;
                 if let (Some(session), Some(&last)) = (session, ids.iter().max()) {
-                    crate::notify::notify(&mut tx, session, last).await?;
+                    crate::notify::events_stored(&mut tx, session, last).await?;
                 }
                 tx.commit().await?;
                 return Ok(ids);
@@ -201,15 +200,13 @@ impl Drop for Unfinished {
     }
 }
 
-/// Locks the row of `session` until the transaction ends (PostgreSQL): the transactions that
+/// Locks the row of `session` until the transaction `conn` is in ends: the transactions that
 /// add events to one session take their turns (see [`Script::run`]).
-pub(crate) async fn lock_session(tx: &mut Tx, session: &str) -> Result<(), StoreError> {
-    if let Tx::Postgres(_) = tx {
-        tx.execute(
-            crate::db::query("SELECT 1 FROM sessions WHERE id = ? FOR NO KEY UPDATE").bind(session),
-        )
+async fn lock_session(conn: &mut PgConnection, session: &str) -> Result<(), StoreError> {
+    sqlx::query("SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(session)
+        .execute(conn)
         .await?;
-    }
     Ok(())
 }
 

@@ -260,19 +260,10 @@ impl Store {
     ///
     /// A database error.
     pub async fn ask_cancel(&self, session: &str) -> Result<bool, StoreError> {
-        let (Pool::Postgres(_), Some(payload)) =
-            (&self.pool, crate::notify::cancel_payload(session))
-        else {
-            return Ok(false);
-        };
-        self.pool
-            .execute(
-                crate::db::query("SELECT pg_notify(?, ?)")
-                    .bind(crate::notify::CONTROL_CHANNEL)
-                    .bind(payload),
-            )
-            .await?;
-        Ok(true)
+        match &self.pool {
+            Pool::Sqlite(_) => Ok(false),
+            Pool::Postgres(pool) => crate::notify::ask_cancel(pool, session).await,
+        }
     }
 
     /// The notices of events stored by every process sharing this PostgreSQL store (`None`
