@@ -229,11 +229,11 @@ pub async fn cancel(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    state.hub.record(&id).await?;
+    let record = state.hub.record(&id).await?;
     let cancelled = match state.hub.live(&id) {
         Some(live) if live.cancel() => true,
         // Running on another server sharing the store: that one is asked.
-        _ => state.hub.cancel_elsewhere(&id).await?,
+        _ => state.hub.cancel_elsewhere(&record).await?,
     };
     Ok(Json(json!({ "cancelled": cancelled })))
 }

@@ -215,27 +215,18 @@ impl Hub {
         Ok(last.is_some_and(|last| last > live.last_event()))
     }
 
-    /// Cancels the run of session `id` going in another process sharing the store, if the
-    /// store says one is going there: asks it through the store. Whether it was asked.
+    /// Cancels the run of the session `record` going in another process sharing the store, if
+    /// the store says one is going (the session is `running`): asks it through the store.
+    /// Whether it was asked.
     ///
     /// # Errors
     ///
-    /// The store cannot be read or written.
-    pub async fn cancel_elsewhere(&self, id: &str) -> Result<bool, ApiError> {
-        if !self.store.is_shared() {
+    /// The store cannot be written.
+    pub async fn cancel_elsewhere(&self, record: &SessionRecord) -> Result<bool, ApiError> {
+        if !self.store.is_shared() || record.state != agent_store::SessionState::Running {
             return Ok(false);
         }
-        let running = self
-            .store
-            .runs(id)
-            .await
-            .map_err(store_error)?
-            .last()
-            .is_some_and(|run| run.state == agent_store::RunState::Running);
-        if !running {
-            return Ok(false);
-        }
-        self.store.ask_cancel(id).await.map_err(store_error)
+        self.store.ask_cancel(&record.id).await.map_err(store_error)
     }
 
     /// Passes on a notice of events stored by a process sharing the store (another server's

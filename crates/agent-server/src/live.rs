@@ -64,8 +64,6 @@ pub struct Live {
     /// The id of the newest event this process recorded or read for the session (a store
     /// shared by several processes holds a newer one when another continued the session).
     last_event: Arc<AtomicI64>,
-    /// Whether its tasks run on workers.
-    remote: bool,
 }
 
 /// Why a task was not accepted.
@@ -100,7 +98,6 @@ impl Live {
             retired: AtomicBool::new(false),
             tools,
             last_event: Arc::default(),
-            remote: false,
         }
     }
 
@@ -116,7 +113,7 @@ impl Live {
 
     /// Whether its tasks run on workers.
     pub(crate) fn is_remote(&self) -> bool {
-        self.remote
+        matches!(self.canceller, Cancel::Remote(_))
     }
 
     /// Starts the owner task of `session`, whose events and notices go to `stream`, whose runs
@@ -162,16 +159,13 @@ impl Live {
     ) -> Arc<Self> {
         let (commands, receiver) = mpsc::unbounded_channel();
         // A worker's agent is not here to ask; the card lists the local kind's tools.
-        let live = Arc::new(Self {
-            remote: true,
-            ..Self::new(
-                id,
-                commands,
-                Cancel::Remote(remote.canceller()),
-                stream,
-                Vec::new(),
-            )
-        });
+        let live = Arc::new(Self::new(
+            id,
+            commands,
+            Cancel::Remote(remote.canceller()),
+            stream,
+            Vec::new(),
+        ));
         tokio::spawn(Arc::clone(&live).own(Runner::Remote(remote), queue, receiver));
         live
     }
