@@ -5,7 +5,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::Connection as _;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -187,6 +188,9 @@ impl Store {
             url: redacted_url(url),
             reason: error.to_string(),
         })?;
+        // One connection first, so that a server that cannot be reached or refuses the user is
+        // reported at once in its own words (the pool would try again until its timeout).
+        PgConnection::connect_with(&options).await?.close().await?;
         let pool = PgPoolOptions::new()
             .max_connections(PG_MAX_CONNECTIONS)
             .acquire_timeout(PG_ACQUIRE_TIMEOUT)

@@ -121,6 +121,20 @@ async fn texts_a_nul_and_a_bad_url_on_postgres() {
         Some(summary.text.as_str())
     );
 
+    // A server that is not there is reported as such, at once (not as a pool's timeout).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let error = Store::connect(&format!("postgres://me@127.0.0.1:{port}/db"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, StoreError::Database(sqlx::Error::Io(_))),
+        "{error:?}"
+    );
+
     // A URL that is not one names the problem, without the password.
     let error = Store::connect("postgres://me:secret@127.0.0.1:notaport/db")
         .await
