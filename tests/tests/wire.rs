@@ -377,12 +377,13 @@ fn usage_records_and_endings() {
     snap.check();
 }
 
-const ENDINGS: [Ending; 5] = [
+const ENDINGS: [Ending; 6] = [
     Ending::Finished,
     Ending::MaxSteps,
     Ending::Cancelled,
     Ending::Failed,
     Ending::Budget,
+    Ending::Refused,
 ];
 
 fn task_result(ending: Ending, cost: Option<f64>) -> TaskResult {

@@ -101,6 +101,7 @@ pub fn stop_reason(ending: Ending) -> Option<&'static str> {
         Ending::MaxSteps => Some("max_turn_requests"),
         Ending::Budget => Some("max_tokens"),
         Ending::Cancelled => Some("cancelled"),
+        Ending::Refused => Some("refusal"),
         Ending::Failed => None,
     }
 }
@@ -379,6 +380,7 @@ mod tests {
         assert_eq!(stop_reason(Ending::Finished), Some("end_turn"));
         assert_eq!(stop_reason(Ending::MaxSteps), Some("max_turn_requests"));
         assert_eq!(stop_reason(Ending::Cancelled), Some("cancelled"));
+        assert_eq!(stop_reason(Ending::Refused), Some("refusal"));
         assert_eq!(stop_reason(Ending::Failed), None);
     }
 }

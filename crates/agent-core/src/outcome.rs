@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use agent_protocol::TokenUsage;
+use agent_protocol::{Ending, TokenUsage};
 
 use crate::budget::BudgetExceeded;
 use crate::error::AgentError;
@@ -25,6 +25,12 @@ pub enum FinishReason {
     },
     /// A limit of the run's [`Budget`](crate::Budget) was reached.
     Budget(BudgetExceeded),
+    /// The model declined the task: it refused, or its provider's content filter stopped the
+    /// reply.
+    Refused {
+        /// What the model said (or, when it said nothing, why the reply stopped).
+        message: String,
+    },
     /// The agent decided it was done for another reason (a hook, a custom rule).
     Other(String),
 }
@@ -35,6 +41,7 @@ impl fmt::Display for FinishReason {
             Self::SpecialTool { name } => write!(f, "special tool `{name}`"),
             Self::TokenLimit { message } => write!(f, "token limit: {message}"),
             Self::Budget(exceeded) => exceeded.fmt(f),
+            Self::Refused { message } => write!(f, "refused: {message}"),
             Self::Other(reason) => f.write_str(reason),
         }
     }
@@ -54,9 +61,25 @@ pub enum RunStatus {
     Failed(Arc<AgentError>),
 }
 
+impl RunStatus {
+    /// How the run ended, in the words front ends tell apart.
+    #[must_use]
+    pub fn ending(&self) -> Ending {
+        match self {
+            Self::Finished(FinishReason::Budget(_)) => Ending::Budget,
+            Self::Finished(FinishReason::Refused { .. }) => Ending::Refused,
+            Self::Finished(_) => Ending::Finished,
+            Self::MaxSteps(_) => Ending::MaxSteps,
+            Self::Cancelled => Ending::Cancelled,
+            Self::Failed(_) => Ending::Failed,
+        }
+    }
+}
+
 impl fmt::Display for RunStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::Finished(reason @ FinishReason::Refused { .. }) => reason.fmt(f),
             Self::Finished(reason) => write!(f, "finished ({reason})"),
             Self::MaxSteps(n) => write!(f, "max_steps ({n})"),
             Self::Cancelled => f.write_str("cancelled"),

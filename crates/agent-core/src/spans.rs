@@ -5,7 +5,7 @@
 use tracing::field::Empty;
 
 use crate::error::AgentError;
-use crate::outcome::{FinishReason, RunOutcome, RunStatus};
+use crate::outcome::{RunOutcome, RunStatus};
 
 /// The provider and model an agent asks, as telemetry names them
 /// ([`Agent::model_labels`](crate::Agent::model_labels)).
@@ -55,7 +55,7 @@ pub(crate) fn invoke_agent(run: &RunLabels<'_>) -> tracing::Span {
 /// Records how the run ended on its span: the token totals, the ending, and for a failure
 /// `error.type` and the status ERROR. The error's text is not recorded: it can quote a
 /// provider's reply or a URL (`openmanus.run.status` says how the run ended: `finished`,
-/// `max_steps`, `cancelled`, `failed`, `budget`; the journal has the rest).
+/// `max_steps`, `cancelled`, `failed`, `budget`, `refused`; the journal has the rest).
 pub(crate) fn record_outcome(span: &tracing::Span, outcome: &Result<RunOutcome, AgentError>) {
     if span.is_disabled() {
         return;
@@ -76,14 +76,7 @@ pub(crate) fn record_outcome(span: &tracing::Span, outcome: &Result<RunOutcome, 
         int(usage.cached_prompt_tokens),
     );
     span.record("openmanus.run.steps", int(outcome.steps.len()));
-    let ending = match &outcome.status {
-        RunStatus::Finished(FinishReason::Budget(_)) => "budget",
-        RunStatus::Finished(_) => "finished",
-        RunStatus::MaxSteps(_) => "max_steps",
-        RunStatus::Cancelled => "cancelled",
-        RunStatus::Failed(_) => "failed",
-    };
-    span.record("openmanus.run.status", ending);
+    span.record("openmanus.run.status", outcome.status.ending().as_str());
     if let RunStatus::Failed(error) = &outcome.status {
         span.record("error.type", error_type(error));
         span.record("otel.status_code", "ERROR");

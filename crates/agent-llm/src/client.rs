@@ -16,7 +16,7 @@ use crate::models::ModelProfile;
 use crate::request::{Body, StreamOptions, WireTool};
 use crate::settings::{ApiType, LlmSettings};
 use crate::tokens::TokenCounter;
-use crate::wire::{StreamAssembler, parse_completion};
+use crate::wire::{StreamAssembler, parse_completion_reasoned};
 use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, TokenUsage};
 
 /// Azure's `api-version` when the settings give none.
@@ -322,7 +322,11 @@ impl LlmClient {
                         settings.max_tokens
                     ))
                 })?;
-            return parse_completion(&bytes);
+            let (response, reasoning) = parse_completion_reasoned(&bytes)?;
+            if let (Some(events), Some(text)) = (self.frame.events(), reasoning) {
+                events.emit(AgentEvent::ReasoningDelta { text });
+            }
+            return Ok(response);
         }
         let (body, cut) = crate::capped::capped(response.bytes_stream(), limit);
         let mut events = std::pin::pin!(body.eventsource());

@@ -74,7 +74,7 @@ pub use settings::{
     ApiKey, ApiType, LlmSettings, ToolCallMode, effective_context_window, effective_price,
 };
 pub use tokens::TokenCounter;
-pub use types::{ChatRequest, ChatResponse};
+pub use types::{ChatRequest, ChatResponse, REFUSED};
 pub use wire::{StreamAssembler, parse_completion, parse_usage};
 
 use agent_core::{Message, ToolChoice, ToolDefinition};

@@ -71,6 +71,11 @@ impl ChatRequest {
     }
 }
 
+/// The `finish_reason` of a reply the model declined: OpenAI's word for a content filter's
+/// stop, also given to an OpenAI `refusal`, an Anthropic `stop_reason: refusal` and a Bedrock
+/// guardrail's intervention.
+pub const REFUSED: &str = "content_filter";
+
 /// The assistant's reply to one request.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChatResponse {
@@ -113,6 +118,22 @@ impl ChatResponse {
             finish_reason: Some("tool_calls".to_owned()),
             ..Self::default()
         }
+    }
+
+    /// A reply the model declined ([`REFUSED`]), saying `content`.
+    pub fn refusal(content: impl Into<String>) -> Self {
+        Self {
+            content: Some(content.into()).filter(|c| !c.is_empty()),
+            finish_reason: Some(REFUSED.to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the model declined to answer: it refused, or a content filter stopped it
+    /// (`finish_reason` [`REFUSED`]).
+    #[must_use]
+    pub fn refused(&self) -> bool {
+        self.finish_reason.as_deref() == Some(REFUSED)
     }
 
     /// Attaches usage figures.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use agent_core::ToolCall;
 use serde_json::Value;
 
-use crate::{ChatResponse, LlmError, TokenUsage};
+use crate::{ChatResponse, LlmError, REFUSED, TokenUsage};
 
 mod chunk;
 
@@ -115,6 +115,14 @@ fn usage_from(usage: &Value) -> Option<TokenUsage> {
 ///
 /// [`LlmError::MalformedResponse`] when the body is not a chat completion with a message.
 pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
+    parse_completion_reasoned(body).map(|(response, _)| response)
+}
+
+/// [`parse_completion`], with the model's reasoning when the message carries it
+/// (`reasoning_content` or `reasoning`): shown, not part of the reply.
+pub(crate) fn parse_completion_reasoned(
+    body: &[u8],
+) -> Result<(ChatResponse, Option<String>), LlmError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| LlmError::MalformedResponse(format!("invalid JSON in the response: {e}")))?;
     if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
@@ -128,11 +136,16 @@ pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
     let message = choice
         .get("message")
         .ok_or_else(|| malformed("the first choice has no message"))?;
-    let content = message
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned);
+    let text = |key: &str| {
+        message
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let refusal = text("refusal");
+    let content = text("content").or_else(|| refusal.clone());
+    let reasoning = text("reasoning_content").or_else(|| text("reasoning"));
     let mut tool_calls = Vec::new();
     for call in message
         .get("tool_calls")
@@ -154,20 +167,26 @@ pub fn parse_completion(body: &[u8]) -> Result<ChatResponse, LlmError> {
             arguments_text(function.get("arguments")),
         ));
     }
-    Ok(ChatResponse {
-        content,
-        tool_calls: unique_ids(tool_calls),
-        usage: parse_usage(&value),
-        finish_reason: choice
+    let finish_reason = match refusal {
+        // A refusal (structured outputs) may come with `stop`: it is a refusal all the same.
+        Some(_) => Some(REFUSED.to_owned()),
+        None => choice
             .get("finish_reason")
             .and_then(Value::as_str)
             .map(str::to_owned),
+    };
+    let response = ChatResponse {
+        content,
+        tool_calls: unique_ids(tool_calls),
+        usage: parse_usage(&value),
+        finish_reason,
         model: value
             .get("model")
             .and_then(Value::as_str)
             .filter(|m| !m.is_empty())
             .map(str::to_owned),
-    })
+    };
+    Ok((response, reasoning))
 }
 
 #[derive(Debug, Default)]
@@ -183,6 +202,7 @@ struct PartialCall {
 pub struct StreamAssembler {
     content: String,
     reasoning: String,
+    refusal: String,
     calls: Vec<(u64, PartialCall)>,
     usage: Option<TokenUsage>,
     finish_reason: Option<String>,
@@ -265,6 +285,10 @@ impl StreamAssembler {
             self.received_tokens = true;
             self.content.push_str(&text);
         }
+        if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
+            self.received_tokens = true;
+            self.refusal.push_str(&text);
+        }
         for fragment in delta.tool_calls.unwrap_or_default() {
             self.received_tokens = true;
             let id = fragment.id.filter(|s| !s.is_empty());
@@ -327,11 +351,18 @@ impl StreamAssembler {
             .into_iter()
             .map(|(_, call)| ToolCall::new(call.id, call.name, call.arguments))
             .collect();
+        let (content, finish_reason) = if self.refusal.is_empty() {
+            (self.content, self.finish_reason)
+        } else if self.content.is_empty() {
+            (self.refusal, Some(REFUSED.to_owned()))
+        } else {
+            (self.content, Some(REFUSED.to_owned()))
+        };
         ChatResponse {
-            content: (!self.content.is_empty()).then_some(self.content),
+            content: (!content.is_empty()).then_some(content),
             tool_calls: unique_ids(tool_calls),
             usage: self.usage,
-            finish_reason: self.finish_reason,
+            finish_reason,
             model: self.model,
         }
     }
@@ -448,6 +479,55 @@ mod tests {
         assert_eq!(assembler.reasoning(), "First, think. Then");
         assert_eq!(assembler.content(), "Answer.");
         assert_eq!(assembler.finish().content.as_deref(), Some("Answer."));
+    }
+
+    #[test]
+    fn refusals_are_told_apart_streamed_or_not() {
+        // OpenAI's structured-outputs refusal: no content, a `refusal`, and `stop`.
+        let body = json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": null, "refusal": "I can't help with that."}}]});
+        let response = parse_completion(body.to_string().as_bytes()).unwrap();
+        assert!(response.refused());
+        assert_eq!(response.content.as_deref(), Some("I can't help with that."));
+        // A content filter's stop.
+        let body = json!({"choices": [{"index": 0, "finish_reason": "content_filter",
+            "message": {"role": "assistant", "content": "Partial"}}]});
+        let response = parse_completion(body.to_string().as_bytes()).unwrap();
+        assert!(response.refused());
+        assert_eq!(response.content.as_deref(), Some("Partial"));
+        let body = json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "Fine", "refusal": null}}]});
+        assert!(
+            !parse_completion(body.to_string().as_bytes())
+                .unwrap()
+                .refused()
+        );
+
+        let mut assembler = StreamAssembler::default();
+        for chunk in [
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "refusal": "I can't "}}]}),
+            json!({"choices": [{"index": 0, "delta": {"refusal": "help."}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ] {
+            assembler.push(&chunk.to_string()).unwrap();
+        }
+        assert!(assembler.received_tokens());
+        let response = assembler.finish();
+        assert!(response.refused());
+        assert_eq!(response.content.as_deref(), Some("I can't help."));
+    }
+
+    #[test]
+    fn a_whole_reply_keeps_its_reasoning_apart() {
+        let body = json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "42", "reasoning_content": "Six times seven."}}]});
+        let (response, reasoning) = parse_completion_reasoned(body.to_string().as_bytes()).unwrap();
+        assert_eq!(response.content.as_deref(), Some("42"));
+        assert_eq!(reasoning.as_deref(), Some("Six times seven."));
+        let body = json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "42", "reasoning": "Counted."}}]});
+        let (_, reasoning) = parse_completion_reasoned(body.to_string().as_bytes()).unwrap();
+        assert_eq!(reasoning.as_deref(), Some("Counted."));
     }
 
     #[test]

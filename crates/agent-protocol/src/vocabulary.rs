@@ -38,9 +38,25 @@ pub enum Ending {
     Failed,
     /// A budget of `[agent]` (tokens, cost, time) was reached; the status says which.
     Budget,
+    /// The model declined the task (a refusal, or the provider's content filter stopped its
+    /// reply); the status carries what it said.
+    Refused,
 }
 
 impl Ending {
+    /// The text it is written as (in JSON too): snake case.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Finished => "finished",
+            Self::MaxSteps => "max_steps",
+            Self::Cancelled => "cancelled",
+            Self::Failed => "failed",
+            Self::Budget => "budget",
+            Self::Refused => "refused",
+        }
+    }
+
     /// The state the session store records for a run that ended so. A budget reached is
     /// recorded as `max_steps` (the run stopped on a limit; the status text says which).
     #[must_use]
@@ -50,6 +66,7 @@ impl Ending {
             Self::MaxSteps | Self::Budget => RunState::MaxSteps,
             Self::Cancelled => RunState::Cancelled,
             Self::Failed => RunState::Failed,
+            Self::Refused => RunState::Refused,
         }
     }
 }
@@ -104,7 +121,7 @@ text_enum!(
         Running = "running",
         /// The last run finished.
         Finished = "finished",
-        /// The last run failed.
+        /// The last run failed (or the model refused it).
         Failed = "failed",
         /// The last run was cancelled, or its process ended in the middle of it.
         Interrupted = "interrupted",
@@ -127,6 +144,8 @@ text_enum!(
         Failed = "failed",
         /// The process running it ended in the middle of it (killed, crashed).
         Interrupted = "interrupted",
+        /// The model declined the task (a refusal, or its provider's content filter).
+        Refused = "refused",
     }
 );
 
@@ -138,7 +157,7 @@ impl RunState {
             Self::Running => SessionState::Running,
             Self::Finished => SessionState::Finished,
             Self::MaxSteps => SessionState::Idle,
-            Self::Failed => SessionState::Failed,
+            Self::Failed | Self::Refused => SessionState::Failed,
             Self::Cancelled | Self::Interrupted => SessionState::Interrupted,
         }
     }
@@ -206,5 +225,20 @@ mod tests {
         assert_eq!(Ending::Budget.run_state(), RunState::MaxSteps);
         assert_eq!(Ending::Cancelled.run_state(), RunState::Cancelled);
         assert_eq!(Ending::Failed.run_state(), RunState::Failed);
+        assert_eq!(Ending::Refused.run_state(), RunState::Refused);
+        assert_eq!(RunState::Refused.session_state(), SessionState::Failed);
+        for ending in [
+            Ending::Finished,
+            Ending::MaxSteps,
+            Ending::Cancelled,
+            Ending::Failed,
+            Ending::Budget,
+            Ending::Refused,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&ending).unwrap(),
+                format!("\"{}\"", ending.as_str())
+            );
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! [`RunReport`]: what one task of a session came to.
 
-use agent_core::{FinishReason, RunOutcome, RunStatus};
+use agent_core::RunOutcome;
 use agent_protocol::TokenUsage;
 use agents::WorkspaceChanges;
 use agents::flow::FlowOutcome;
@@ -56,13 +56,7 @@ impl RunReport {
     #[must_use]
     pub fn ending(&self) -> Ending {
         match &self.result {
-            RunResult::Agent(outcome) => match outcome.status {
-                RunStatus::Finished(FinishReason::Budget(_)) => Ending::Budget,
-                RunStatus::Finished(_) => Ending::Finished,
-                RunStatus::MaxSteps(_) => Ending::MaxSteps,
-                RunStatus::Cancelled => Ending::Cancelled,
-                _ => Ending::Failed,
-            },
+            RunResult::Agent(outcome) => outcome.status.ending(),
             RunResult::Flow(outcome) if outcome.cancelled => Ending::Cancelled,
             RunResult::Flow(outcome) if outcome.budget.is_some() => Ending::Budget,
             RunResult::Flow(outcome) if outcome.is_complete() => Ending::Finished,
@@ -70,7 +64,7 @@ impl RunReport {
         }
     }
 
-    /// The outcome in words: the agent's [`RunStatus`] (``finished (special tool
+    /// The outcome in words: the agent's [`agent_core::RunStatus`] (``finished (special tool
     /// `terminate`)``, `max_steps (20)`, `cancelled`, `error: …`), or the flow's ending.
     #[must_use]
     pub fn status_text(&self) -> String {

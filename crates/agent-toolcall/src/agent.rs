@@ -479,6 +479,39 @@ fn build_request(core: &ToolCallCore, ephemeral: Option<&Message>) -> ChatReques
         .with_tools(core.tools.to_params().to_vec(), core.tool_choice)
 }
 
+/// Ends the run on a reply the model declined (a refusal, a content filter's stop): its text,
+/// if any, is remembered and shown, its tool calls (cut off or not) are not run, and the run
+/// finishes [`FinishReason::Refused`] saying what the model said.
+fn refuse(
+    core: &mut ToolCallCore,
+    step: u32,
+    content: String,
+    dropped_calls: usize,
+) -> Result<bool, AgentError> {
+    if dropped_calls > 0 {
+        warn!(
+            calls = dropped_calls,
+            "the declined reply's tool calls are not run"
+        );
+    }
+    core.tool_calls.clear();
+    core.base.emit(AgentEvent::Thought {
+        step,
+        content: content.clone(),
+        tool_calls: Vec::new(),
+    });
+    let message = if content.trim().is_empty() {
+        "the provider's content filter stopped the reply".to_owned()
+    } else {
+        let message = content.trim().to_owned();
+        core.base.update_memory(Message::assistant_message(content));
+        message
+    };
+    warn!(%message, "the model declined the task; ending the run");
+    core.base.finish(FinishReason::Refused { message })?;
+    Ok(false)
+}
+
 /// A hook's prompt with the stuck hint in front exactly when the agent is stuck: a hint the hook
 /// put there itself is taken off first, so the model never reads it twice.
 fn hinted(base: &BaseAgent, prompt: &str) -> String {
@@ -556,6 +589,7 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
         if let Some(usage) = response.usage {
             core.base.emit(usage_event(&usage, core.llm.price()));
         }
+        let refused = response.refused();
         let content = response.content.unwrap_or_default();
         let calls = response.tool_calls;
         let name = core.base.name.clone();
@@ -565,6 +599,9 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             debug!(tool = %call.function.name, arguments = %call.function.arguments, "tool call requested");
         }
 
+        if refused {
+            return refuse(core, step, content, calls.len());
+        }
         if core.tool_choice == ToolChoice::None {
             if !calls.is_empty() {
                 // OpenManus executes these anyway and stores tool results with no matching

@@ -120,6 +120,56 @@ async fn an_empty_next_step_prompt_sends_no_user_message() {
 // ---- token limit, model errors, the state machine ----------------------------------------------
 
 #[tokio::test]
+async fn a_declined_reply_ends_the_run_as_refused_and_runs_none_of_its_calls() {
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    let mut refused = ChatResponse::refusal("I can't help with that.");
+    // A filtered reply's calls may be cut off: none of them runs.
+    refused.tool_calls = vec![echo("c2", "half")];
+    model
+        .push_tool_calls("", [echo("c1", "x")])
+        .push_response(refused);
+    let mut agent = new_agent(&model, &probe, 10);
+    let outcome = agent.run(Some("task".into())).await.unwrap();
+
+    assert_eq!(agent.base().state(), AgentState::Finished);
+    let RunStatus::Finished(FinishReason::Refused { message }) = &outcome.status else {
+        panic!("not refused: {:?}", outcome.status);
+    };
+    assert_eq!(message, "I can't help with that.");
+    assert_eq!(outcome.status.ending(), agent_protocol::Ending::Refused);
+    assert_eq!(
+        outcome.status.to_string(),
+        "refused: I can't help with that."
+    );
+    assert_eq!(
+        probe.calls(),
+        vec!["c1".to_owned()],
+        "only the first reply's call ran"
+    );
+    assert_eq!(outcome.steps.len(), 2, "the run ends at the declined reply");
+    assert_eq!(outcome.answer(), Some("I can't help with that."));
+    assert_eq!(
+        agent.messages().last().unwrap(),
+        &Message::assistant_message("I can't help with that.")
+    );
+    check_tool_pairing(agent.messages(), false).unwrap();
+    assert_eq!(model.remaining(), 0);
+
+    // A content filter's stop with no text at all says why the reply stopped; memory gains no
+    // empty assistant turn.
+    let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
+    model.push_response(ChatResponse::refusal(""));
+    let mut agent = new_agent(&model, &probe, 10);
+    let outcome = agent.run(Some("task".into())).await.unwrap();
+    assert!(matches!(
+        &outcome.status,
+        RunStatus::Finished(FinishReason::Refused { message })
+            if message == "the provider's content filter stopped the reply"
+    ));
+    assert_eq!(agent.messages().last().unwrap().role, Role::User);
+}
+
+#[tokio::test]
 async fn token_limit_finishes_gracefully_with_the_openmanus_message() {
     let (model, probe) = (Arc::new(ScriptedModel::new()), ToolProbe::new());
     model

@@ -26,7 +26,9 @@ use crate::init::InitArgs;
         openmanus config init --provider anthropic\n  \
         openmanus --model gpt-4o-mini -c llm.temperature=0.2 -p \"...\"\n  \
         git diff | openmanus -p \"Review this diff:\"\n  openmanus config check\n  \
-        openmanus doctor"
+        openmanus doctor\n\n\
+        Exit codes of a run: 0 finished; 1 failed, declined by the model, or could not start;\n\
+        3 out of steps; 4 a budget of [agent] reached; 130 cancelled."
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -8,7 +8,7 @@ use serde_json::json;
 
 /// Exit code of a run that finished.
 pub const EXIT_OK: u8 = 0;
-/// Exit code of a run that failed (or could not start).
+/// Exit code of a run that failed, that the model declined (`refused`), or that could not start.
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code of a run that used up its steps without finishing.
 pub const EXIT_MAX_STEPS: u8 = 3;
@@ -64,7 +64,7 @@ pub fn ending_code(ending: Ending) -> u8 {
         Ending::Finished => EXIT_OK,
         Ending::MaxSteps => EXIT_MAX_STEPS,
         Ending::Cancelled => EXIT_CANCELLED,
-        Ending::Failed => EXIT_FAILED,
+        Ending::Failed | Ending::Refused => EXIT_FAILED,
         Ending::Budget => EXIT_BUDGET,
     }
 }
@@ -100,7 +100,7 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
     };
     if json {
         // `status` is a machine value (`finished`, `max_steps`, `cancelled`, `failed`,
-        // `budget`), the same for an agent and the flow; `status_text` is the words for it.
+        // `budget`, `refused`), the same for an agent and the flow; `status_text` is the words for it.
         say(&json!({"type": "result", "status": report.ending(),
                     "status_text": report.status_text(), "answer": report.answer,
                     "text": report.text, "changes": report.changes, "usage": report.usage.as_tally(),
@@ -118,6 +118,9 @@ pub fn report(report: &RunReport, workspace: &Path, json: bool, quiet: bool, sty
             }
             agent_core::RunStatus::Finished(agent_core::FinishReason::Budget(exceeded)) => {
                 note(&format!("Terminated: {exceeded}"));
+            }
+            agent_core::RunStatus::Finished(agent_core::FinishReason::Refused { message }) => {
+                note(&format!("The model declined the task: {message}"));
             }
             _ => {}
         }

@@ -812,3 +812,23 @@ mod cases {
         );
     }
 }
+
+#[tokio::test]
+async fn a_task_the_model_declines_ends_refused_with_exit_code_1() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server.push(Completion::refusal("I can't help with that."));
+    let lines = run_json(&setup, &["--json", "-p", "Do something bad."], 1).await;
+    assert_run(&lines, "refused", "I can't help with that.");
+    assert_eq!(
+        lines.last().unwrap()["status_text"],
+        "refused: I can't help with that."
+    );
+    // The store records the run as refused, the session as failed.
+    let sessions = run_json(&setup, &["sessions", "list", "--json"], 0).await;
+    assert_eq!(sessions[0]["state"], "failed", "{sessions:?}");
+    let id = sessions[0]["id"].as_str().unwrap();
+    let shown = run_json(&setup, &["sessions", "show", id, "--json"], 0).await;
+    assert_eq!(shown[0]["runs"][0]["state"], "refused", "{shown:?}");
+    server.verify().unwrap();
+}

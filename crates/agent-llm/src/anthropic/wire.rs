@@ -209,7 +209,7 @@ pub(crate) fn finish_reason(stop_reason: &str) -> String {
         "end_turn" | "stop_sequence" => "stop",
         "tool_use" => "tool_calls",
         "max_tokens" => "length",
-        "refusal" => "content_filter",
+        "refusal" => crate::REFUSED,
         other => other,
     }
     .to_owned()

@@ -215,7 +215,7 @@ pub(crate) fn finish_reason(stop_reason: &str) -> String {
         "end_turn" | "stop_sequence" => "stop",
         "tool_use" => "tool_calls",
         "max_tokens" | "model_context_window_exceeded" => "length",
-        "content_filtered" | "guardrail_intervened" => "content_filter",
+        "content_filtered" | "guardrail_intervened" => crate::REFUSED,
         other => other,
     }
     .to_owned()

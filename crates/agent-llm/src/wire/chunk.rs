@@ -51,6 +51,9 @@ pub(super) struct Delta<'a> {
     /// (OpenRouter, Ollama).
     #[serde(default, borrow, alias = "reasoning_content")]
     pub reasoning: Option<Cow<'a, str>>,
+    /// The model's refusal (OpenAI's structured outputs), instead of content.
+    #[serde(default, borrow)]
+    pub refusal: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<Fragment<'a>>>,
 }
@@ -93,6 +96,7 @@ impl<'a> Chunk<'a> {
             delta: present(c, "delta").map(|d| Delta {
                 content: text(d, "content"),
                 reasoning: text(d, "reasoning_content").or_else(|| text(d, "reasoning")),
+                refusal: text(d, "refusal"),
                 tool_calls: d
                     .get("tool_calls")
                     .and_then(Value::as_array)

@@ -358,6 +358,10 @@ fn on_event(entry: &TaskEntry, event: &StoredEvent, seen: &mut Seen) {
                 (Some(RunState::Cancelled), _) => {
                     entry.set_state(TaskState::Canceled, Some(status));
                 }
+                // The model declined the task: the agent did not take it on.
+                (Some(RunState::Refused), _) => {
+                    entry.set_state(TaskState::Rejected, Some(status));
+                }
                 (
                     Some(
                         RunState::MaxSteps
@@ -467,6 +471,15 @@ mod tests {
             (
                 TaskState::Canceled,
                 Some("cancelled in words".to_owned()),
+                vec![]
+            )
+        );
+        // A refusal rejects the task, saying what the model said.
+        assert_eq!(
+            finish("refused", Some("I can't help with that.")),
+            (
+                TaskState::Rejected,
+                Some("refused in words".to_owned()),
                 vec![]
             )
         );

@@ -23,6 +23,9 @@ pub struct Completion {
     /// The model's reasoning, sent before the text as `reasoning_content` (DeepSeek's field,
     /// also vLLM's and SGLang's for reasoning models); `None`: no reasoning.
     pub reasoning: Option<String>,
+    /// A refusal, sent as OpenAI's structured-outputs models send one: `"refusal"` beside
+    /// `"content": null` (streamed: `refusal` deltas), `finish_reason` `stop`.
+    pub refusal: Option<String>,
 }
 
 impl Completion {
@@ -39,6 +42,15 @@ impl Completion {
         Self {
             content,
             tool_calls: calls.into_iter().collect(),
+            ..Self::default()
+        }
+    }
+
+    /// A refusal: `refusal` instead of content (see [`Completion::refusal`](Self::refusal)'s
+    /// field).
+    pub fn refusal(text: impl Into<String>) -> Self {
+        Self {
+            refusal: Some(text.into()),
             ..Self::default()
         }
     }

@@ -103,6 +103,9 @@ pub(crate) fn completion_json(
     if let Some(reasoning) = &completion.reasoning {
         message["reasoning_content"] = json!(reasoning);
     }
+    if let Some(refusal) = &completion.refusal {
+        message["refusal"] = json!(refusal);
+    }
     if !completion.tool_calls.is_empty() {
         message["tool_calls"] = tool_calls_json(completion);
     }
@@ -184,6 +187,13 @@ pub(crate) fn stream_chunks(
             fragments(content)
                 .into_iter()
                 .map(|piece| chunk(json!({"content": piece}), None)),
+        );
+    }
+    if let Some(refusal) = &completion.refusal {
+        chunks.extend(
+            fragments(refusal)
+                .into_iter()
+                .map(|piece| chunk(json!({"refusal": piece}), None)),
         );
     }
     for (index, call) in completion.tool_calls.iter().enumerate() {

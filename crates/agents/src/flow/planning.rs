@@ -226,6 +226,9 @@ fn judge(
         {
             format!("gave up: it called `{name}` with status `failure`")
         }
+        RunStatus::Finished(FinishReason::Refused { message }) => {
+            format!("was refused by the model: {message}")
+        }
         RunStatus::Finished(_) => return (StepStatus::Completed, None, outcome.text()),
         RunStatus::MaxSteps(n) => format!("used its {n} steps without finishing the step"),
         RunStatus::Failed(error) => format!("failed: {error}"),
