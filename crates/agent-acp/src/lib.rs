@@ -1,7 +1,8 @@
 // Why one file past 700 lines: the agent's JSON-RPC methods (initialize, session/new, load,
-// list, prompt, cancel, set_mode) act on one shared state — its sessions, the outbox to the
-// editor, the pending cancels — and read best together; the wire, the updates, permissions,
-// editor files, MCP servers and prompt blocks are modules of their own.
+// list, prompt, cancel) act on one shared state — its sessions, the outbox to the editor, the
+// pending cancels, the sessions closed while idle — and read best together; the wire, the
+// updates, permissions, modes and options, editor files, MCP servers and prompt blocks are
+// modules of their own.
 
 //! # agent-acp — openmanus in the editor
 //!
@@ -16,12 +17,15 @@
 //! * `session/prompt` runs the prompt and streams the run as updates ([`updates`]): the model's
 //!   text as `agent_message_chunk`, each tool call as `tool_call` / `tool_call_update` with its
 //!   kind, the file it names and, for an edit, the diff; it answers with a stop reason that
-//!   tells `end_turn`, `max_turn_requests` (out of steps), `max_tokens` (a budget reached) and
-//!   `cancelled` apart. A run that fails is a JSON-RPC error.
+//!   tells `end_turn`, `max_turn_requests` (out of steps), `max_tokens` (a budget reached),
+//!   `refusal` (the model declined) and `cancelled` apart. A run that fails is a JSON-RPC
+//!   error.
 //! * `session/request_permission` is how the approval policy asks ([`permission`]).
 //! * `session/list` and `session/load` (the history replayed as updates) from the store; the
 //!   editor's `mcpServers` ([`mcp`]); the file tool through the editor's `fs/*` ([`files`]);
-//!   `session/set_mode` over the approval policies.
+//!   the approval policy as the session's modes (`session/set_mode`) and, as configuration
+//!   options (`session/set_config_option`), the approval policy and the agent kind that
+//!   continues the conversation (`modes`).
 //! * `session/cancel` cancels the run: its tool calls are stopped with their processes, and the
 //!   prompt answers `cancelled`.
 //!
@@ -37,6 +41,7 @@
 
 pub mod files;
 pub mod mcp;
+mod modes;
 pub mod permission;
 mod prompt;
 pub mod rpc;
@@ -92,9 +97,9 @@ pub struct AcpAgent {
     fs: Mutex<EditorFs>,
     /// The ids of the sessions being loaded (not yet in `sessions`).
     loading: Mutex<std::collections::HashSet<String>>,
-    /// The sessions closed for being idle, with the editor's MCP servers they had: a prompt
-    /// opens them again.
-    closed: Mutex<HashMap<String, Vec<agent_config::McpServerConfig>>>,
+    /// The sessions closed for being idle (or whose agent could not be switched), with what
+    /// the editor had given them: a prompt opens them again.
+    closed: Mutex<HashMap<String, Closed>>,
     /// A clock of uses: each session's last prompt or opening takes the next tick.
     ticks: std::sync::atomic::AtomicU64,
 }
@@ -112,6 +117,15 @@ struct Slot {
     recorded: bool,
     /// When it was last used (a tick of [`AcpAgent::ticks`]).
     used: std::sync::atomic::AtomicU64,
+}
+
+/// What a session closed while the editor still knows it keeps for its reopening.
+#[derive(Clone)]
+struct Closed {
+    /// The editor's MCP servers it was opened with.
+    servers: Vec<agent_config::McpServerConfig>,
+    /// Its mode (approval policy) then.
+    approval: ApprovalPolicy,
 }
 
 /// A session's cancellation, a cancel included that came while its prompt had started but its
@@ -208,14 +222,6 @@ struct LoadSession {
 struct ListSessions {
     #[serde(default)]
     cwd: Option<PathBuf>,
-}
-
-/// `session/set_mode`'s parameters.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SetMode {
-    session_id: String,
-    mode_id: String,
 }
 
 /// `session/cancel`'s parameters.
@@ -335,7 +341,10 @@ impl AcpAgent {
             "session/load" => self.load_session(self::params(params)?, outbox).await,
             "session/list" if params.is_null() => self.list_sessions(ListSessions::default()).await,
             "session/list" => self.list_sessions(self::params(params)?).await,
-            "session/set_mode" => self.set_mode(self::params(params)?),
+            "session/set_mode" => self.set_mode(self::params(params)?, outbox).await,
+            "session/set_config_option" => {
+                self.set_config_option(self::params(params)?, outbox).await
+            }
             "session/prompt" => self.prompt(self::params(params)?, outbox).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
@@ -407,10 +416,11 @@ impl AcpAgent {
             .session_id()
             .map_or_else(unrecorded_id, str::to_owned);
         info!(session = %id, cwd = %cwd.display(), "ACP session started");
-        let modes = modes(approval.get());
+        let mut answer = self.session_state(target, approval.get());
+        answer["sessionId"] = json!(id);
         self.keep(session, &id, outbox, &asking, approval, servers)
             .await;
-        Ok(json!({ "sessionId": id, "modes": modes }))
+        Ok(answer)
     }
 
     /// The factory of a session in `workspace`: the editor's MCP servers added, its questions
@@ -506,7 +516,11 @@ impl AcpAgent {
         };
         for (id, slot) in closing {
             info!(session = %id, "closing an idle ACP session (it opens again when prompted)");
-            lock(&self.closed).insert(id, slot.servers);
+            let closed = Closed {
+                servers: slot.servers,
+                approval: slot.approval.get(),
+            };
+            lock(&self.closed).insert(id, closed);
             if let Err(error) = slot.session.into_inner().close().await {
                 warn!(%error, "cannot close an idle ACP session");
             }
@@ -519,8 +533,7 @@ impl AcpAgent {
         if let Ok(slot) = self.slot(id) {
             return Ok(slot);
         }
-        let (Some(store), Some(servers)) = (&self.store, lock(&self.closed).get(id).cloned())
-        else {
+        let (Some(store), Some(closed)) = (&self.store, lock(&self.closed).get(id).cloned()) else {
             return Err(no_session(id));
         };
         let reserved = lock(&self.loading).insert(id.to_owned());
@@ -529,7 +542,7 @@ impl AcpAgent {
                 "session {id} is being opened"
             )));
         }
-        let opened = self.resume(id, servers, store, outbox, false).await;
+        let opened = self.resume(id, closed, store, outbox, false).await;
         lock(&self.loading).remove(id);
         opened?;
         info!(session = %id, "an idle ACP session opened again");
@@ -573,23 +586,27 @@ impl AcpAgent {
         store: &Store,
         outbox: &Outbox,
     ) -> Result<Value, RpcError> {
-        let servers = mcp::servers(&mcp_servers)?;
-        self.resume(id, servers, store, outbox, true).await
+        let closed = Closed {
+            servers: mcp::servers(&mcp_servers)?,
+            approval: self.factory.config().permissions.approval,
+        };
+        self.resume(id, closed, store, outbox, true).await
     }
 
-    /// Resumes the stored session `id` with the editor's MCP servers `servers`, replaying its
-    /// history as updates first when `replay`, and keeps it.
+    /// Resumes the stored session `id` with the editor's MCP servers and the mode of
+    /// `given`, replaying its history as updates first when `replay`, and keeps it.
     async fn resume(
         &self,
         id: &str,
-        servers: Vec<agent_config::McpServerConfig>,
+        given: Closed,
         store: &Store,
         outbox: &Outbox,
         replay: bool,
     ) -> Result<Value, RpcError> {
+        let Closed { servers, approval } = given;
         let record = store.session(id).await.map_err(|_| no_session(id))?;
         let asking = Arc::new(Mutex::new(Asking::default()));
-        let approval = ApprovalSwitch::new(self.factory.config().permissions.approval);
+        let approval = ApprovalSwitch::new(approval);
         let factory = self.session_factory(
             &record.workspace,
             servers.clone(),
@@ -629,10 +646,10 @@ impl AcpAgent {
             more = full;
         }
         info!(session = %id, "ACP session loaded");
-        let modes = modes(approval.get());
+        let answer = self.session_state(session.target(), approval.get());
         self.keep(session, id, outbox, &asking, approval, servers)
             .await;
-        Ok(json!({ "modes": modes }))
+        Ok(answer)
     }
 
     /// `session/list`: the stored sessions, newest first; those in `cwd` only when it is given.
@@ -747,20 +764,6 @@ impl AcpAgent {
             .ok_or_else(|| no_session(id))
     }
 
-    /// `session/set_mode`: the session's approval policy from now on, its run included.
-    fn set_mode(&self, request: SetMode) -> Result<Value, RpcError> {
-        let slot = self.slot(&request.session_id)?;
-        let policy: ApprovalPolicy = request.mode_id.parse().map_err(|_| {
-            RpcError::invalid_params(format!(
-                "no mode {:?}: untrusted, on-request or never",
-                request.mode_id
-            ))
-        })?;
-        slot.approval.set(policy);
-        info!(session = %request.session_id, mode = %policy, "ACP mode set");
-        Ok(json!({}))
-    }
-
     /// A prompt for a session was read: from now on a cancel of the session is kept for its run,
     /// whenever the run gets to start (the prompt is answered in a task of its own).
     fn expect_prompt(&self, params: &Value) {
@@ -832,32 +835,6 @@ fn updates_sink(
         }
         true
     })
-}
-
-/// The session's modes (`SessionModeState`): the approval policies, `current` selected.
-fn modes(current: ApprovalPolicy) -> Value {
-    let describe = |policy: ApprovalPolicy| match policy {
-        ApprovalPolicy::Untrusted => (
-            "Ask before code",
-            "Asks before any command or code that is not known to be harmless",
-        ),
-        ApprovalPolicy::OnRequest => (
-            "Ask when the sandbox refuses",
-            "Runs confined; asks when a call needs more than the sandbox allows",
-        ),
-        ApprovalPolicy::Never => (
-            "Never ask",
-            "Runs confined; what the sandbox refuses stays refused",
-        ),
-    };
-    let available: Vec<Value> = ApprovalPolicy::ALL
-        .iter()
-        .map(|policy| {
-            let (name, description) = describe(*policy);
-            json!({ "id": policy.as_str(), "name": name, "description": description })
-        })
-        .collect();
-    json!({ "currentModeId": current.as_str(), "availableModes": available })
 }
 
 /// ACP's "session not found": `-32002` with the id as data.

@@ -23,6 +23,8 @@ use crate::journal::{Journal, JournalHandle};
 use crate::recorder::{EventFeed, Pending, Recorder};
 use crate::report::{RunReport, RunResult};
 
+mod switch;
+
 /// What a session runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {

@@ -201,22 +201,8 @@ impl Store {
     ///
     /// [`StoreError::NoSession`], or a database error.
     pub async fn set_state(&self, id: &str, state: SessionState) -> Result<(), StoreError> {
-        let done = self
-            .pool
-            .execute(
-                query(format!(
-                    "UPDATE sessions SET state = ?, updated_at = {} WHERE id = ?",
-                    self.dialect().touched()
-                ))
-                .bind(state.as_str())
-                .bind(now_ms())
-                .bind(id),
-            )
-            .await?;
-        if done == 0 {
-            return Err(StoreError::NoSession(id.to_owned()));
-        }
-        Ok(())
+        self.set_column(id, "state", state.as_str().to_owned())
+            .await
     }
 
     /// Replaces the session's settings (overrides).
@@ -225,14 +211,34 @@ impl Store {
     ///
     /// [`StoreError::NoSession`], or a database error.
     pub async fn set_settings(&self, id: &str, settings: &Value) -> Result<(), StoreError> {
+        self.set_column(id, "settings", settings.to_string()).await
+    }
+
+    /// Changes what the session runs (an agent kind, or `flow`): the next process to continue
+    /// it builds that, with the conversation kept.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NoSession`], or a database error.
+    pub async fn set_agent(&self, id: &str, agent: &str) -> Result<(), StoreError> {
+        self.set_column(id, "agent", agent.to_owned()).await
+    }
+
+    /// Sets one column of the session's row (and its `updated_at`).
+    async fn set_column(
+        &self,
+        id: &str,
+        column: &'static str,
+        value: String,
+    ) -> Result<(), StoreError> {
         let done = self
             .pool
             .execute(
                 query(format!(
-                    "UPDATE sessions SET settings = ?, updated_at = {} WHERE id = ?",
+                    "UPDATE sessions SET {column} = ?, updated_at = {} WHERE id = ?",
                     self.dialect().touched()
                 ))
-                .bind(settings.to_string())
+                .bind(value)
                 .bind(now_ms())
                 .bind(id),
             )

@@ -388,6 +388,14 @@ impl AgentFactory {
         &self.workspace
     }
 
+    /// Whether this factory can make `kind` at all: compiled into this build and, for the MCP
+    /// agent, given its server ([`AgentFactory::with_mcp_server`]). What only building tells
+    /// (a sandbox's container engine, an MCP server that answers) is not checked.
+    #[must_use]
+    pub fn builds(&self, kind: AgentKind) -> bool {
+        kind.default_max_steps().is_some() && (kind != AgentKind::Mcp || self.mcp_server.is_some())
+    }
+
     /// The model of `[agent] summary_llm`, when set.
     fn summary_model(
         &self,

@@ -720,3 +720,129 @@ async fn an_idle_session_past_the_limit_is_closed_and_opens_again_when_prompted(
         .collect();
     assert_eq!(users, ["First question.", "Second question."], "{users:?}");
 }
+
+#[tokio::test]
+async fn a_reply_the_model_declines_answers_refusal_with_its_words() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    server.push(Completion::refusal("I can't help with that request."));
+    let lines = editor(&setup, "refusal").await;
+    assert_eq!(step(&lines, "done")["stopReason"], "refusal", "{lines:?}");
+    let texts: String = updates(&lines)
+        .iter()
+        .filter(|u| u["kind"] == "agent_message_chunk")
+        .filter_map(|u| u["text"].as_str())
+        .collect();
+    assert!(
+        texts.contains("I can't help with that request."),
+        "{lines:?}"
+    );
+    assert!(!setup.workspace().join("hello.txt").exists());
+    server.verify().unwrap();
+}
+
+#[tokio::test]
+async fn the_agent_option_switches_the_agent_and_the_conversation_goes_on() {
+    let server = MockOpenAi::start().await.unwrap();
+    let setup = Setup::new(&server);
+    for (id, answer) in [("t1", "First."), ("t2", "Second."), ("t3", "Third.")] {
+        server.push(Completion::tool_calls(
+            Some(answer.into()),
+            [call(id, "terminate", json!({"status": "success"}))],
+        ));
+    }
+    let lines = editor(&setup, "agent").await;
+    let options = &step(&lines, "options")["options"];
+    assert_eq!(options[0][0], "agent");
+    assert_eq!(options[0][1], "select");
+    assert_eq!(options[0][2], "manus");
+    let offered: Vec<&str> = options[0][4]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        offered.contains(&"swe") && offered.contains(&"flow"),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.contains(&"mcp"),
+        "the MCP agent has no server here: {offered:?}"
+    );
+    assert_eq!(
+        options[1],
+        json!([
+            "mode",
+            "select",
+            "on-request",
+            "mode",
+            ["untrusted", "on-request", "never"]
+        ])
+    );
+    assert_eq!(step(&lines, "first")["stopReason"], "end_turn", "{lines:?}");
+    assert_eq!(step(&lines, "bad-agent")["code"], -32602);
+    assert_eq!(step(&lines, "bad-option")["code"], -32602);
+    let switched = step(&lines, "switched");
+    assert_eq!(
+        switched["options"],
+        json!([["agent", "swe"], ["mode", "on-request"]])
+    );
+    assert_eq!(
+        switched["after"],
+        json!([["agent", "swe"], ["mode", "never"]])
+    );
+    assert_eq!(
+        step(&lines, "second")["stopReason"],
+        "end_turn",
+        "{lines:?}"
+    );
+    assert_eq!(step(&lines, "third")["stopReason"], "end_turn", "{lines:?}");
+
+    // Each prompt went to the agent chosen then, with the conversation so far.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let tools = |i: usize| -> Vec<String> {
+        requests[i].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let users = |i: usize| -> Vec<String> {
+        requests[i]
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(
+        tools(0).contains(&"python_execute".to_owned()),
+        "{:?}",
+        tools(0)
+    );
+    assert!(tools(1).contains(&"bash".to_owned()), "{:?}", tools(1));
+    assert!(
+        !tools(1).contains(&"python_execute".to_owned()),
+        "{:?}",
+        tools(1)
+    );
+    assert!(
+        tools(2).contains(&"python_execute".to_owned()),
+        "{:?}",
+        tools(2)
+    );
+    // (Manus's next-step prompt follows the task in its requests; SWE has none.)
+    assert_eq!(users(1)[..2], ["First question.", "Second question."]);
+    assert_eq!(
+        users(2)[..3],
+        ["First question.", "Second question.", "Third question."]
+    );
+    // The store names the session's agent as it now is: a later resume builds Manus.
+    let sessions = setup.run(&["sessions", "list", "--json"]).await;
+    let listed = String::from_utf8_lossy(&sessions.stdout);
+    assert!(listed.contains("\"agent\":\"manus\""), "{listed}");
+    server.verify().unwrap();
+}

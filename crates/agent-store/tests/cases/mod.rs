@@ -426,6 +426,16 @@ pub async fn unknown_ids_are_errors(store: &Store) {
         store.session(&s.id).await.unwrap().state,
         SessionState::Failed
     );
+    assert!(matches!(
+        store.set_agent("x", "swe").await,
+        Err(StoreError::NoSession(_))
+    ));
+    store.set_agent(&s.id, "swe").await.unwrap();
+    let record = store.session(&s.id).await.unwrap();
+    assert_eq!(
+        (record.agent.as_str(), record.state),
+        ("swe", SessionState::Failed)
+    );
 }
 
 /// `mark_dead` makes a run look like one of a process that is gone (with the store closed);
