@@ -25,7 +25,7 @@ pub use card::{CardInfo, Skill, agent_card, endpoint_of};
 pub use client::{A2aClient, ClientError, Endpoint};
 pub use codec::{Dialect, Method, PROTOCOL_LEGACY, PROTOCOL_V1};
 pub use push::{PushConfig, PushOp, PushQuery};
-pub use rpc::{Request, RpcError};
+pub use rpc::{A2aErrors, Request, RpcError};
 pub use tool::{A2A_CALL, A2aCall, A2aPeer};
 pub use types::{
     Artifact, ArtifactUpdate, Message, Part, Role, SendParams, StatusUpdate, StreamEvent, Task,

@@ -3,18 +3,12 @@
 
 use serde_json::{Value, json};
 
-/// The error codes.
+pub use agent_protocol::jsonrpc::RpcError;
+
+/// The error codes: JSON-RPC's and A2A's own.
 pub mod code {
-    /// The body is not JSON.
-    pub const PARSE_ERROR: i64 = -32700;
-    /// The body is JSON but not a JSON-RPC request.
-    pub const INVALID_REQUEST: i64 = -32600;
-    /// No such method.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// The parameters are wrong.
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// The server failed.
-    pub const INTERNAL_ERROR: i64 = -32603;
+    pub use agent_protocol::jsonrpc::code::*;
+
     /// No such task.
     pub const TASK_NOT_FOUND: i64 = -32001;
     /// The task cannot be cancelled (it has ended).
@@ -31,78 +25,23 @@ pub mod code {
     pub const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
 }
 
-/// A JSON-RPC error: a code, a message, maybe data.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message} (JSON-RPC error {code})")]
-pub struct RpcError {
-    /// The code ([`code`]).
-    pub code: i64,
-    /// What went wrong.
-    pub message: String,
-    /// More about it.
-    pub data: Option<Value>,
-}
-
-impl RpcError {
-    /// An error with `code` and `message`.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// `-32602`.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(code::INVALID_PARAMS, message)
-    }
-
+/// A2A's errors, as constructors of [`RpcError`] (bring the trait into scope:
+/// `RpcError::task_not_found(id)`).
+pub trait A2aErrors {
     /// `-32001` for `id`.
     #[must_use]
-    pub fn task_not_found(id: &str) -> Self {
+    fn task_not_found(id: &str) -> Self;
+    /// `-32004`.
+    fn unsupported(message: impl Into<String>) -> Self;
+}
+
+impl A2aErrors for RpcError {
+    fn task_not_found(id: &str) -> Self {
         Self::new(code::TASK_NOT_FOUND, format!("task not found: {id}"))
     }
 
-    /// `-32601` for `method`.
-    #[must_use]
-    pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            code::METHOD_NOT_FOUND,
-            format!("method not found: {method}"),
-        )
-    }
-
-    /// `-32004`.
-    pub fn unsupported(message: impl Into<String>) -> Self {
+    fn unsupported(message: impl Into<String>) -> Self {
         Self::new(code::UNSUPPORTED_OPERATION, message)
-    }
-
-    /// `-32603`.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(code::INTERNAL_ERROR, message)
-    }
-
-    /// The error object.
-    #[must_use]
-    pub fn to_json(&self) -> Value {
-        let mut error = json!({ "code": self.code, "message": self.message });
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
-    }
-
-    /// Reads an error object.
-    #[must_use]
-    pub fn from_json(error: &Value) -> Self {
-        Self {
-            code: error["code"].as_i64().unwrap_or(code::INTERNAL_ERROR),
-            message: error["message"]
-                .as_str()
-                .map_or_else(|| error.to_string(), str::to_owned),
-            data: error.get("data").cloned(),
-        }
     }
 }
 

@@ -12,7 +12,7 @@ use agent_a2a::types::{
     Artifact, ArtifactUpdate, Message, Part, Role, StatusUpdate, StreamEvent, Task, TaskState,
     TaskStatus,
 };
-use agent_a2a::{CardInfo, RpcError, Skill, agent_card};
+use agent_a2a::{A2aErrors, CardInfo, RpcError, Skill, agent_card};
 use agent_testkit::snapshot::Snapshot;
 use serde_json::json;
 

@@ -9,67 +9,14 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+pub use agent_protocol::jsonrpc::RpcError;
+
 /// JSON-RPC's and ACP's error codes.
 pub mod code {
-    /// Not JSON.
-    pub const PARSE_ERROR: i64 = -32700;
-    /// JSON, but not a request.
-    pub const INVALID_REQUEST: i64 = -32600;
-    /// A method the agent does not have.
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// Parameters that do not fit the method.
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// The agent failed.
-    pub const INTERNAL_ERROR: i64 = -32603;
+    pub use agent_protocol::jsonrpc::code::*;
+
     /// ACP: what the request names does not exist (a session).
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
-}
-
-/// An error answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    /// Its code ([`code`]).
-    pub code: i64,
-    /// What went wrong, in words.
-    pub message: String,
-    /// More, for the client.
-    pub data: Option<Value>,
-}
-
-impl RpcError {
-    /// An error of `code` saying `message`.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// Parameters that do not fit.
-    pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(code::INVALID_PARAMS, message)
-    }
-
-    /// The agent failed.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(code::INTERNAL_ERROR, message)
-    }
-
-    /// The same error with `data`.
-    #[must_use]
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-
-    fn to_json(&self) -> Value {
-        let mut error = json!({ "code": self.code, "message": self.message });
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
-    }
 }
 
 /// The longest message line taken (a longer one is refused, and skipped to its end).

@@ -8,7 +8,9 @@
 //! * token usage — one call's, a run's tally, a run's as stored and sent: [`TokenUsage`], the
 //!   workspace's one usage type, with the JSON of each of those wires in [`usage`];
 //! * the workers' messages — [`TaskMessage`], [`TaskEvent`], [`TaskResult`] — and
-//!   [`TaskQueue`], the queue they travel on.
+//!   [`TaskQueue`], the queue they travel on;
+//! * JSON-RPC 2.0's error object and standard codes ([`jsonrpc`]), which A2A and ACP both
+//!   answer with.
 //!
 //! It depends on no other crate of the workspace and has no runtime of its own. The JSON of
 //! each type is a wire format (HTTP API, SSE, `--json`, A2A, NATS, journals): the workspace's
@@ -25,6 +27,7 @@
 //! ```
 
 mod error;
+pub mod jsonrpc;
 mod queue;
 mod task;
 pub mod usage;

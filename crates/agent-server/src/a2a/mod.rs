@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use agent_a2a::codec::Method;
-use agent_a2a::rpc::{self, RpcError, code};
+use agent_a2a::rpc::{self, A2aErrors, RpcError, code};
 use agent_a2a::{
     CardInfo, Dialect, Message, PushConfig, PushOp, Skill, StreamEvent, Task, TaskState, agent_card,
 };

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_a2a::push::notify;
-use agent_a2a::rpc::RpcError;
+use agent_a2a::rpc::{A2aErrors, RpcError};
 use agent_a2a::{Dialect, PushConfig, PushOp, StreamEvent};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
