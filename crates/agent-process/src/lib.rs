@@ -87,7 +87,10 @@ pub use emergency::{EmergencyReport, emergency_shutdown};
 pub use env::{withheld_env, withhold_env};
 pub use group::{ExitWatch, GroupSignaller, ProcessGroup, Spawned};
 pub use hooks::{HookId, register_emergency_hook, unregister_emergency_hook};
-pub use inspect::{host_pid, is_running, parent_of, processes_with, start_time};
+pub use inspect::{
+    command_line, descendants_of, group_members, host_pid, is_running, parent_of, processes_with,
+    start_time,
+};
 pub use keeper::{CGROUP_SWITCH, Containment, containment};
 pub use nix::sys::signal::Signal;
 pub use probe::{find_on_path, output_within};

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -154,40 +154,9 @@ async fn all_gone(pids: &BTreeSet<i32>) -> bool {
 /// lost its parent is adopted by this process, the supervisor's subreaper, so it still counts).
 fn descendants_with(needle: &str) -> BTreeSet<i32> {
     let me = i32::try_from(std::process::id()).unwrap();
-    let mut parent_of = HashMap::new();
-    let mut cmdline_of = HashMap::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some(ppid) = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|ppid| ppid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        parent_of.insert(pid, ppid);
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        cmdline_of.insert(pid, String::from_utf8_lossy(&cmdline).replace('\0', " "));
-    }
-    let descends = |mut pid: i32| {
-        for _ in 0..64 {
-            match parent_of.get(&pid) {
-                Some(&parent) if parent == me => return true,
-                Some(&parent) if parent > 1 => pid = parent,
-                _ => return false,
-            }
-        }
-        false
-    };
-    cmdline_of
-        .iter()
-        .filter(|(pid, cmdline)| cmdline.contains(needle) && descends(**pid))
-        .map(|(pid, _)| *pid)
+    agent_process::descendants_of(me)
+        .into_iter()
+        .filter(|&pid| agent_process::command_line(pid).is_some_and(|line| line.contains(needle)))
         .collect()
 }
 
@@ -404,8 +373,9 @@ async fn chromium_killed_mid_action_gives_an_error_observation_and_leaves_no_pro
             .iter()
             .copied()
             .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                !String::from_utf8_lossy(&cmdline).contains("--type=")
+                !agent_process::command_line(*pid)
+                    .unwrap_or_default()
+                    .contains("--type=")
             })
             .collect();
         assert!(

@@ -84,13 +84,7 @@ fn observed(text: &str) -> String {
 
 /// Whether the process `pid` is gone (or a zombie, which is dead but not yet reaped by init).
 fn is_dead(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-    }
+    !agent_process::is_running(pid)
 }
 
 /// Waits (a short poll on /proc with a deadline: process exit has no event we can wait on from
@@ -104,28 +98,6 @@ async fn wait_dead(pid: i32) -> bool {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     is_dead(pid)
-}
-
-/// The live (not zombie) processes whose process group is `pgid`, from /proc.
-fn live_members(pgid: i32) -> Vec<i32> {
-    let mut members = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // After the parenthesised command name: state, ppid, pgrp, ...
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(2) == Some(&pgid.to_string().as_str()) && !["Z", "X"].contains(&fields[0]) {
-            members.push(pid);
-        }
-    }
-    members
 }
 
 /// The number after `key=` in `text`.
@@ -567,7 +539,7 @@ async fn cleanup_at_the_end_of_a_run_leaves_no_process_behind() {
         assert!(wait_dead(pid).await, "{what} {pid} survived the cleanup");
     }
     // Nor is anything else left in the shell's process group.
-    assert_eq!(live_members(shell), Vec::<i32>::new());
+    assert_eq!(agent_process::group_members(shell), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -619,15 +591,6 @@ async fn a_dropped_call_interrupts_its_command_and_the_tool_stays_usable() {
     );
 }
 
-/// Whether `pid` runs (a zombie does not count).
-fn running(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
-}
-
 /// Issue 21: a cancelled run (server or A2A cancel, Ctrl-C) whose command waits on a background
 /// job (`sleep 300 & wait`): SIGINT ends the `wait` but a background job ignores SIGINT; the
 /// cancellation kills it (and a `setsid` child of the shell) at once, not when the session
@@ -665,7 +628,7 @@ async fn cancellation_kills_the_background_jobs_of_the_interrupted_command() {
         .map(|pid| pid.parse().unwrap())
         .collect();
     assert_eq!(pids.len(), 2);
-    assert!(pids.iter().all(|pid| running(*pid)));
+    assert!(pids.iter().all(|pid| agent_process::is_running(*pid)));
     token.cancel();
     let result = timeout(Duration::from_secs(30), call)
         .await
@@ -684,11 +647,11 @@ async fn cancellation_kills_the_background_jobs_of_the_interrupted_command() {
     // Killed by the time the call returned (SIGKILL is immediate; the shell reaps its own
     // jobs, so wait for that).
     let deadline = Instant::now() + Duration::from_secs(20);
-    while pids.iter().any(|pid| running(*pid)) && Instant::now() < deadline {
+    while pids.iter().any(|pid| agent_process::is_running(*pid)) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(
-        !pids.iter().any(|pid| running(*pid)),
+        !pids.iter().any(|pid| agent_process::is_running(*pid)),
         "background jobs outlived the cancellation: {pids:?}"
     );
     // The shell survived and serves the next call (which may carry bash's own notices of the

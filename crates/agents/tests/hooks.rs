@@ -106,9 +106,7 @@ async fn wait_gone(file: &Path) {
         .parse()
         .unwrap();
     let start = std::time::Instant::now();
-    while std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.contains(") Z"))
-    {
+    while agent_process::is_running(pid) {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "process {pid} outlived its hook"

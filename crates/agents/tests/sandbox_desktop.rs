@@ -23,38 +23,11 @@ use clicker::{alive, call, last_image, region_is, script_clicker_session};
 
 /// Host processes below this test process whose command line contains `needle`.
 fn our_processes(needle: &str) -> Vec<u32> {
-    let me = std::process::id();
-    let parent_of = |pid: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        stat.rsplit_once(')')?
-            .1
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
-    };
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(needle)
-            })
-        })
-        .filter(|&pid| {
-            let mut at = pid;
-            for _ in 0..64 {
-                match parent_of(at) {
-                    Some(p) if p == me => return true,
-                    Some(p) if p > 1 => at = p,
-                    _ => return false,
-                }
-            }
-            false
-        })
+    let me = i32::try_from(std::process::id()).unwrap();
+    agent_process::descendants_of(me)
+        .into_iter()
+        .filter(|&pid| agent_process::command_line(pid).is_some_and(|line| line.contains(needle)))
+        .filter_map(|pid| u32::try_from(pid).ok())
         .collect()
 }
 
