@@ -116,7 +116,7 @@ impl ToolCall {
 
 /// The definition of a tool as sent to the model:
 /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolDefinition {
     /// Always `"function"`.
     #[serde(rename = "type", default = "function_type")]
@@ -126,7 +126,7 @@ pub struct ToolDefinition {
 }
 
 /// The function part of a [`ToolDefinition`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionDefinition {
     /// The tool name the model calls.
     pub name: String,

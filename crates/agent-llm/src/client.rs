@@ -1,12 +1,14 @@
 //! `LlmClient`: the HTTP client for OpenAI-compatible chat-completions endpoints.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use agent_core::{AgentEvent, EventBus, Message, Role, ToolDefinition};
 use async_trait::async_trait;
 use bytes::Bytes;
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tracing::{debug, warn};
 
 use crate::format::{WireContent, WireMessage, WirePart, wire_messages};
@@ -37,7 +39,13 @@ pub struct LlmClient {
     frame: ClientFrame,
     url: String,
     http: reqwest::Client,
+    /// The last tool definitions sent, as written in the body: an agent offers the same ones
+    /// step after step, and their schemas were most of what a body took to write.
+    tools: Mutex<Option<WrittenTools>>,
 }
+
+/// Tool definitions and their JSON in a request body.
+type WrittenTools = (Arc<[ToolDefinition]>, Box<RawValue>);
 
 impl std::fmt::Debug for LlmClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -60,7 +68,12 @@ impl LlmClient {
         let frame = ClientFrame::new(settings, |_, table| table.vision)?;
         let url = endpoint(frame.settings())?;
         let http = frame.http_client()?;
-        Ok(Self { frame, url, http })
+        Ok(Self {
+            frame,
+            url,
+            http,
+            tools: Mutex::default(),
+        })
     }
 
     /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry and, for streamed
@@ -140,7 +153,7 @@ impl LlmClient {
             }
             last.content = WireContent::Parts(parts);
         }
-        let response = self.send(self.body(formatted, &[], None, None)).await?;
+        let response = self.send(self.body(formatted, None, None, None)).await?;
         match response.content {
             Some(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
             _ => Err(LlmError::MalformedResponse(
@@ -220,7 +233,7 @@ impl LlmClient {
     /// whole conversation again.
     #[must_use]
     pub fn request_params(&self, request: &ChatRequest) -> Value {
-        let mut body = self.body(Vec::new(), &[], None, request.temperature);
+        let mut body = self.body(Vec::new(), None, None, request.temperature);
         body.tool_choice = request
             .tool_choice
             .map(|c| c.as_str())
@@ -251,17 +264,35 @@ impl LlmClient {
     fn request<'a>(&'a self, request: &'a ChatRequest) -> Body<'a> {
         self.body(
             wire_messages(request.all_messages(), self.frame.supports_images()),
-            &request.tools,
+            self.wire_tools(&request.tools),
             request.tool_choice.map(|c| c.as_str()),
             request.temperature,
         )
+    }
+
+    /// `tools` as the body's `tools` (`None` for none): written again only when they are not
+    /// the definitions of the previous request.
+    fn wire_tools(&self, tools: &Arc<[ToolDefinition]>) -> Option<Box<RawValue>> {
+        if tools.is_empty() {
+            return None;
+        }
+        let mut cached = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((sent, raw)) = cached.as_ref()
+            && Arc::ptr_eq(sent, tools)
+        {
+            return Some(raw.clone());
+        }
+        let wire: Vec<WireTool<'_>> = tools.iter().map(WireTool::from).collect();
+        let raw = serde_json::value::to_raw_value(&wire).ok()?;
+        *cached = Some((Arc::clone(tools), raw.clone()));
+        Some(raw)
     }
 
     /// The request body: per-model parameter rules applied from the profile.
     fn body<'a>(
         &'a self,
         messages: Vec<WireMessage<'a>>,
-        tools: &'a [ToolDefinition],
+        tools: Option<Box<RawValue>>,
         tool_choice: Option<&'a str>,
         temperature: Option<f64>,
     ) -> Body<'a> {
@@ -278,8 +309,8 @@ impl LlmClient {
                 include_usage: true,
             }),
             temperature: (!reasoning).then(|| temperature.unwrap_or(settings.temperature)),
-            tool_choice: tool_choice.filter(|_| !tools.is_empty()),
-            tools: tools.iter().map(WireTool::from).collect(),
+            tool_choice: tool_choice.filter(|_| tools.is_some()),
+            tools,
         }
     }
 
@@ -329,7 +360,7 @@ impl LlmClient {
             return Ok(response);
         }
         let (body, cut) = crate::capped::capped(response.bytes_stream(), limit);
-        let mut events = std::pin::pin!(body.eventsource());
+        let mut events = std::pin::pin!(crate::sse::data_events(body));
         let mut assembler = StreamAssembler::default();
         let mut done = false;
         let idle = crate::settings::secs(settings.read_timeout_secs);
@@ -360,7 +391,7 @@ impl LlmClient {
                     ));
                 }
             };
-            let data = event.data.trim();
+            let data = event.trim();
             if data == "[DONE]" {
                 done = true;
                 break;
@@ -603,7 +634,7 @@ mod tests {
         for request in [
             request.clone(),
             ChatRequest {
-                tools: Vec::new(),
+                tools: Vec::new().into(),
                 ..request
             },
         ] {

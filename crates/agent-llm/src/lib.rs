@@ -54,6 +54,7 @@ mod request;
 mod retry;
 mod settings;
 pub mod spans;
+mod sse;
 pub mod text_mode;
 pub mod tokens;
 mod types;

@@ -7,6 +7,7 @@
 use agent_core::ToolDefinition;
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::format::WireMessage;
 
@@ -34,9 +35,10 @@ pub(crate) struct Body<'a> {
     /// How the model may use the tools (only with tools).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<&'a str>,
-    /// The tools (absent when there are none).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<WireTool<'a>>,
+    /// The tools, as written once for the definitions an agent offers step after step
+    /// (absent when there are none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Box<RawValue>>,
 }
 
 /// `stream_options`.
@@ -83,7 +85,12 @@ impl<'a> From<&'a ToolDefinition> for WireTool<'a> {
 impl Body<'_> {
     /// The messages and tools as JSON values, for the token counter.
     pub fn counted_parts(&self) -> (Vec<Value>, Vec<Value>) {
-        (values_of(&self.messages), values_of(&self.tools))
+        let tools = self
+            .tools
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default();
+        (values_of(&self.messages), tools)
     }
 }
 

@@ -1,8 +1,15 @@
 //! Chat-completion request and response types.
 
+use std::sync::Arc;
+
 use agent_core::{Message, ToolCall, ToolChoice, ToolDefinition};
 use agent_protocol::TokenUsage;
 use serde::{Deserialize, Serialize};
+
+/// Whether a request offers no tool (then its `tools` are not written).
+fn no_tools(tools: &Arc<[ToolDefinition]>) -> bool {
+    tools.is_empty()
+}
 
 /// One chat-completion request, before the client shapes it for a provider.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -12,9 +19,11 @@ pub struct ChatRequest {
     pub system_msgs: Vec<Message>,
     /// The conversation, oldest first.
     pub messages: Vec<Message>,
-    /// Tools offered to the model (empty: a text-only request).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDefinition>,
+    /// Tools offered to the model (empty: a text-only request). Shared, not copied: an agent
+    /// offers the same definitions step after step ([`ChatRequest::with_tools`] takes a `Vec`
+    /// too).
+    #[serde(default, skip_serializing_if = "no_tools")]
+    pub tools: Arc<[ToolDefinition]>,
     /// How the model may use `tools` (meaningful only when tools are offered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
@@ -43,7 +52,12 @@ impl ChatRequest {
     /// Offers `tools` under `tool_choice`. With no tools, no `tool_choice` is set (providers
     /// reject one without tools).
     #[must_use]
-    pub fn with_tools(mut self, tools: Vec<ToolDefinition>, tool_choice: ToolChoice) -> Self {
+    pub fn with_tools(
+        mut self,
+        tools: impl Into<Arc<[ToolDefinition]>>,
+        tool_choice: ToolChoice,
+    ) -> Self {
+        let tools = tools.into();
         self.tool_choice = (!tools.is_empty()).then_some(tool_choice);
         self.tools = tools;
         self

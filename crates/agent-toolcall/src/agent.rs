@@ -21,6 +21,7 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use crate::compaction::{Compaction, compact_if_needed, estimate_tokens, window_of};
+use crate::estimate::tokens_within;
 use crate::gate::{Gated, PermissionRecord, RunEnd, ToolGate, Verdict};
 use crate::hooks::{BeforeThink, ToolCallHooks};
 use crate::policy::{
@@ -476,7 +477,7 @@ fn build_request(core: &ToolCallCore, ephemeral: Option<&Message>) -> ChatReques
     };
     ChatRequest::new(messages)
         .with_system(system)
-        .with_tools(core.tools.to_params().to_vec(), core.tool_choice)
+        .with_tools(core.tools.shared_params(), core.tool_choice)
 }
 
 /// Ends the run on a reply the model declined (a refusal, a content filter's stop): its text,
@@ -553,7 +554,10 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
         // Never sent past the window: a request compaction could not bring under it ends the
         // run here, saying why, rather than fail at the provider (or be cut there silently).
         if let Some(window) = window_of(&core.compaction, &core.llm) {
-            let tokens = estimate.unwrap_or_else(|| estimate_tokens(&request));
+            let tokens = match estimate {
+                Some(tokens) if tokens <= window => tokens,
+                _ => tokens_within(&request, window),
+            };
             if tokens > window {
                 let message = format!(
                     "the next request would be about {tokens} tokens, past the model's context \

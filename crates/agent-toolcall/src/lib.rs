@@ -38,6 +38,7 @@
 
 mod agent;
 pub mod compaction;
+mod estimate;
 pub mod gate;
 mod hooks;
 mod policy;

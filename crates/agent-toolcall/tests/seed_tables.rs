@@ -80,7 +80,7 @@ fn assert_request(
     let mut expected = conversation.as_array().unwrap().clone();
     expected.push(json!({"role": "user", "content": NEXT}));
     assert_eq!(to_json(&request.messages), Value::Array(expected));
-    assert_eq!(request.tools, agent.core().tools.to_params());
+    assert_eq!(*request.tools, *agent.core().tools.to_params());
     assert_eq!(
         request.tool_names(),
         vec!["echo", "fail", "screenshot", "terminate"]

@@ -14,7 +14,8 @@ use crate::{Tool, ToolContext, ToolError, ToolResult};
 #[derive(Clone, Default)]
 pub struct ToolCollection {
     tools: Vec<Arc<dyn Tool>>,
-    definitions: Vec<ToolDefinition>,
+    /// Shared with every request that offers them; rebuilt when the set changes.
+    definitions: Arc<[ToolDefinition]>,
     index: HashMap<String, usize>,
 }
 
@@ -55,7 +56,12 @@ impl ToolCollection {
             return false;
         }
         self.index.insert(name, self.tools.len());
-        self.definitions.push(tool.to_param());
+        self.definitions = self
+            .definitions
+            .iter()
+            .cloned()
+            .chain([tool.to_param()])
+            .collect();
         self.tools.push(tool);
         true
     }
@@ -72,7 +78,9 @@ impl ToolCollection {
     /// Removes the tool `name` (for tool sets that change at run time, such as MCP servers).
     pub fn remove_tool(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
         let at = self.index.remove(name)?;
-        self.definitions.remove(at);
+        let mut definitions = self.definitions.to_vec();
+        definitions.remove(at);
+        self.definitions = definitions.into();
         let tool = self.tools.remove(at);
         for position in self.index.values_mut() {
             if *position > at {
@@ -86,7 +94,9 @@ impl ToolCollection {
     pub fn refresh_definition(&mut self, name: &str) -> bool {
         match self.index.get(name) {
             Some(&at) => {
-                self.definitions[at] = self.tools[at].to_param();
+                let mut definitions = self.definitions.to_vec();
+                definitions[at] = self.tools[at].to_param();
+                self.definitions = definitions.into();
                 true
             }
             None => false,
@@ -132,6 +142,13 @@ impl ToolCollection {
     #[must_use]
     pub fn to_params(&self) -> &[ToolDefinition] {
         &self.definitions
+    }
+
+    /// The definitions, shared: what a request offers step after step without copying them
+    /// (a `ChatRequest` of agent-llm takes it as it is).
+    #[must_use]
+    pub fn shared_params(&self) -> Arc<[ToolDefinition]> {
+        Arc::clone(&self.definitions)
     }
 
     /// Runs the tool `name`. An unknown name gives the failed result `Tool {name} is invalid`; a

@@ -4,7 +4,6 @@
 use agent_core::{AgentEvent, EventBus};
 use async_trait::async_trait;
 use bytes::Bytes;
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
@@ -135,7 +134,7 @@ impl AnthropicClient {
             return parse_message(&bytes);
         }
         let (body, cut) = crate::capped::capped(response.bytes_stream(), limit);
-        let mut events = std::pin::pin!(body.eventsource());
+        let mut events = std::pin::pin!(crate::sse::data_events(body));
         let mut assembler = MessageAssembler::default();
         let idle = crate::settings::secs(settings.read_timeout_secs);
         loop {
@@ -154,7 +153,7 @@ impl AnthropicClient {
                     assembler.received_tokens(),
                 )
             })?;
-            let data = event.data.trim();
+            let data = event.trim();
             if !data.is_empty()
                 && let Some(text) = assembler.push(data)?
                 && let Some(events) = self.frame.events()

@@ -108,7 +108,7 @@ pub fn text_request(request: &ChatRequest) -> ChatRequest {
     ChatRequest {
         system_msgs,
         messages,
-        tools: Vec::new(),
+        tools: std::sync::Arc::default(),
         tool_choice: None,
         temperature: request.temperature,
     }

@@ -37,7 +37,7 @@ struct Sent {
     /// For each of them, whether it went into the body (an empty assistant turn does not).
     in_body: Vec<bool>,
     /// Its tools, when it had some.
-    tools: Option<Vec<ToolDefinition>>,
+    tools: Option<Arc<[ToolDefinition]>>,
 }
 
 /// Numbers the journaled models of the process, so that each keeps its own previous request
