@@ -368,7 +368,7 @@ fn usage_records_and_endings() {
         let usage = reply::deserialize(&mut serde_json::Deserializer::from_str(line)).unwrap();
         snap.case(format!("llm_usage.{name}"), direct(&usage.as_reply()));
     }
-    for ending in ENDINGS {
+    for ending in Ending::ALL {
         snap.case(format!("ending.{ending:?}"), direct(&ending));
     }
     for state in RunState::ALL {
@@ -376,15 +376,6 @@ fn usage_records_and_endings() {
     }
     snap.check();
 }
-
-const ENDINGS: [Ending; 6] = [
-    Ending::Finished,
-    Ending::MaxSteps,
-    Ending::Cancelled,
-    Ending::Failed,
-    Ending::Budget,
-    Ending::Refused,
-];
 
 fn task_result(ending: Ending, cost: Option<f64>) -> TaskResult {
     TaskResult {
@@ -441,7 +432,7 @@ fn nats_messages() {
         };
         snap.case(format!("task_event.{name}"), direct(&task_event));
     }
-    for ending in ENDINGS {
+    for ending in Ending::ALL {
         for (priced, cost) in [("priced", Some(0.000_175)), ("unpriced", None)] {
             let result = task_result(ending, cost);
             let bytes = result.to_bytes().unwrap();

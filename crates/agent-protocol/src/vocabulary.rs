@@ -44,6 +44,16 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// Every ending, in declaration order.
+    pub const ALL: [Self; 6] = [
+        Self::Finished,
+        Self::MaxSteps,
+        Self::Cancelled,
+        Self::Failed,
+        Self::Budget,
+        Self::Refused,
+    ];
+
     /// The text it is written as (in JSON too): snake case.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -227,14 +237,7 @@ mod tests {
         assert_eq!(Ending::Failed.run_state(), RunState::Failed);
         assert_eq!(Ending::Refused.run_state(), RunState::Refused);
         assert_eq!(RunState::Refused.session_state(), SessionState::Failed);
-        for ending in [
-            Ending::Finished,
-            Ending::MaxSteps,
-            Ending::Cancelled,
-            Ending::Failed,
-            Ending::Budget,
-            Ending::Refused,
-        ] {
+        for ending in Ending::ALL {
             assert_eq!(
                 serde_json::to_string(&ending).unwrap(),
                 format!("\"{}\"", ending.as_str())
