@@ -16,7 +16,7 @@ use agent_core::{AgentEvent, AgentState, ToolCall};
 use agent_protocol::usage::reply;
 use agent_session::Ending;
 use agent_store::{
-    EventKind, NewEvent, NewSession, RunState, RunSummary, Store, StoredEvent, TokenUsage,
+    EventKind, JsonText, NewEvent, NewSession, RunState, RunSummary, Store, StoredEvent, TokenUsage,
 };
 use agent_testkit::snapshot::{Snapshot, scrub};
 use agent_tools::{Plan, StepStatus};
@@ -462,7 +462,7 @@ async fn recorded_store() -> (Store, Vec<StoredEvent>) {
             run_id: Some(run),
             at: 1_700_000_000_000,
             kind: EventKind::Agent,
-            data: serde_json::to_value(&event).unwrap(),
+            data: JsonText::of(&event).unwrap(),
         };
         stored.push(store.append_event("session-1", new).await.unwrap());
     }
@@ -471,7 +471,7 @@ async fn recorded_store() -> (Store, Vec<StoredEvent>) {
             run_id: Some(run),
             at: 1_700_000_000_000,
             kind: EventKind::Flow,
-            data: serde_json::to_value(&event).unwrap(),
+            data: JsonText::of(&event).unwrap(),
         };
         stored.push(store.append_event("session-1", new).await.unwrap());
     }

@@ -192,7 +192,7 @@ impl Remote {
                     run_id: Some(run_id),
                     at: event.at,
                     kind: event.kind,
-                    data: event.data,
+                    data: event.data.into(),
                 },
             )
             .await?;

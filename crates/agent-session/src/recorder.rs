@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver, TokenUsage};
 use agent_store::{
-    Batch, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, RunId, RunSummary,
-    SessionWriter, Store, StoreError, StoredEvent,
+    Batch, EventKind, ExchangePart, JsonText, MemoryWrite, NewEvent, NewExchange, RunId,
+    RunSummary, SessionWriter, Store, StoreError, StoredEvent,
 };
 use serde_json::Value;
 
@@ -49,10 +49,15 @@ const BROADCAST_CAPACITY: usize = 4096;
 
 /// What the writer task receives, in the order things happened.
 enum Item {
-    /// An agent event.
-    Agent(AgentEvent),
-    /// A flow event's JSON.
-    Flow(Value),
+    /// An agent or flow event, serialised when it happened (no copy of the event waits in
+    /// the queue).
+    Event {
+        kind: EventKind,
+        at: i64,
+        data: JsonText,
+        /// Whether it is the end of a step (`step_finished`).
+        step_ended: bool,
+    },
     /// A change of the agent's memory.
     Memory(MemoryWrite),
     /// What a [`JournaledModel`](crate::JournaledModel) writes: a model request, its reply
@@ -251,7 +256,21 @@ impl Recorder {
                     .add_call(&call);
             }
             // Streamed text is not stored: the thought that follows carries it whole.
-            event.is_live_only() || sink.send(Item::Agent(event.clone()))
+            if event.is_live_only() {
+                return true;
+            }
+            match JsonText::of(event) {
+                Ok(data) => sink.send(Item::Event {
+                    kind: EventKind::Agent,
+                    at: agent_store::now_ms(),
+                    data,
+                    step_ended: matches!(event, AgentEvent::StepFinished { .. }),
+                }),
+                Err(error) => {
+                    warn!(%error, "an agent event cannot be recorded");
+                    true
+                }
+            }
         }));
         let writer = tokio::spawn(write(
             store.session_writer(&id),
@@ -310,8 +329,13 @@ impl Recorder {
     /// A handle that records flow events from a synchronous handler.
     pub(crate) fn flow_sink(&self) -> impl Fn(Value) + Send + Sync + 'static {
         let queue = self.queue.clone();
-        move |event| {
-            queue.send(Item::Flow(event));
+        move |event: Value| {
+            queue.send(Item::Event {
+                kind: EventKind::Flow,
+                at: agent_store::now_ms(),
+                data: event.into(),
+                step_ended: false,
+            });
         }
     }
 
@@ -397,16 +421,20 @@ async fn write(
         let mut step_ended = false;
         for item in items.drain(..) {
             match item {
-                Item::Agent(event) => {
-                    step_ended |= matches!(event, AgentEvent::StepFinished { .. });
-                    match serde_json::to_value(&event) {
-                        Ok(data) => batch
-                            .events
-                            .push(NewEvent::now(run, EventKind::Agent, data)),
-                        Err(error) => warn!(%error, "an agent event cannot be recorded"),
-                    }
+                Item::Event {
+                    kind,
+                    at,
+                    data,
+                    step_ended: ended,
+                } => {
+                    step_ended |= ended;
+                    batch.events.push(NewEvent {
+                        run_id: run,
+                        at,
+                        kind,
+                        data,
+                    });
                 }
-                Item::Flow(data) => batch.events.push(NewEvent::now(run, EventKind::Flow, data)),
                 Item::Memory(write) => batch.memory.push(write),
                 Item::Journal(entry) => batch.exchanges.extend(exchanges.exchange(entry, run)),
                 Item::BeginRun { task, reply } => {
@@ -529,15 +557,21 @@ struct Sink {
 
 impl Sink {
     /// Writes `batch` and publishes its events; a failure is logged (the run goes on
-    /// unrecorded rather than stopping).
+    /// unrecorded rather than stopping). The events are read back as values only when someone
+    /// listens: a subscriber counted after the write (it subscribed before it read the store,
+    /// see [`EventFeed::since`]) gets them live; one that came later reads them stored.
     async fn commit(&mut self, batch: Batch) {
         if !batch.is_empty() {
             match self.writer.write(batch).await {
-                Ok(stored) => {
-                    for event in stored {
-                        let _ = self.events.send(event);
+                Ok(written) if self.events.receiver_count() > 0 => match written.into_stored() {
+                    Ok(stored) => {
+                        for event in stored {
+                            let _ = self.events.send(event);
+                        }
                     }
-                }
+                    Err(error) => warn!(%error, "stored events cannot be published"),
+                },
+                Ok(_) => {}
                 Err(error) => warn!(
                     %error,
                     session = self.writer.session(),

@@ -26,11 +26,11 @@ pub(crate) async fn insert_event(
             .bind(event.run_id)
             .bind(event.at)
             .bind(event.kind.as_str())
-            .bind(event.data.to_string()),
+            .bind(event.data.as_str()),
         )
         .await?;
     crate::notify::notify(tx, session, id).await?;
-    Ok(stored(event, id, session))
+    stored(event, id, session)
 }
 
 /// Adds to `script` the statements inserting `events` (one per [`ROWS_PER_STATEMENT`]), each
@@ -45,7 +45,7 @@ pub(crate) fn insert_events(
 ) -> Result<(), StoreError> {
     let mut data = Vec::with_capacity(events.len());
     for event in events {
-        data.push(texts.encode(&event.data.to_string(), session, script)?);
+        data.push(texts.encode(event.data.as_str(), session, script)?);
     }
     let mut data = data.into_iter();
     for chunk in events.chunks(crate::script::ROWS_PER_STATEMENT) {
@@ -66,15 +66,22 @@ pub(crate) fn insert_events(
 }
 
 /// `event` as stored with `id` for `session`.
-pub(crate) fn stored(event: NewEvent, id: EventId, session: &str) -> StoredEvent {
-    StoredEvent {
+pub(crate) fn stored(
+    event: NewEvent,
+    id: EventId,
+    session: &str,
+) -> Result<StoredEvent, StoreError> {
+    Ok(StoredEvent {
         id,
         session_id: session.to_owned(),
         run_id: event.run_id,
         at: event.at,
         kind: event.kind,
-        data: event.data,
-    }
+        data: event
+            .data
+            .to_value()
+            .map_err(|e| StoreError::corrupt("event", e))?,
+    })
 }
 
 fn event_from_row(row: &Row, texts: &Texts) -> Result<StoredEvent, StoreError> {
@@ -106,7 +113,10 @@ impl Store {
         session: &str,
         batch: Batch,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        self.session_writer(session).write(batch).await
+        self.session_writer(session)
+            .write(batch)
+            .await?
+            .into_stored()
     }
 
     /// Stores one event; returns it with its id.

@@ -81,11 +81,11 @@ pub use store::{Store, redacted_url};
 pub use tasks::TaskRecord;
 pub use texts::MIN_TEXT;
 pub use types::{
-    Batch, EventId, EventKind, ExchangePart, MemoryWrite, NewEvent, NewExchange, NewSession, RunId,
-    RunRecord, RunState, RunSummary, SessionRecord, SessionState, StoredEvent, StoredExchange,
-    TokenUsage, now_ms,
+    Batch, EventId, EventKind, ExchangePart, JsonText, MemoryWrite, NewEvent, NewExchange,
+    NewSession, RunId, RunRecord, RunState, RunSummary, SessionRecord, SessionState, StoredEvent,
+    StoredExchange, TokenUsage, now_ms,
 };
-pub use writer::SessionWriter;
+pub use writer::{SessionWriter, Written};
 
 /// The examples of this crate's README (what crates.io shows), compiled and run as doctests.
 #[cfg(doctest)]

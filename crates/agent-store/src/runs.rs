@@ -179,7 +179,7 @@ impl Store {
             run_id: Some(run),
             at: now,
             kind: EventKind::RunStarted,
-            data: json!({ "run_id": run, "task": task }),
+            data: json!({ "run_id": run, "task": task }).into(),
         };
         let stored = crate::events::insert_event(&mut tx, session, event).await?;
         tx.commit().await?;
@@ -259,7 +259,7 @@ impl Store {
             run_id: Some(run),
             at: now,
             kind: EventKind::RunFinished,
-            data: finished_data(run, summary),
+            data: finished_data(run, summary).into(),
         };
         let stored = crate::events::insert_event(&mut tx, &session, event).await?;
         tx.commit().await?;

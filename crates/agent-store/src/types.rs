@@ -145,6 +145,57 @@ pub struct StoredEvent {
     pub data: Value,
 }
 
+/// A JSON document as text, valid by construction: what an event is stored as. A writer that
+/// has the event as a Rust value serialises it straight to this ([`JsonText::of`]) instead of
+/// building a [`Value`] first; the [`Value`] is made again only for those who read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText(String);
+
+impl JsonText {
+    /// `value` serialised.
+    ///
+    /// # Errors
+    ///
+    /// `value`'s `Serialize` fails (a map with keys that are not strings, or its own error).
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::to_string(value).map(Self)
+    }
+
+    /// The text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The document as a [`Value`].
+    ///
+    /// # Errors
+    ///
+    /// Nesting deeper than serde_json reads (128 levels): a document written by
+    /// [`JsonText::of`] may hold one.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
+}
+
+impl From<Value> for JsonText {
+    fn from(value: Value) -> Self {
+        Self(value.to_string())
+    }
+}
+
+impl From<&Value> for JsonText {
+    fn from(value: &Value) -> Self {
+        Self(value.to_string())
+    }
+}
+
+impl std::fmt::Display for JsonText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// An event to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
@@ -155,18 +206,18 @@ pub struct NewEvent {
     /// What it is.
     pub kind: EventKind,
     /// Its JSON.
-    pub data: Value,
+    pub data: JsonText,
 }
 
 impl NewEvent {
     /// An event of `kind` happening now.
     #[must_use]
-    pub fn now(run_id: Option<RunId>, kind: EventKind, data: Value) -> Self {
+    pub fn now(run_id: Option<RunId>, kind: EventKind, data: impl Into<JsonText>) -> Self {
         Self {
             run_id,
             at: now_ms(),
             kind,
-            data,
+            data: data.into(),
         }
     }
 }
@@ -275,4 +326,37 @@ pub struct StoredExchange {
     pub at: i64,
     /// Its JSON.
     pub data: Value,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Event {
+        r#type: &'static str,
+        step: u32,
+        text: String,
+    }
+
+    #[test]
+    fn json_text_is_the_value_a_reader_gets_back() {
+        let event = Event {
+            r#type: "step_finished",
+            step: 3,
+            text: "a \"quoted\"\nline".into(),
+        };
+        let text = JsonText::of(&event).unwrap();
+        // Written in the struct's order, straight from the event.
+        assert_eq!(
+            text.as_str(),
+            r#"{"type":"step_finished","step":3,"text":"a \"quoted\"\nline"}"#
+        );
+        let value = text.to_value().unwrap();
+        assert_eq!(value, serde_json::to_value(&event).unwrap());
+        assert_eq!(JsonText::from(&value).to_value().unwrap(), value);
+        assert_eq!(JsonText::from(value.clone()).to_string(), value.to_string());
+    }
 }

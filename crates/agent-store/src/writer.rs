@@ -5,7 +5,7 @@ use crate::error::StoreError;
 use crate::script::Script;
 use crate::store::Store;
 use crate::texts::TextCache;
-use crate::types::{Batch, StoredEvent};
+use crate::types::{Batch, EventId, NewEvent, StoredEvent};
 
 /// Writes the batches of one session (what a recorder commits step after step).
 #[derive(Debug)]
@@ -41,17 +41,22 @@ impl SessionWriter {
     }
 
     /// Writes `batch` in one transaction — its memory changes, its events, its model
-    /// exchanges, each long text once — and returns the events with their ids, in order. A
-    /// crash loses the whole batch or nothing of it.
+    /// exchanges, each long text once — and returns its events with their ids, in order
+    /// ([`Written::into_stored`] reads them as [`StoredEvent`]s: only a writer someone
+    /// listens to needs that). A crash loses the whole batch or nothing of it.
     ///
     /// # Errors
     ///
     /// A database error (among them: no such session); nothing is written then. (SQLite
     /// returning fewer or more ids than the batch has events is reported as
     /// [`StoreError::Corrupt`] after the batch was written.)
-    pub async fn write(&mut self, batch: Batch) -> Result<Vec<StoredEvent>, StoreError> {
+    pub async fn write(&mut self, batch: Batch) -> Result<Written, StoreError> {
         if batch.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Written {
+                session: self.session.clone(),
+                events: Vec::new(),
+                ids: Vec::new(),
+            });
         }
         // One call to SQLite for the whole batch (see `Script`). Texts the cache had not seen
         // go in before the rows that refer to them.
@@ -80,11 +85,40 @@ impl SessionWriter {
         // The rows of one `INSERT` take increasing ids in the order of its `VALUES`, and a
         // later statement's rows higher ones; `RETURNING` may list them in any order.
         ids.sort_unstable();
-        Ok(batch
-            .events
+        Ok(Written {
+            session: self.session.clone(),
+            events: batch.events,
+            ids,
+        })
+    }
+}
+
+/// The events of a batch [`SessionWriter::write`] stored, with their ids.
+#[derive(Debug)]
+pub struct Written {
+    session: String,
+    events: Vec<NewEvent>,
+    ids: Vec<EventId>,
+}
+
+impl Written {
+    /// The ids the events took, in the batch's order.
+    #[must_use]
+    pub fn ids(&self) -> &[EventId] {
+        &self.ids
+    }
+
+    /// The events as stored (their JSON read back as [`serde_json::Value`]s).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Corrupt`]: an event's JSON nests deeper than serde_json reads.
+    pub fn into_stored(self) -> Result<Vec<StoredEvent>, StoreError> {
+        let session = self.session;
+        self.events
             .into_iter()
-            .zip(ids)
-            .map(|(event, id)| crate::events::stored(event, id, session))
-            .collect())
+            .zip(self.ids)
+            .map(|(event, id)| crate::events::stored(event, id, &session))
+            .collect()
     }
 }

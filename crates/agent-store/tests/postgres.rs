@@ -208,7 +208,7 @@ async fn stores_of_several_processes_share_one_database() {
                         ],
                         ..Batch::default()
                     };
-                    ids.extend(writer.write(batch).await.unwrap().iter().map(|e| e.id));
+                    ids.extend(writer.write(batch).await.unwrap().ids().iter().copied());
                 }
                 ids
             })
