@@ -11,14 +11,15 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tracing::{debug, warn};
 
-use crate::format::{WireContent, WireMessage, WirePart, wire_messages};
+use crate::format::{WireContent, WirePart, wire_messages};
 use crate::frame::{ClientFrame, TokenTotals};
 use crate::http::{is_event_stream, status_error};
 use crate::models::ModelProfile;
-use crate::request::{Body, StreamOptions, WireTool};
+use crate::request::{Body, BodyMessages, StreamOptions, WireTool};
 use crate::settings::{ApiType, LlmSettings};
 use crate::tokens::TokenCounter;
 use crate::wire::{StreamAssembler, parse_completion_reasoned};
+use crate::written::WrittenMessages;
 use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, TokenUsage};
 
 /// Azure's `api-version` when the settings give none.
@@ -42,6 +43,8 @@ pub struct LlmClient {
     /// The last tool definitions sent, as written in the body: an agent offers the same ones
     /// step after step, and their schemas were most of what a body took to write.
     tools: Mutex<Option<WrittenTools>>,
+    /// The last body's messages, as written: the next request repeats most of them.
+    messages: WrittenMessages,
 }
 
 /// Tool definitions and their JSON in a request body.
@@ -73,6 +76,7 @@ impl LlmClient {
             url,
             http,
             tools: Mutex::default(),
+            messages: WrittenMessages::default(),
         })
     }
 
@@ -153,7 +157,9 @@ impl LlmClient {
             }
             last.content = WireContent::Parts(parts);
         }
-        let response = self.send(self.body(formatted, None, None, None)).await?;
+        let response = self
+            .send(self.body(BodyMessages::Typed(formatted), None, None, None))
+            .await?;
         match response.content {
             Some(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
             _ => Err(LlmError::MalformedResponse(
@@ -233,7 +239,12 @@ impl LlmClient {
     /// whole conversation again.
     #[must_use]
     pub fn request_params(&self, request: &ChatRequest) -> Value {
-        let mut body = self.body(Vec::new(), None, None, request.temperature);
+        let mut body = self.body(
+            BodyMessages::Typed(Vec::new()),
+            None,
+            None,
+            request.temperature,
+        );
         body.tool_choice = request
             .tool_choice
             .map(|c| c.as_str())
@@ -263,11 +274,29 @@ impl LlmClient {
     /// The typed body for `request`, borrowing from it.
     fn request<'a>(&'a self, request: &'a ChatRequest) -> Body<'a> {
         self.body(
-            wire_messages(request.all_messages(), self.frame.supports_images()),
+            BodyMessages::Typed(wire_messages(
+                request.all_messages(),
+                self.frame.supports_images(),
+            )),
             self.wire_tools(&request.tools),
             request.tool_choice.map(|c| c.as_str()),
             request.temperature,
         )
+    }
+
+    /// The body sent for `request`: [`request`](Self::request)'s bytes, with the messages
+    /// that were in the previous body at the same place not written again.
+    fn sent_body<'a>(&'a self, request: &'a ChatRequest) -> Result<Body<'a>, LlmError> {
+        let messages = self
+            .messages
+            .write(request.all_messages(), self.frame.supports_images())
+            .map_err(|e| LlmError::InvalidRequest(format!("cannot serialise a message: {e}")))?;
+        Ok(self.body(
+            BodyMessages::Written(messages),
+            self.wire_tools(&request.tools),
+            request.tool_choice.map(|c| c.as_str()),
+            request.temperature,
+        ))
     }
 
     /// `tools` as the body's `tools` (`None` for none): written again only when they are not
@@ -291,7 +320,7 @@ impl LlmClient {
     /// The request body: per-model parameter rules applied from the profile.
     fn body<'a>(
         &'a self,
-        messages: Vec<WireMessage<'a>>,
+        messages: BodyMessages<'a>,
         tools: Option<Box<RawValue>>,
         tool_choice: Option<&'a str>,
         temperature: Option<f64>,
@@ -477,7 +506,7 @@ fn endpoint(settings: &LlmSettings) -> Result<String, LlmError> {
 #[async_trait]
 impl ChatModel for LlmClient {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.send(self.request(&request)).await
+        self.send(self.sent_body(&request)?).await
     }
 
     fn model_name(&self) -> &str {

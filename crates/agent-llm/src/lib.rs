@@ -59,6 +59,7 @@ pub mod text_mode;
 pub mod tokens;
 mod types;
 mod wire;
+mod written;
 
 use async_trait::async_trait;
 

@@ -4,8 +4,10 @@
 //! The fields are declared in the order a `serde_json::Value` object prints its keys (sorted),
 //! so the bytes are exactly those of the earlier `Value`-built body.
 
+use std::sync::Arc;
+
 use agent_core::ToolDefinition;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -21,7 +23,7 @@ pub(crate) struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// The formatted messages.
-    pub messages: Vec<WireMessage<'a>>,
+    pub messages: BodyMessages<'a>,
     /// The model name.
     pub model: &'a str,
     /// Whether to stream.
@@ -90,7 +92,33 @@ impl Body<'_> {
             .as_deref()
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
             .unwrap_or_default();
-        (values_of(&self.messages), tools)
+        let messages = match &self.messages {
+            BodyMessages::Typed(messages) => values_of(messages),
+            BodyMessages::Written(messages) => messages
+                .iter()
+                .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
+                .collect(),
+        };
+        (messages, tools)
+    }
+}
+
+/// The body's `messages`: formatted for this body, or as written (mostly for earlier bodies:
+/// see [`WrittenMessages`](crate::written::WrittenMessages)). Both print the same bytes.
+#[derive(Debug, Clone)]
+pub(crate) enum BodyMessages<'a> {
+    /// Formatted now.
+    Typed(Vec<WireMessage<'a>>),
+    /// Each message's JSON.
+    Written(Vec<Arc<RawValue>>),
+}
+
+impl Serialize for BodyMessages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Typed(messages) => messages.serialize(serializer),
+            Self::Written(messages) => messages.serialize(serializer),
+        }
     }
 }
 

@@ -1,0 +1,131 @@
+//! The messages of a request body as written for the previous request: a run's requests repeat
+//! the whole conversation step after step, and formatting and escaping every earlier message
+//! again was most of what writing a body cost. Each message is written once, and its JSON is
+//! reused while the message at its place in the next request is the same.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_core::Message;
+use serde_json::value::RawValue;
+
+use crate::format::wire_messages;
+
+/// A message of the previous request and its JSON in that body (`None`: it was not sent, as
+/// an empty assistant turn is not).
+struct Written {
+    message: Message,
+    json: Option<Arc<RawValue>>,
+}
+
+/// The messages of the last body a client wrote. A message with an image is not kept (it
+/// would double the image's memory for little gain): it is written again every time.
+#[derive(Default)]
+pub(crate) struct WrittenMessages {
+    last: Mutex<Vec<Option<Written>>>,
+}
+
+impl WrittenMessages {
+    /// The JSON of each message of `messages` that goes into the body, in order: the same bytes
+    /// as the messages formatted by [`wire_messages`] and serialised together.
+    ///
+    /// # Errors
+    ///
+    /// A message cannot be serialised.
+    pub(crate) fn write<'a>(
+        &self,
+        messages: impl IntoIterator<Item = &'a Message>,
+        supports_images: bool,
+    ) -> Result<Vec<Arc<RawValue>>, serde_json::Error> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        // Taken out: on an error, nothing of this request is kept.
+        let mut previous = std::mem::take(&mut *last).into_iter();
+        let mut kept = Vec::with_capacity(previous.len() + 2);
+        let mut out = Vec::with_capacity(previous.len() + 2);
+        for message in messages {
+            let written = match previous.next().flatten() {
+                Some(written) if written.message == *message => written,
+                _ => Written {
+                    json: write_one(message, supports_images)?,
+                    message: message.clone(),
+                },
+            };
+            out.extend(written.json.clone());
+            kept.push(written.message.base64_image.is_none().then_some(written));
+        }
+        *last = kept;
+        Ok(out)
+    }
+}
+
+/// The JSON of `message` in a body (`None`: it is not sent).
+fn write_one(
+    message: &Message,
+    supports_images: bool,
+) -> Result<Option<Arc<RawValue>>, serde_json::Error> {
+    wire_messages([message], supports_images)
+        .first()
+        .map(|wire| serde_json::value::to_raw_value(wire).map(Arc::from))
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agent_core::ToolCall;
+
+    use super::*;
+
+    fn joined(written: &[Arc<RawValue>]) -> String {
+        serde_json::to_string(written).unwrap()
+    }
+
+    fn typed(messages: &[Message]) -> String {
+        serde_json::to_string(&wire_messages(messages, true)).unwrap()
+    }
+
+    #[test]
+    fn every_body_is_what_formatting_all_of_it_gives() {
+        let cache = WrittenMessages::default();
+        let mut messages = vec![
+            Message::user_message("the \"task\"\n"),
+            Message::from_tool_calls(vec![ToolCall::new("c1", "bash", r#"{"a":1}"#)], ""),
+            Message::tool_message("output", "bash", "c1"),
+            // Not sent: an empty assistant turn.
+            Message::assistant_message(""),
+        ];
+        assert_eq!(
+            joined(&cache.write(&messages, true).unwrap()),
+            typed(&messages)
+        );
+        // One more message: the rest is reused.
+        messages.push(Message::user_message("next"));
+        assert_eq!(
+            joined(&cache.write(&messages, true).unwrap()),
+            typed(&messages)
+        );
+        // A message changed in the middle (a trimmed output) is written again, the others
+        // are not taken for it.
+        messages[2] = Message::tool_message("[not resent]", "bash", "c1");
+        let body = joined(&cache.write(&messages, true).unwrap());
+        assert_eq!(body, typed(&messages));
+        assert!(body.contains("[not resent]") && !body.contains("\"output\""));
+        // Fewer messages (a compacted conversation), and an image, which is not kept.
+        let shorter = vec![
+            messages[0].clone(),
+            Message::user_message("see").with_image("aGk="),
+        ];
+        assert_eq!(
+            joined(&cache.write(&shorter, true).unwrap()),
+            typed(&shorter)
+        );
+        assert!(cache.last.lock().unwrap()[1].is_none());
+        assert_eq!(
+            joined(&cache.write(&shorter, true).unwrap()),
+            typed(&shorter)
+        );
+        assert_eq!(joined(&cache.write(&shorter, false).unwrap()), {
+            serde_json::to_string(&wire_messages(&shorter, false)).unwrap()
+        });
+    }
+}
