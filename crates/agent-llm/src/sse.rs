@@ -47,7 +47,7 @@ impl Decoder {
             self.after_cr = false;
             bytes = bytes.strip_prefix(b"\n").unwrap_or(bytes);
         }
-        while let Some(end) = bytes.iter().position(|b| matches!(b, b'\n' | b'\r')) {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', bytes) {
             if self.partial.is_empty() {
                 self.line(&bytes[..end]);
             } else {
