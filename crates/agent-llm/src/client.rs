@@ -265,6 +265,14 @@ impl LlmClient {
             .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
     }
 
+    /// [`wire_message`](Self::wire_message) as the JSON text the message has in the body.
+    #[must_use]
+    pub fn wire_message_json(&self, message: &Message) -> Option<Box<RawValue>> {
+        crate::written::write_one(message, self.frame.supports_images())
+            .ok()
+            .flatten()
+    }
+
     /// How a tool goes into the body's `tools`.
     #[must_use]
     pub fn wire_tool(tool: &ToolDefinition) -> Value {

@@ -45,7 +45,7 @@ impl WrittenMessages {
             let written = match previous.next().flatten() {
                 Some(written) if written.message == *message => written,
                 _ => Written {
-                    json: write_one(message, supports_images)?,
+                    json: write_one(message, supports_images)?.map(Arc::from),
                     message: message.clone(),
                 },
             };
@@ -58,13 +58,13 @@ impl WrittenMessages {
 }
 
 /// The JSON of `message` in a body (`None`: it is not sent).
-fn write_one(
+pub(crate) fn write_one(
     message: &Message,
     supports_images: bool,
-) -> Result<Option<Arc<RawValue>>, serde_json::Error> {
+) -> Result<Option<Box<RawValue>>, serde_json::Error> {
     wire_messages([message], supports_images)
         .first()
-        .map(|wire| serde_json::value::to_raw_value(wire).map(Arc::from))
+        .map(serde_json::value::to_raw_value)
         .transpose()
 }
 

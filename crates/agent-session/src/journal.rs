@@ -236,9 +236,14 @@ async fn write_lines(
                     serde_json::Value::Object(head)
                 }
                 Entry::Delta { mut head, delta } => {
-                    head.extend(encoder.encode_delta(delta));
+                    head.extend(encoder.encode_delta(delta).into_map());
                     serde_json::Value::Object(head)
                 }
+                Entry::Reply {
+                    head,
+                    seq,
+                    response,
+                } => Entry::reply_line(head, seq, &response),
                 Entry::Close => {
                     open = false;
                     break;

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agent_core::{AgentEvent, EventBus, MemoryChange, MemoryObserver, TokenUsage};
+use agent_llm::ChatResponse;
 use agent_store::{
     Batch, EventKind, ExchangePart, JsonText, MemoryWrite, NewEvent, NewExchange, RunId,
     RunSummary, SessionWriter, Store, StoreError, StoredEvent,
@@ -507,14 +508,42 @@ impl Exchanges {
     /// The exchange row of `entry` (`None` for lines that are not part of an exchange).
     fn exchange(&mut self, entry: Entry, run: Option<RunId>) -> Option<NewExchange> {
         let (head, part, data) = match entry {
-            Entry::Request { head, body } => {
-                (head, ExchangePart::Request, self.encoder.encode(body))
-            }
-            Entry::Delta { head, delta } => (
+            Entry::Request { head, body } => (
                 head,
                 ExchangePart::Request,
-                self.encoder.encode_delta(delta),
+                Value::Object(self.encoder.encode(body)).into(),
             ),
+            Entry::Delta { head, delta } => {
+                let line = self.encoder.encode_delta(delta);
+                let data = JsonText::of(&line)
+                    .inspect_err(|error| warn!(%error, "a model request cannot be recorded"))
+                    .ok()?;
+                (head, ExchangePart::Request, data)
+            }
+            Entry::Reply {
+                head,
+                seq,
+                response,
+            } => {
+                /// What the store keeps of a reply line.
+                #[derive(serde::Serialize)]
+                struct Reply<'a> {
+                    response: &'a ChatResponse,
+                }
+                let data = JsonText::of(&Reply {
+                    response: &response,
+                })
+                .inspect_err(|error| warn!(%error, "a model reply cannot be recorded"))
+                .ok()?;
+                return Some(NewExchange {
+                    run_id: run,
+                    stream: self.stream,
+                    seq: i64::try_from(seq).ok()?,
+                    part: ExchangePart::Reply,
+                    at: time_of(&head),
+                    data,
+                });
+            }
             Entry::Line(Value::Object(mut line)) => {
                 let part = match line.get("kind").and_then(Value::as_str) {
                     Some(KIND_RESPONSE) => ExchangePart::Reply,
@@ -527,7 +556,7 @@ impl Exchanges {
                         head.insert(key.to_owned(), value);
                     }
                 }
-                (head, part, line)
+                (head, part, Value::Object(line).into())
             }
             Entry::Line(_) | Entry::Close => return None,
         };
@@ -536,14 +565,18 @@ impl Exchanges {
             stream: self.stream,
             seq: head.get(SEQ).and_then(Value::as_i64)?,
             part,
-            at: head
-                .get("time_ms")
-                .and_then(Value::as_str)
-                .and_then(|t| t.parse().ok())
-                .unwrap_or_else(agent_store::now_ms),
-            data: Value::Object(data),
+            at: time_of(&head),
+            data,
         })
     }
+}
+
+/// The time a journal line's `head` gives (now, when it gives none).
+fn time_of(head: &serde_json::Map<String, Value>) -> i64 {
+    head.get("time_ms")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(agent_store::now_ms)
 }
 
 /// Where the writer commits, and when it last did.

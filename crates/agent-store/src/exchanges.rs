@@ -20,7 +20,7 @@ pub(crate) fn insert_exchanges(
 ) -> Result<(), StoreError> {
     let mut data = Vec::with_capacity(exchanges.len());
     for exchange in exchanges {
-        data.push(texts.encode(&exchange.data.to_string(), session, script)?);
+        data.push(texts.encode(exchange.data.as_str(), session, script)?);
     }
     // A row is written once per (seq, part): the last of the batch wins, as one by one (a
     // PostgreSQL upsert may not touch one row twice in a statement).

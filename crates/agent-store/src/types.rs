@@ -306,7 +306,7 @@ pub struct NewExchange {
     /// When it happened (ms since the Unix epoch).
     pub at: i64,
     /// Its JSON.
-    pub data: Value,
+    pub data: JsonText,
 }
 
 /// A part of a model exchange as stored.

@@ -70,7 +70,7 @@ async fn a_long_text_in_events_memory_and_exchanges_is_stored_once_and_reads_bac
             seq: 0,
             part: ExchangePart::Request,
             at: 1,
-            data: request.clone(),
+            data: request.clone().into(),
         }],
     };
     writer.write(batch).await.unwrap();
@@ -111,13 +111,13 @@ async fn exchanges_read_back_in_request_order_after_any_request() {
     let store = file_store(dir.path()).await;
     let session = new_session(&store).await;
     assert_eq!(store.next_exchange_seq(&session.id).await.unwrap(), 0);
-    let exchange = |seq, part, data| NewExchange {
+    let exchange = |seq, part, data: Value| NewExchange {
         run_id: None,
         stream: 1,
         seq,
         part,
         at: seq,
-        data,
+        data: data.into(),
     };
     // Written out of order: a reply can reach the writer in a later batch than its request.
     for batch in [

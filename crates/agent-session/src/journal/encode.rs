@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -69,33 +71,43 @@ impl Encoder {
     }
 
     /// The same fields as [`encode`](Self::encode) gives for the whole body, from what changed
-    /// since the stream's previous request: only the new messages are looked at.
-    pub(crate) fn encode_delta(&mut self, delta: RequestDelta) -> Map<String, Value> {
+    /// since the stream's previous request: only the new messages are looked at, as the JSON
+    /// text they were given in (no `Value` of them is made).
+    pub(crate) fn encode_delta(&mut self, delta: RequestDelta) -> RequestLine {
         let mut previous = self.streams.remove(&delta.stream).unwrap_or_default();
         previous.numbers.truncate(delta.keep);
         let mut new = Vec::new();
         for message in delta.new_messages {
-            let number = self.number(message, &mut new);
+            let next = u64::try_from(self.messages.len()).unwrap_or(u64::MAX);
+            let number = match self.messages.get(message.get()) {
+                Some(&number) => number,
+                None => {
+                    self.messages.insert(message.get().to_owned(), next);
+                    new.push(message);
+                    next
+                }
+            };
             previous.numbers.push(number);
         }
-        let mut line = Map::new();
-        line.insert(NEW_MESSAGES.into(), Value::Array(new));
-        line.insert(MESSAGES.into(), ranges(&previous.numbers));
-        match delta.tools {
-            ToolsDelta::Absent => previous.tools.clear(),
-            ToolsDelta::Same => {
-                line.insert(TOOLS.into(), Value::Array(previous.tools.clone()));
+        let (tools, new_tools) = match delta.tools {
+            ToolsDelta::Absent => {
+                previous.tools.clear();
+                (None, None)
             }
+            ToolsDelta::Same => (Some(previous.tools.clone()), None),
             ToolsDelta::New(tools) => {
                 let (refs, new) = self.tools(tools);
-                line.insert(TOOLS.into(), Value::Array(refs.clone()));
-                if !new.is_empty() {
-                    line.insert(NEW_TOOLS.into(), Value::Object(new));
-                }
-                previous.tools = refs;
+                previous.tools.clone_from(&refs);
+                (Some(refs), (!new.is_empty()).then_some(new))
             }
-        }
-        line.insert(PARAMS.into(), Value::Object(delta.params));
+        };
+        let line = RequestLine {
+            messages: ranges(&previous.numbers),
+            new_messages: new,
+            new_tools,
+            params: delta.params,
+            tools,
+        };
         self.streams.insert(delta.stream, previous);
         line
     }
@@ -142,6 +154,47 @@ impl Encoder {
             hash = format!("{base}-{suffix}");
         }
         hash
+    }
+}
+
+/// The fields of a `model_request` line [`Encoder::encode_delta`] gives, declared in the order
+/// a `Value` object prints its keys (sorted), so that it serialises to the bytes the same line
+/// built as a `Value` does (the store keeps it so).
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestLine {
+    /// [`MESSAGES`].
+    messages: Value,
+    /// [`NEW_MESSAGES`], as given.
+    new_messages: Vec<Box<RawValue>>,
+    /// [`NEW_TOOLS`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    new_tools: Option<Map<String, Value>>,
+    /// [`PARAMS`].
+    params: Map<String, Value>,
+    /// [`TOOLS`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<Value>>,
+}
+
+impl RequestLine {
+    /// The line's fields as values (for a line that is written with others).
+    pub(crate) fn into_map(self) -> Map<String, Value> {
+        let mut line = Map::new();
+        let new = self
+            .new_messages
+            .iter()
+            .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
+            .collect();
+        line.insert(NEW_MESSAGES.into(), Value::Array(new));
+        line.insert(MESSAGES.into(), self.messages);
+        if let Some(tools) = self.tools {
+            line.insert(TOOLS.into(), Value::Array(tools));
+        }
+        if let Some(new_tools) = self.new_tools {
+            line.insert(NEW_TOOLS.into(), Value::Object(new_tools));
+        }
+        line.insert(PARAMS.into(), Value::Object(self.params));
+        line
     }
 }
 
@@ -230,10 +283,19 @@ mod tests {
                 stream: 7,
                 params,
                 keep,
-                new_messages: messages.as_array().unwrap()[keep..].to_vec(),
+                new_messages: messages.as_array().unwrap()[keep..]
+                    .iter()
+                    .map(|m| serde_json::value::to_raw_value(m).unwrap())
+                    .collect(),
                 tools: tools_delta,
             };
-            assert_eq!(deltas.encode_delta(delta), expected);
+            let line = deltas.encode_delta(delta);
+            // Written straight, it is the bytes of the same line made as a `Value`.
+            assert_eq!(
+                serde_json::to_string(&line).unwrap(),
+                Value::Object(expected.clone()).to_string()
+            );
+            assert_eq!(line.into_map(), expected);
         }
     }
 

@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agent_core::AgentEvent;
+use agent_llm::ChatResponse;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::format::{KIND_REQUEST, SEQ};
+use super::format::{KIND_REQUEST, KIND_RESPONSE, SEQ};
 
 /// Milliseconds since the Unix epoch (0 when the clock is before it).
 pub(crate) fn now_ms() -> u128 {
@@ -40,8 +42,34 @@ pub(crate) enum Entry {
         /// What changed.
         delta: RequestDelta,
     },
+    /// A model's reply to request `seq`: the line `head` plus `seq` and `response` (kept
+    /// typed, so that a writer that stores it alone serialises it once).
+    Reply {
+        /// The line's first fields.
+        head: Map<String, Value>,
+        /// The number of its request.
+        seq: u64,
+        /// The reply.
+        response: Box<ChatResponse>,
+    },
     /// Flush and stop, even while handles to the journal are still alive.
     Close,
+}
+
+impl Entry {
+    /// The line as a JSON object (a [`Reply`](Entry::Reply) as it is written in a journal).
+    pub(crate) fn reply_line(
+        mut head: Map<String, Value>,
+        seq: u64,
+        response: &ChatResponse,
+    ) -> Value {
+        head.insert(SEQ.into(), json!(seq));
+        head.insert(
+            "response".into(),
+            serde_json::to_value(response).unwrap_or(Value::Null),
+        );
+        Value::Object(head)
+    }
 }
 
 /// A request body as the change from the previous request of its stream.
@@ -52,8 +80,8 @@ pub(crate) struct RequestDelta {
     pub params: Map<String, Value>,
     /// How many leading messages are those of the stream's previous request.
     pub keep: usize,
-    /// The messages after them.
-    pub new_messages: Vec<Value>,
+    /// The messages after them, as JSON text.
+    pub new_messages: Vec<Box<RawValue>>,
     /// The tools.
     pub tools: ToolsDelta,
 }
@@ -119,6 +147,16 @@ impl JournalHandle {
             entry.extend(fields);
         }
         sender.send(Entry::Line(Value::Object(entry)));
+    }
+
+    /// Writes the `model_response` line of request `seq`.
+    pub(crate) fn reply(&self, seq: u64, response: &ChatResponse) {
+        let Some(sender) = &self.sender else { return };
+        sender.send(Entry::Reply {
+            head: head(KIND_RESPONSE),
+            seq,
+            response: Box::new(response.clone()),
+        });
     }
 
     /// Writes an agent event.

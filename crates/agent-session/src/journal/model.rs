@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agent_core::{Message, ToolDefinition};
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError, Model};
 use async_trait::async_trait;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::format::{KIND_ERROR, KIND_RESPONSE, SEQ};
+use super::format::{KIND_ERROR, SEQ};
 use super::handle::{JournalHandle, RequestDelta, ToolsDelta};
 
 /// A model that records every request and reply in the journal, then passes them on.
@@ -98,7 +99,7 @@ impl JournaledModel {
         let keep_in_body = sent.in_body.iter().filter(|sent| **sent).count();
         let mut new_messages = Vec::new();
         for message in request.all_messages().skip(keep) {
-            let value = message_value(openai, message);
+            let value = message_json(openai, message);
             sent.in_body.push(value.is_some());
             sent.messages.push(message.clone());
             new_messages.extend(value);
@@ -132,11 +133,14 @@ impl JournaledModel {
     }
 }
 
-/// How `message` is in the journaled body (`None`: it is not sent).
-fn message_value(openai: Option<&LlmClient>, message: &Message) -> Option<Value> {
+/// How `message` is in the journaled body, as JSON text (`None`: it is not sent). Without a
+/// wire body, the message as a `Value` prints it (its keys sorted, as journals hold them).
+fn message_json(openai: Option<&LlmClient>, message: &Message) -> Option<Box<RawValue>> {
     match openai {
-        Some(client) => client.wire_message(message),
-        None => Some(serde_json::to_value(message).unwrap_or(Value::Null)),
+        Some(client) => client.wire_message_json(message),
+        None => serde_json::to_value(message)
+            .and_then(|value| serde_json::value::to_raw_value(&value))
+            .ok(),
     }
 }
 
@@ -169,9 +173,7 @@ impl ChatModel for JournaledModel {
         let seq = self.journal_request(&request);
         let result = self.inner.complete(request).await;
         match &result {
-            Ok(response) => self
-                .journal
-                .write(KIND_RESPONSE, json!({ SEQ: seq, "response": response })),
+            Ok(response) => self.journal.reply(seq, response),
             Err(error) => self
                 .journal
                 .write(KIND_ERROR, json!({ SEQ: seq, "error": error.to_string() })),
