@@ -95,20 +95,24 @@ fn hash_of(content: &str) -> [u8; 16] {
 /// content (escaped, without the quotes) and the text after the closing quote. `None` when no
 /// complete literal is left.
 fn next_literal(json: &str) -> Option<(&str, &str, &str)> {
-    let open = json.find('"')?;
     let bytes = json.as_bytes();
+    let open = memchr::memchr(b'"', bytes)?;
     let mut at = open + 1;
-    while let Some(&byte) = bytes.get(at) {
-        match byte {
-            b'\\' => at += 2,
-            b'"' => {
+    // Jumps from one quote or backslash to the next (an escape takes the byte after it).
+    while let Some(found) = bytes
+        .get(at..)
+        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+    {
+        at += found;
+        match bytes.get(at) {
+            Some(b'"') => {
                 return Some((
                     json.get(..open)?,
                     json.get(open + 1..at)?,
                     json.get(at + 1..)?,
                 ));
             }
-            _ => at += 1,
+            _ => at += 2,
         }
     }
     None
