@@ -495,12 +495,7 @@ fn refuse(
             "the declined reply's tool calls are not run"
         );
     }
-    core.tool_calls.clear();
-    core.base.emit(AgentEvent::Thought {
-        step,
-        content: content.clone(),
-        tool_calls: Vec::new(),
-    });
+    text_reply(core, step, &content);
     let message = if content.trim().is_empty() {
         "the provider's content filter stopped the reply".to_owned()
     } else {
@@ -511,6 +506,17 @@ fn refuse(
     warn!(%message, "the model declined the task; ending the run");
     core.base.finish(FinishReason::Refused { message })?;
     Ok(false)
+}
+
+/// A reply taken as text only (its calls, if any, not run): no calls pending, and its thought
+/// emitted without calls. What of it is remembered is the caller's choice.
+fn text_reply(core: &mut ToolCallCore, step: u32, content: &str) {
+    core.tool_calls.clear();
+    core.base.emit(AgentEvent::Thought {
+        step,
+        content: content.to_owned(),
+        tool_calls: Vec::new(),
+    });
 }
 
 /// A hook's prompt with the stuck hint in front exactly when the agent is stuck: a hint the hook
@@ -615,12 +621,7 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
                     calls.len()
                 );
             }
-            core.tool_calls.clear();
-            core.base.emit(AgentEvent::Thought {
-                step,
-                content: content.clone(),
-                tool_calls: Vec::new(),
-            });
+            text_reply(core, step, &content);
             if content.is_empty() {
                 return Ok(false);
             }

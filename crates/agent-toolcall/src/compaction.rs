@@ -278,8 +278,9 @@ pub(crate) async fn compact_if_needed(
     };
     // Most requests are far below the threshold: a bound from the lengths of their texts
     // says so without serialising them.
-    let before = tokens_within(request, limit(settings, window));
-    let compacted = compact(settings, llm, base, window, before).await;
+    let limit = limit(settings, window);
+    let before = tokens_within(request, limit);
+    let compacted = compact(settings, llm, base, limit, before).await;
     Checked {
         compacted,
         estimate: Some(before),
@@ -297,10 +298,9 @@ async fn compact(
     settings: &Compaction,
     llm: &Arc<dyn ChatModel>,
     base: &mut BaseAgent,
-    window: u64,
+    limit: u64,
     before: u64,
 ) -> Option<Compacted> {
-    let limit = limit(settings, window);
     if before <= limit {
         return None;
     }
