@@ -1,7 +1,5 @@
 //! `LlmClient`: the HTTP client for OpenAI-compatible chat-completions endpoints.
 
-use std::sync::{Arc, Mutex, PoisonError};
-
 use agent_core::{AgentEvent, EventBus, Message, Role, ToolDefinition};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -19,7 +17,7 @@ use crate::request::{Body, BodyMessages, StreamOptions, WireTool};
 use crate::settings::{ApiType, LlmSettings};
 use crate::tokens::TokenCounter;
 use crate::wire::{StreamAssembler, parse_completion_reasoned};
-use crate::written::WrittenMessages;
+use crate::written::{WrittenMessages, WrittenTools};
 use crate::{ChatModel, ChatRequest, ChatResponse, LlmError, TokenUsage};
 
 /// Azure's `api-version` when the settings give none.
@@ -40,15 +38,11 @@ pub struct LlmClient {
     frame: ClientFrame,
     url: String,
     http: reqwest::Client,
-    /// The last tool definitions sent, as written in the body: an agent offers the same ones
-    /// step after step, and their schemas were most of what a body took to write.
-    tools: Mutex<Option<WrittenTools>>,
+    /// The last tool definitions sent, as written in the body.
+    tools: WrittenTools,
     /// The last body's messages, as written: the next request repeats most of them.
     messages: WrittenMessages,
 }
-
-/// Tool definitions and their JSON in a request body.
-type WrittenTools = (Arc<[ToolDefinition]>, Box<RawValue>);
 
 impl std::fmt::Debug for LlmClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,7 +69,7 @@ impl LlmClient {
             frame,
             url,
             http,
-            tools: Mutex::default(),
+            tools: WrittenTools::default(),
             messages: WrittenMessages::default(),
         })
     }
@@ -286,7 +280,7 @@ impl LlmClient {
                 request.all_messages(),
                 self.frame.supports_images(),
             )),
-            self.wire_tools(&request.tools),
+            self.tools.write(&request.tools),
             request.tool_choice.map(|c| c.as_str()),
             request.temperature,
         )
@@ -301,28 +295,10 @@ impl LlmClient {
             .map_err(|e| LlmError::InvalidRequest(format!("cannot serialise a message: {e}")))?;
         Ok(self.body(
             BodyMessages::Written(messages),
-            self.wire_tools(&request.tools),
+            self.tools.write(&request.tools),
             request.tool_choice.map(|c| c.as_str()),
             request.temperature,
         ))
-    }
-
-    /// `tools` as the body's `tools` (`None` for none): written again only when they are not
-    /// the definitions of the previous request.
-    fn wire_tools(&self, tools: &Arc<[ToolDefinition]>) -> Option<Box<RawValue>> {
-        if tools.is_empty() {
-            return None;
-        }
-        let mut cached = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((sent, raw)) = cached.as_ref()
-            && Arc::ptr_eq(sent, tools)
-        {
-            return Some(raw.clone());
-        }
-        let wire: Vec<WireTool<'_>> = tools.iter().map(WireTool::from).collect();
-        let raw = serde_json::value::to_raw_value(&wire).ok()?;
-        *cached = Some((Arc::clone(tools), raw.clone()));
-        Some(raw)
     }
 
     /// The request body: per-model parameter rules applied from the profile.

@@ -1,14 +1,45 @@
-//! The messages of a request body as written for the previous request: a run's requests repeat
-//! the whole conversation step after step, and formatting and escaping every earlier message
-//! again was most of what writing a body cost. Each message is written once, and its JSON is
-//! reused while the message at its place in the next request is the same.
+//! What a client wrote in its previous request body, for the next one: a run's requests repeat
+//! the whole conversation and the same tools step after step, and formatting and escaping them
+//! all again was most of what writing a body cost. The tools' JSON is reused while they are the
+//! same definitions; each message is written once, and its JSON reused while the message at
+//! its place in the next request is the same.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_core::Message;
+use agent_core::{Message, ToolDefinition};
 use serde_json::value::RawValue;
 
 use crate::format::wire_messages;
+use crate::request::WireTool;
+
+/// Tool definitions and their JSON in a body.
+type ToolsJson = (Arc<[ToolDefinition]>, Box<RawValue>);
+
+/// The last tool definitions written, and their JSON in the body.
+#[derive(Default)]
+pub(crate) struct WrittenTools {
+    last: Mutex<Option<ToolsJson>>,
+}
+
+impl WrittenTools {
+    /// `tools` as the body's `tools` (`None` for none): written again only when they are not
+    /// the definitions of the previous request (an agent shares one list step after step).
+    pub(crate) fn write(&self, tools: &Arc<[ToolDefinition]>) -> Option<Box<RawValue>> {
+        if tools.is_empty() {
+            return None;
+        }
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((sent, raw)) = last.as_ref()
+            && Arc::ptr_eq(sent, tools)
+        {
+            return Some(raw.clone());
+        }
+        let wire: Vec<WireTool<'_>> = tools.iter().map(WireTool::from).collect();
+        let raw = serde_json::value::to_raw_value(&wire).ok()?;
+        *last = Some((Arc::clone(tools), raw.clone()));
+        Some(raw)
+    }
+}
 
 /// A message of the previous request and its JSON in that body (`None`: it was not sent, as
 /// an empty assistant turn is not).
