@@ -75,13 +75,22 @@ impl WrittenMessages {
         for message in messages {
             let written = match previous.next().flatten() {
                 Some(written) if written.message == *message => written,
-                _ => Written {
-                    json: write_one(message, supports_images)?.map(Arc::from),
-                    message: message.clone(),
-                },
+                _ => {
+                    let json = write_one(message, supports_images)?.map(Arc::from);
+                    if message.base64_image.is_some() {
+                        // Not kept, and so not copied.
+                        out.extend(json);
+                        kept.push(None);
+                        continue;
+                    }
+                    Written {
+                        json,
+                        message: message.clone(),
+                    }
+                }
             };
             out.extend(written.json.clone());
-            kept.push(written.message.base64_image.is_none().then_some(written));
+            kept.push(Some(written));
         }
         *last = kept;
         Ok(out)
