@@ -76,6 +76,8 @@ pub struct ToolCallCore {
     /// default) runs every call as its tool is.
     pub gate: Option<Arc<dyn ToolGate>>,
     tool_calls: Vec<ToolCall>,
+    /// The file operations of the calls in memory, read once each (request trimming).
+    file_ops: crate::trimming::FileOps,
 }
 
 impl std::fmt::Debug for ToolCallCore {
@@ -168,6 +170,7 @@ impl ToolCallAgent<()> {
                 cleanup_tools_each_run: true,
                 gate: None,
                 tool_calls: Vec::new(),
+                file_ops: crate::trimming::FileOps::default(),
             },
             hooks: (),
         }
@@ -464,10 +467,11 @@ fn observed(name: &str, Gated { result, records }: Gated) -> Execution {
 /// ephemeral next-step prompt, the tools.
 fn build_request(core: &ToolCallCore, ephemeral: Option<&Message>) -> ChatRequest {
     let memory = &core.base.memory;
-    let mut messages = crate::trimming::request_messages(
+    let mut messages = crate::trimming::request_messages_with(
         memory.messages(),
         memory.task_index(),
         core.policies.request_trimming,
+        &core.file_ops,
     );
     messages.extend(ephemeral.cloned());
     let system = if core.base.system_prompt.is_empty() {

@@ -17,9 +17,11 @@
 //! [`RequestTrimming::OPENMANUS`] sends memory as it is.
 //!
 //! Cost: one pass over the messages per step, parsing the (short) arguments of file-tool calls
-//! only and comparing outputs only when their lengths are equal; no serialisation.
+//! only — each call's once, for an agent that keeps a [`FileOps`] — and comparing outputs only
+//! when their lengths are equal; no serialisation.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, PoisonError};
 
 pub use agent_config::{RequestTrimming, TrimPolicy};
 use agent_core::{Message, Role, ToolCall};
@@ -42,6 +44,7 @@ pub const REPEATED_OUTPUT_MIN_BYTES: usize = 1024;
 const OBSERVED: &str = "Observed output of cmd `";
 
 /// What a file-tool call did to a file, as far as trimming cares.
+#[derive(Debug, Clone)]
 enum FileOp {
     /// Showed the file (or directory); `whole`: all of it.
     View { path: String, whole: bool },
@@ -119,6 +122,37 @@ fn file_op(call: &ToolCall) -> Option<FileOp> {
     }
 }
 
+/// The file operations of the calls an agent's requests held, by call id, with the arguments
+/// they were read from: every step's request holds every earlier call, and reading their
+/// arguments again at each step made trimming's cost grow with the square of the run.
+#[derive(Debug, Default)]
+pub(crate) struct FileOps {
+    known: Mutex<HashMap<String, (String, Option<FileOp>)>>,
+}
+
+impl FileOps {
+    /// Keeps at most this many calls more than a request holds (calls compaction removed).
+    const SLACK: usize = 64;
+
+    /// The file operation of `call` (read once per id and arguments).
+    fn of(
+        known: &mut HashMap<String, (String, Option<FileOp>)>,
+        call: &ToolCall,
+    ) -> Option<FileOp> {
+        if let Some((arguments, op)) = known.get(&call.id)
+            && *arguments == call.function.arguments
+        {
+            return op.clone();
+        }
+        let op = file_op(call);
+        known.insert(
+            call.id.clone(),
+            (call.function.arguments.clone(), op.clone()),
+        );
+        op
+    }
+}
+
 /// Whether a tool message's text is the output of a call that ran and succeeded.
 fn succeeded(observation: &str) -> bool {
     observation.strip_prefix(OBSERVED).is_some_and(|rest| {
@@ -163,6 +197,16 @@ pub fn request_messages(
     task: Option<usize>,
     trimming: RequestTrimming,
 ) -> Vec<Message> {
+    request_messages_with(messages, task, trimming, &FileOps::default())
+}
+
+/// [`request_messages`], reading each call's file operation once across the steps of `ops`.
+pub(crate) fn request_messages_with(
+    messages: &[Message],
+    task: Option<usize>,
+    trimming: RequestTrimming,
+    ops: &FileOps,
+) -> Vec<Message> {
     if trimming.is_off() {
         return messages.to_vec();
     }
@@ -186,6 +230,10 @@ pub fn request_messages(
         // A note names that call, not the latest one, so it never changes once written (the
         // request's prefix, a prompt cache and the journal's deltas stay stable).
         let mut current: HashMap<String, (&str, bool)> = HashMap::new();
+        let mut known = ops.known.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.len() > calls.len() + FileOps::SLACK {
+            known.retain(|id, _| calls.contains_key(id.as_str()));
+        }
         for (at, message) in messages.iter().enumerate().rev() {
             if message.role != Role::Tool || !succeeded(message.text()) {
                 continue;
@@ -193,7 +241,7 @@ pub fn request_messages(
             let Some(call) = call_of(message) else {
                 continue;
             };
-            match file_op(call) {
+            match FileOps::of(&mut known, call) {
                 Some(FileOp::View { path, whole }) => {
                     if let Some((later, wrote)) = current.get(&path) {
                         let what = if *wrote {
@@ -357,6 +405,41 @@ mod tests {
         assert_eq!(sent[4], messages[4]);
         assert_eq!(sent[6], messages[6]);
         assert_eq!(sent[10], messages[10]);
+    }
+
+    #[test]
+    fn operations_read_once_give_what_reading_them_each_time_gives() {
+        let trimming = RequestTrimming::of([TrimPolicy::SupersededFileViews]);
+        let ops = FileOps::default();
+        let mut messages = vec![Message::user_message("task")];
+        messages.extend(view("a", "/w/x.py"));
+        messages.extend(view("b", "/w/y.py"));
+        let check = |messages: &[Message]| {
+            let cached = request_messages_with(messages, Some(0), trimming, &ops);
+            assert_eq!(cached, request_messages(messages, Some(0), trimming));
+            cached
+        };
+        // Nothing superseded yet.
+        assert_eq!(check(&messages), messages);
+        // A later whole view of x.py: `a`'s output becomes a note.
+        messages.extend(view("c", "/w/x.py"));
+        assert!(check(&messages)[2].text().contains("`c` showed"));
+        // The id `c` again (another run, say), now viewing y.py: read again, not taken from
+        // what `c` did before — `b` is superseded, `a` is not.
+        let mut again = vec![Message::user_message("task")];
+        again.extend(view("a", "/w/x.py"));
+        again.extend(view("b", "/w/y.py"));
+        again.extend(view("c", "/w/y.py"));
+        let sent = check(&again);
+        assert_eq!(sent[2], again[2]);
+        assert!(sent[4].text().contains("`c` showed"));
+        // Calls no request holds any more are forgotten once there are enough of them.
+        let many: Vec<Message> = (0..2 * FileOps::SLACK)
+            .flat_map(|n| view(&format!("old{n}"), "/w/z.py"))
+            .collect();
+        check(&many);
+        check(&again);
+        assert!(ops.known.lock().unwrap().len() <= 3 + FileOps::SLACK);
     }
 
     #[test]
