@@ -17,7 +17,7 @@
 //! [`RequestTrimming::OPENMANUS`] sends memory as it is.
 //!
 //! Cost: one pass over the messages per step, parsing the (short) arguments of file-tool calls
-//! only — each call's once, for an agent that keeps a [`FileOps`] — and comparing outputs only
+//! only — each call's once per agent, which keeps what it read — and comparing outputs only
 //! when their lengths are equal; no serialisation.
 
 use std::collections::{HashMap, HashSet};
