@@ -14,7 +14,9 @@ use std::time::Duration;
 use agent_core::{AgentEvent, EventBus, Message, ToolCall, ToolChoice, ToolDefinition};
 use agent_llm::bedrock::BedrockClient;
 use agent_llm::{ApiType, ChatModel, ChatRequest, LlmError, LlmSettings, TokenUsage};
-use agent_testkit::{BedrockReply, Completion, MockBedrock, StreamGate, converse_stream_body};
+use agent_testkit::{
+    BedrockReply, Completion, MockBedrock, StreamGate, converse_stream_body, converse_stream_frames,
+};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_bedrockruntime::config::{Credentials, SharedCredentialsProvider};
 use serde_json::json;
@@ -429,14 +431,36 @@ fn random_and_damaged_streams_are_typed_errors() {
                 Ok(got) if cut => {
                     prop_assert_eq!(got.content.as_deref(), Some("Text first."));
                     prop_assert_eq!(&got.tool_calls, &reply.tool_calls);
-                    prop_assert_eq!(got.usage, None);
+                    prop_assert!(counted(got.usage.as_ref()), "{:?}", got.usage);
                 }
                 other => prop_assert!(false, "{:?} gave {:?}", damage, other),
             }
             Ok(())
         })
         .unwrap();
+    // The one cut that gives the reply, always tried (the random cuts rarely hit it): right
+    // after `messageStop`, the `metadata` event (the last) missing.
+    let metadata = converse_stream_frames(&reply, 10, 20)
+        .last()
+        .map(Vec::len)
+        .unwrap();
+    server.push(BedrockReply::RawStream(
+        valid[..valid.len() - metadata].to_vec(),
+    ));
+    let got = runtime.block_on(client.complete(request)).unwrap();
+    assert_eq!(got.tool_calls, reply.tool_calls);
+    assert!(counted(got.usage.as_ref()), "{:?}", got.usage);
     server.verify().unwrap();
+}
+
+/// Whether `usage` is the client's own count of a reply whose `metadata` never came (not the
+/// stream's 10 input and 20 output tokens).
+fn counted(usage: Option<&TokenUsage>) -> bool {
+    usage.is_some_and(|u| {
+        u.prompt_tokens > 0
+            && u.completion_tokens > 0
+            && (u.prompt_tokens, u.completion_tokens) != (10, 20)
+    })
 }
 
 /// A stream that goes silent for `read_timeout_secs` is a timeout (what the retry policy gives
