@@ -239,11 +239,7 @@ async fn write_lines(
                     head.extend(encoder.encode_delta(delta).into_map());
                     serde_json::Value::Object(head)
                 }
-                Entry::Reply {
-                    head,
-                    seq,
-                    response,
-                } => Entry::reply_line(head, seq, &response),
+                Entry::Reply { head, response } => Entry::reply_line(head, &response),
                 Entry::Close => {
                     open = false;
                     break;

@@ -1,6 +1,7 @@
 //! Turns each request body into a linear `model_request` line: every distinct message is
 //! written once and referred to by number afterwards, every distinct tool once by schema hash.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -78,15 +79,10 @@ impl Encoder {
         previous.numbers.truncate(delta.keep);
         let mut new = Vec::new();
         for message in delta.new_messages {
-            let next = u64::try_from(self.messages.len()).unwrap_or(u64::MAX);
-            let number = match self.messages.get(message.get()) {
-                Some(&number) => number,
-                None => {
-                    self.messages.insert(message.get().to_owned(), next);
-                    new.push(message);
-                    next
-                }
-            };
+            let (number, first) = self.number_of(Cow::Borrowed(message.get()));
+            if first {
+                new.push(message);
+            }
             previous.numbers.push(number);
         }
         let (tools, new_tools) = match delta.tools {
@@ -114,12 +110,22 @@ impl Encoder {
 
     /// The number of `message`: its earlier number, or the next one (and it joins `new`).
     fn number(&mut self, message: Value, new: &mut Vec<Value>) -> u64 {
-        let text = message.to_string();
-        let next = u64::try_from(self.messages.len()).unwrap_or(u64::MAX);
-        *self.messages.entry(text).or_insert_with(|| {
+        let (number, first) = self.number_of(Cow::Owned(message.to_string()));
+        if first {
             new.push(message);
-            next
-        })
+        }
+        number
+    }
+
+    /// The number of the message whose JSON is `text`, and whether this is its first time
+    /// (it then takes the next number).
+    fn number_of(&mut self, text: Cow<'_, str>) -> (u64, bool) {
+        if let Some(&number) = self.messages.get(text.as_ref()) {
+            return (number, false);
+        }
+        let next = u64::try_from(self.messages.len()).unwrap_or(u64::MAX);
+        self.messages.insert(text.into_owned(), next);
+        (next, true)
     }
 
     /// `[name, hash]` for every tool, and the tools whose hash is new.
@@ -177,24 +183,13 @@ pub(crate) struct RequestLine {
 }
 
 impl RequestLine {
-    /// The line's fields as values (for a line that is written with others).
+    /// The line's fields as values (for a line that is written with others): what it
+    /// serialises to, read back.
     pub(crate) fn into_map(self) -> Map<String, Value> {
-        let mut line = Map::new();
-        let new = self
-            .new_messages
-            .iter()
-            .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
-            .collect();
-        line.insert(NEW_MESSAGES.into(), Value::Array(new));
-        line.insert(MESSAGES.into(), self.messages);
-        if let Some(tools) = self.tools {
-            line.insert(TOOLS.into(), Value::Array(tools));
+        match serde_json::to_value(self) {
+            Ok(Value::Object(line)) => line,
+            _ => Map::new(),
         }
-        if let Some(new_tools) = self.new_tools {
-            line.insert(NEW_TOOLS.into(), Value::Object(new_tools));
-        }
-        line.insert(PARAMS.into(), Value::Object(self.params));
-        line
     }
 }
 

@@ -42,13 +42,11 @@ pub(crate) enum Entry {
         /// What changed.
         delta: RequestDelta,
     },
-    /// A model's reply to request `seq`: the line `head` plus `seq` and `response` (kept
-    /// typed, so that a writer that stores it alone serialises it once).
+    /// A model's reply: the line `head` (time, kind, the number of its request) plus
+    /// `response` (kept typed, so that a writer that stores it alone serialises it once).
     Reply {
         /// The line's first fields.
         head: Map<String, Value>,
-        /// The number of its request.
-        seq: u64,
         /// The reply.
         response: Box<ChatResponse>,
     },
@@ -58,12 +56,7 @@ pub(crate) enum Entry {
 
 impl Entry {
     /// The line as a JSON object (a [`Reply`](Entry::Reply) as it is written in a journal).
-    pub(crate) fn reply_line(
-        mut head: Map<String, Value>,
-        seq: u64,
-        response: &ChatResponse,
-    ) -> Value {
-        head.insert(SEQ.into(), json!(seq));
+    pub(crate) fn reply_line(mut head: Map<String, Value>, response: &ChatResponse) -> Value {
         head.insert(
             "response".into(),
             serde_json::to_value(response).unwrap_or(Value::Null),
@@ -152,9 +145,10 @@ impl JournalHandle {
     /// Writes the `model_response` line of request `seq`.
     pub(crate) fn reply(&self, seq: u64, response: &ChatResponse) {
         let Some(sender) = &self.sender else { return };
+        let mut head = head(KIND_RESPONSE);
+        head.insert(SEQ.into(), json!(seq));
         sender.send(Entry::Reply {
-            head: head(KIND_RESPONSE),
-            seq,
+            head,
             response: Box::new(response.clone()),
         });
     }

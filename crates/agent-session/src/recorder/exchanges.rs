@@ -36,11 +36,7 @@ impl Exchanges {
                     .ok()?;
                 (head, ExchangePart::Request, data)
             }
-            Entry::Reply {
-                head,
-                seq,
-                response,
-            } => {
+            Entry::Reply { head, response } => {
                 /// What the store keeps of a reply line.
                 #[derive(serde::Serialize)]
                 struct Reply<'a> {
@@ -51,14 +47,7 @@ impl Exchanges {
                 })
                 .inspect_err(|error| warn!(%error, "a model reply cannot be recorded"))
                 .ok()?;
-                return Some(NewExchange {
-                    run_id: run,
-                    stream: self.stream,
-                    seq: i64::try_from(seq).ok()?,
-                    part: ExchangePart::Reply,
-                    at: time_of(&head),
-                    data,
-                });
+                (head, ExchangePart::Reply, data)
             }
             Entry::Line(Value::Object(mut line)) => {
                 let part = match line.get("kind").and_then(Value::as_str) {
