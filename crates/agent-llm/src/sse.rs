@@ -78,7 +78,11 @@ impl Decoder {
     /// One line, without its end.
     fn line(&mut self, line: &[u8]) {
         // Lines end at ASCII bytes only: a line is whole UTF-8 (or as much as was sent).
-        let text = String::from_utf8_lossy(line);
+        // `from_utf8` checks a word at a time; the lossy form only when a line is not UTF-8.
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(line),
+        };
         let mut text: &str = &text;
         if !self.started {
             self.started = true;
