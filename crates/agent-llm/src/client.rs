@@ -37,6 +37,8 @@ pub enum ImageInput {
 pub struct LlmClient {
     frame: ClientFrame,
     url: String,
+    /// `url` parsed once (reqwest would parse the text again for every request).
+    target: reqwest::Url,
     http: reqwest::Client,
     /// The last tool definitions sent, as written in the body.
     tools: WrittenTools,
@@ -64,10 +66,13 @@ impl LlmClient {
     pub fn new(settings: LlmSettings) -> Result<Self, LlmError> {
         let frame = ClientFrame::new(settings, |_, table| table.vision)?;
         let url = endpoint(frame.settings())?;
+        let target = reqwest::Url::parse(&url)
+            .map_err(|e| LlmError::InvalidRequest(format!("invalid endpoint {url:?}: {e}")))?;
         let http = frame.http_client()?;
         Ok(Self {
             frame,
             url,
+            target,
             http,
             tools: WrittenTools::default(),
             messages: WrittenMessages::default(),
@@ -332,7 +337,7 @@ impl LlmClient {
         let settings = self.frame.settings();
         let mut request = self
             .http
-            .post(&self.url)
+            .post(self.target.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(body);
         if let Some(timeout) = crate::settings::secs(settings.request_timeout_secs) {
