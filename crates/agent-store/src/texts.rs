@@ -34,7 +34,7 @@ const KEY_LEN: usize = 22;
 /// as written) → its key. SHA-256 runs once per distinct text.
 #[derive(Debug, Default)]
 pub struct TextCache {
-    keys: HashMap<Box<str>, Box<str>>,
+    keys: foldhash::HashMap<Box<str>, Box<str>>,
 }
 
 impl TextCache {
@@ -47,13 +47,14 @@ impl TextCache {
         script: &mut Script,
     ) -> Result<String, StoreError> {
         let mut out = String::with_capacity(json.len());
-        let mut rest = json;
-        while let Some((before, content, after)) = next_literal(rest) {
-            out.push_str(before);
-            out.push('"');
+        // What of `json` is in `out` already.
+        let mut copied = 0;
+        for (open, close) in Literals::new(json) {
+            let content = span(json, open + 1, close);
             if content.starts_with(MARK) {
+                out.push_str(span(json, copied, open + 1));
                 out.push_str(MARK);
-                out.push_str(content);
+                copied = open + 1;
             } else if content.len() >= MIN_TEXT {
                 let key = match self.keys.get(content) {
                     Some(key) => key,
@@ -70,15 +71,13 @@ impl TextCache {
                         self.keys.entry(content.into()).or_insert(key)
                     }
                 };
+                out.push_str(span(json, copied, open + 1));
                 out.push_str(MARK);
                 out.push_str(key);
-            } else {
-                out.push_str(content);
+                copied = close;
             }
-            out.push('"');
-            rest = after;
         }
-        out.push_str(rest);
+        out.push_str(span(json, copied, json.len()));
         Ok(out)
     }
 }
@@ -91,41 +90,76 @@ fn hash_of(content: &str) -> [u8; 16] {
     hash
 }
 
-/// Splits `json` at its next string literal: the text before the opening quote, the literal's
-/// content (escaped, without the quotes) and the text after the closing quote. `None` when no
-/// complete literal is left.
-fn next_literal(json: &str) -> Option<(&str, &str, &str)> {
-    let bytes = json.as_bytes();
-    let open = memchr::memchr(b'"', bytes)?;
-    let mut at = open + 1;
-    // Jumps from one quote or backslash to the next (an escape takes the byte after it).
-    while let Some(found) = bytes
-        .get(at..)
-        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-    {
-        at += found;
-        match bytes.get(at) {
-            Some(b'"') => {
-                return Some((
-                    json.get(..open)?,
-                    json.get(open + 1..at)?,
-                    json.get(at + 1..)?,
-                ));
-            }
-            _ => at += 2,
+/// `json[from..to]` (the bounds are at ASCII quotes or the ends, so always char boundaries).
+fn span(json: &str, from: usize, to: usize) -> &str {
+    json.get(from..to).unwrap_or_default()
+}
+
+/// The string literals of a JSON text, in order: the byte positions of each one's opening and
+/// closing quote (a backslash inside a literal escapes the byte after it; an unterminated
+/// literal at the end is not one).
+struct Literals<'a> {
+    bytes: &'a [u8],
+    /// Where the search goes on.
+    at: usize,
+}
+
+impl<'a> Literals<'a> {
+    fn new(json: &'a str) -> Self {
+        Self {
+            bytes: json.as_bytes(),
+            at: 0,
         }
     }
-    None
+
+    /// The next quote or backslash from `self.at` on.
+    fn next_special(&self) -> Option<usize> {
+        let rest = self.bytes.get(self.at..)?;
+        // Most literals, and most gaps between them, are a few bytes long: a plain loop over
+        // the first bytes costs less than setting up the vector search for each.
+        let head = rest.len().min(SHORT_SCAN);
+        let special = |b: &u8| *b == b'"' || *b == b'\\';
+        match rest.get(..head)?.iter().position(special) {
+            Some(found) => Some(self.at + found),
+            None => {
+                memchr::memchr2(b'"', b'\\', rest.get(head..)?).map(|found| self.at + head + found)
+            }
+        }
+    }
+}
+
+/// Bytes [`Literals`] looks at one by one before it searches with `memchr`.
+const SHORT_SCAN: usize = 32;
+
+impl Iterator for Literals<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        // Outside literals a backslash is not JSON; it is passed over as before.
+        let open = loop {
+            let found = self.next_special()?;
+            self.at = found + 1;
+            if self.bytes.get(found) == Some(&b'"') {
+                break found;
+            }
+        };
+        loop {
+            let found = self.next_special()?;
+            if self.bytes.get(found) == Some(&b'"') {
+                self.at = found + 1;
+                return Some((open, found));
+            }
+            self.at = found + 2;
+        }
+    }
 }
 
 /// The reference keys in `json` (a row written with `refs = 1`), added to `keys`.
 pub(crate) fn keys_in(json: &str, keys: &mut HashSet<String>) {
-    let mut rest = json;
-    while let Some((_, content, after)) = next_literal(rest) {
-        if let Some(key) = reference(content) {
+    for (open, close) in Literals::new(json) {
+        if let Some(key) = reference(span(json, open + 1, close)) {
             keys.insert(key.to_owned());
         }
-        rest = after;
     }
 }
 
@@ -172,27 +206,30 @@ impl Texts {
     /// every escaped literal put back.
     pub(crate) fn decode(&self, json: &str) -> Result<String, StoreError> {
         let mut out = String::with_capacity(json.len());
-        let mut rest = json;
-        while let Some((before, content, after)) = next_literal(rest) {
-            out.push_str(before);
-            out.push('"');
-            match content.strip_prefix(MARK) {
-                Some(escaped) if escaped.starts_with(MARK) => out.push_str(escaped),
-                Some(key) => match (reference(content), self.0.get(key)) {
+        // What of `json` is in `out` already.
+        let mut copied = 0;
+        for (open, close) in Literals::new(json) {
+            let content = span(json, open + 1, close);
+            let Some(escaped) = content.strip_prefix(MARK) else {
+                continue;
+            };
+            out.push_str(span(json, copied, open + 1));
+            if escaped.starts_with(MARK) {
+                out.push_str(escaped);
+            } else {
+                match (reference(content), self.0.get(escaped)) {
                     (Some(_), Some(text)) => out.push_str(text),
                     _ => {
                         return Err(StoreError::corrupt(
                             "text",
-                            format!("the reference {key:?} names no stored text"),
+                            format!("the reference {escaped:?} names no stored text"),
                         ));
                     }
-                },
-                None => out.push_str(content),
+                }
             }
-            out.push('"');
-            rest = after;
+            copied = close;
         }
-        out.push_str(rest);
+        out.push_str(span(json, copied, json.len()));
         Ok(out)
     }
 }
@@ -286,6 +323,59 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&back).unwrap(),
             tricky
         );
+    }
+
+    /// Every string in `value` (keys included) shorter than `MIN_TEXT` escaped.
+    fn longest_string(value: &serde_json::Value) -> usize {
+        use serde_json::Value;
+        let escaped = |s: &str| serde_json::to_string(s).unwrap().len() - 2;
+        match value {
+            Value::String(s) => escaped(s),
+            Value::Array(items) => items.iter().map(longest_string).max().unwrap_or(0),
+            Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| escaped(k).max(longest_string(v)))
+                .max()
+                .unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn literals_with_escaped_quotes_and_backslashes_are_found_whole() {
+        let long = MIN_TEXT + 3;
+        let tricky = [
+            "\\".repeat(long),
+            format!("{}\\", "a".repeat(long)),
+            format!("\\\"{}\"\\", "b".repeat(long)),
+            "\"".repeat(long),
+            format!("{}\u{0}", "é".repeat(long)),
+            "\\\"".repeat(3),
+            "\u{0}\\".to_owned(),
+        ];
+        let value = json!({
+            "list": tricky,
+            "nested": {"\\\"": [tricky[0], {"k": tricky[2]}], "n": 1.5, "t": true},
+            "after": "end\\",
+        });
+        let mut cache = TextCache::default();
+        let (text, inserts) = encode(&mut cache, &value);
+        // Five distinct long texts: each stored once, none left in the row.
+        assert_eq!(inserts, 5, "{text}");
+        let row: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(longest_string(&row) < MIN_TEXT, "{text}");
+        let mut keys = HashSet::new();
+        keys_in(&text, &mut keys);
+        assert_eq!(keys.len(), 5);
+        let texts = Texts(
+            cache
+                .keys
+                .iter()
+                .map(|(content, key)| (key.to_string(), content.to_string()))
+                .collect(),
+        );
+        let back: serde_json::Value = serde_json::from_str(&texts.decode(&text).unwrap()).unwrap();
+        assert_eq!(back, value);
     }
 
     #[test]
