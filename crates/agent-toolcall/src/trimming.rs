@@ -20,7 +20,7 @@
 //! only — each call's once per agent, which keeps what it read — and comparing outputs only
 //! when their lengths are equal; no serialisation.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt as _, HashSet, HashSetExt as _};
 use std::sync::{Mutex, PoisonError};
 
 pub use agent_config::{RequestTrimming, TrimPolicy};

@@ -1,8 +1,8 @@
 //! Turns each request body into a linear `model_request` line: every distinct message is
 //! written once and referred to by number afterwards, every distinct tool once by schema hash.
 
+use foldhash::HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
