@@ -277,13 +277,17 @@ impl Follow {
 
 /// The live view of one run: the session's agent events and, for a flow, its flow events.
 pub struct Live {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Option<String>>,
+    /// The view's task and how to stop it (`None` in the quiet view, which shows nothing live).
+    running: Option<(oneshot::Sender<()>, JoinHandle<Option<String>>)>,
 }
 
 impl Live {
     /// Starts showing the events of `session` from now on.
     pub fn start(session: &Session, mode: Mode) -> Self {
+        if mode == Mode::Quiet {
+            // Nothing to show until the answer: no subscriber copying every event for nothing.
+            return Self { running: None };
+        }
         let mut events = session.events().subscribe();
         let mut flow = session.flow_events();
         let (stop, mut stopped) = oneshot::channel::<()>();
@@ -316,14 +320,17 @@ impl Live {
             }
             renderer.finish()
         });
-        Self { stop, task }
+        Self {
+            running: Some((stop, task)),
+        }
     }
 
     /// Shows what is still queued of the run (it has returned) and stops. Returns the last
     /// thought when it was held back as the likely answer (the text view only).
     pub async fn finish(self) -> Option<String> {
-        let _ = self.stop.send(());
-        self.task.await.ok().flatten()
+        let (stop, task) = self.running?;
+        let _ = stop.send(());
+        task.await.ok().flatten()
     }
 }
 
