@@ -107,7 +107,11 @@ impl JournaledModel {
         let tools = if request.tools.is_empty() {
             sent.tools = None;
             ToolsDelta::Absent
-        } else if sent.tools.as_ref() == Some(&request.tools) {
+        } else if sent.tools.as_ref().is_some_and(|sent| {
+            // An agent shares one list step after step: the same list is not compared schema
+            // by schema.
+            Arc::ptr_eq(sent, &request.tools) || *sent == request.tools
+        }) {
             ToolsDelta::Same
         } else {
             sent.tools = Some(request.tools.clone());
