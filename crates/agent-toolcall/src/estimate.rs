@@ -3,7 +3,9 @@
 //! texts, without serialising it — what a step pays for the check when the request is far
 //! below the limit, as most are.
 
-use agent_core::Message;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use agent_core::{Message, ToolDefinition};
 use agent_llm::ChatRequest;
 use serde_json::Value;
 
@@ -65,16 +67,31 @@ pub(crate) fn tokens_at_most(request: &ChatRequest) -> u64 {
             images += 1;
         }
     }
-    for tool in request.tools.iter() {
-        let function = &tool.function;
-        let texts = tool.kind.len() + function.name.len() + function.description.len();
-        bytes = bytes
-            .saturating_add(ITEM_ROOM)
-            .saturating_add(texts.saturating_mul(ESCAPED))
-            .saturating_add(value_bound(&function.parameters));
-    }
+    bytes = bytes.saturating_add(tools_bound(&request.tools));
     let text = u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX);
     text.saturating_add(images.saturating_mul(IMAGE_TOKENS))
+}
+
+/// The most bytes `tools` take in JSON. An agent sends one list step after step: the bound of
+/// the last list is kept while that list lives, so its schemas are not walked at every step.
+fn tools_bound(tools: &Arc<[ToolDefinition]>) -> usize {
+    static LAST: Mutex<Option<(Weak<[ToolDefinition]>, usize)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((list, bound)) = last.as_ref()
+        && list.upgrade().is_some_and(|list| Arc::ptr_eq(&list, tools))
+    {
+        return *bound;
+    }
+    let bound = tools.iter().fold(0_usize, |bytes, tool| {
+        let function = &tool.function;
+        let texts = tool.kind.len() + function.name.len() + function.description.len();
+        bytes
+            .saturating_add(ITEM_ROOM)
+            .saturating_add(texts.saturating_mul(ESCAPED))
+            .saturating_add(value_bound(&function.parameters))
+    });
+    *last = Some((Arc::downgrade(tools), bound));
+    bound
 }
 
 /// [`tokens_at_most`] when it is at most `limit` (the request is below it, whatever its exact
@@ -175,5 +192,35 @@ mod tests {
         // Below a limit the bound is taken; above it, the exact estimate.
         assert_eq!(tokens_within(&request, bound), bound);
         assert_eq!(tokens_within(&request, bound - 1), exact);
+    }
+
+    #[test]
+    fn each_tool_list_has_its_own_bound_when_lists_take_turns() {
+        let tool = |name: &str, properties: usize| {
+            let properties: serde_json::Map<String, Value> = (0..properties)
+                .map(|i| (format!("p{i}"), json!({"type": "string"})))
+                .collect();
+            ToolDefinition::new(
+                name,
+                "a tool",
+                json!({"type": "object", "properties": properties}),
+            )
+        };
+        let small = ChatRequest::new(vec![Message::user_message("go")])
+            .with_tools(vec![tool("a", 1)], ToolChoice::Auto);
+        let large = ChatRequest::new(vec![Message::user_message("go")])
+            .with_tools(vec![tool("a", 1), tool("b", 40)], ToolChoice::Auto);
+        let (first_small, first_large) = (tokens_at_most(&small), tokens_at_most(&large));
+        assert!(first_large > first_small);
+        for _ in 0..3 {
+            assert_eq!(tokens_at_most(&small), first_small);
+            assert_eq!(tokens_at_most(&large), first_large);
+        }
+        // A new list equal to the first is bounded alike; one gone leaves nothing wrong behind.
+        let again = ChatRequest::new(vec![Message::user_message("go")])
+            .with_tools(vec![tool("a", 1)], ToolChoice::Auto);
+        drop(small);
+        assert_eq!(tokens_at_most(&again), first_small);
+        assert!(tokens_at_most(&again) >= estimate_tokens(&again));
     }
 }
