@@ -155,9 +155,13 @@ impl FileOps {
 
 /// Whether a tool message's text is the output of a call that ran and succeeded.
 fn succeeded(observation: &str) -> bool {
+    const EXECUTED: &str = "` executed:\n";
     observation.strip_prefix(OBSERVED).is_some_and(|rest| {
-        rest.split_once("` executed:\n")
-            .is_none_or(|(_, body)| !body.starts_with("Error: "))
+        // The first "` executed:\n", found from backtick to backtick (a byte search, where a
+        // string search would set up its searcher for every message at every step).
+        rest.match_indices('`')
+            .find_map(|(at, _)| rest.get(at..)?.strip_prefix(EXECUTED))
+            .is_none_or(|body| !body.starts_with("Error: "))
     })
 }
 
