@@ -1,5 +1,7 @@
 //! `LlmClient`: the HTTP client for OpenAI-compatible chat-completions endpoints.
 
+use std::sync::Arc;
+
 use agent_core::{AgentEvent, EventBus, Message, Role, ToolDefinition};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -264,12 +266,22 @@ impl LlmClient {
             .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
     }
 
-    /// [`wire_message`](Self::wire_message) as the JSON text the message has in the body.
-    #[must_use]
-    pub fn wire_message_json(&self, message: &Message) -> Option<Box<RawValue>> {
-        crate::written::write_one(message, self.frame.supports_images())
-            .ok()
-            .flatten()
+    /// Each message of `request` (system messages first) as this client writes it in the body
+    /// (`None`: it is not sent), from the same record of the last body that sending uses: a
+    /// message written here is not written again when `request` is sent (one with an image is
+    /// held until then), and a message the last body had at its place comes back as the same
+    /// `Arc`. For a journal of the bodies.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::InvalidRequest`]: a message cannot be serialised.
+    pub fn written_messages(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<Vec<Option<Arc<RawValue>>>, LlmError> {
+        self.messages
+            .write_each(request.all_messages(), self.frame.supports_images(), true)
+            .map_err(unserialisable)
     }
 
     /// How a tool goes into the body's `tools`.
@@ -297,7 +309,7 @@ impl LlmClient {
         let messages = self
             .messages
             .write(request.all_messages(), self.frame.supports_images())
-            .map_err(|e| LlmError::InvalidRequest(format!("cannot serialise a message: {e}")))?;
+            .map_err(unserialisable)?;
         Ok(self.body(
             BodyMessages::Written(messages),
             self.tools.write(&request.tools),
@@ -452,6 +464,11 @@ impl LlmClient {
         }
         Ok(assembler.finish())
     }
+}
+
+/// A message that cannot be serialised, as a request error.
+fn unserialisable(error: serde_json::Error) -> LlmError {
+    LlmError::InvalidRequest(format!("cannot serialise a message: {error}"))
 }
 
 /// The chat-completions URL for the settings.

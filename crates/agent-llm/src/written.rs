@@ -48,8 +48,10 @@ struct Written {
     json: Option<Arc<RawValue>>,
 }
 
-/// The messages of the last body a client wrote. A message with an image is not kept (it
-/// would double the image's memory for little gain): it is written again every time.
+/// The messages of the last body a client wrote. A message with an image is kept only from a
+/// [`write_each`](Self::write_each) that holds images to the next write (a journal's look at
+/// the body just before it is sent); otherwise it would double the image's memory between
+/// steps for little gain, and it is written again every time.
 #[derive(Default)]
 pub(crate) struct WrittenMessages {
     last: Mutex<Vec<Option<Written>>>,
@@ -67,6 +69,27 @@ impl WrittenMessages {
         messages: impl IntoIterator<Item = &'a Message>,
         supports_images: bool,
     ) -> Result<Vec<Arc<RawValue>>, serde_json::Error> {
+        Ok(self
+            .write_each(messages, supports_images, false)?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    /// The JSON of each message of `messages` in the body (`None`: it is not sent), kept as
+    /// the last body's: a message written here is not written again by the next call while it
+    /// is at the same place. A message the last body had at its place is given the same `Arc`.
+    /// Messages with an image are kept for the next call only when `hold_images`.
+    ///
+    /// # Errors
+    ///
+    /// A message cannot be serialised.
+    pub(crate) fn write_each<'a>(
+        &self,
+        messages: impl IntoIterator<Item = &'a Message>,
+        supports_images: bool,
+        hold_images: bool,
+    ) -> Result<Vec<Option<Arc<RawValue>>>, serde_json::Error> {
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         // Taken out: on an error, nothing of this request is kept.
         let mut previous = std::mem::take(&mut *last).into_iter();
@@ -77,9 +100,9 @@ impl WrittenMessages {
                 Some(written) if written.message == *message => written,
                 _ => {
                     let json = write_one(message, supports_images)?.map(Arc::from);
-                    if message.base64_image.is_some() {
+                    if message.base64_image.is_some() && !hold_images {
                         // Not kept, and so not copied.
-                        out.extend(json);
+                        out.push(json);
                         kept.push(None);
                         continue;
                     }
@@ -89,8 +112,9 @@ impl WrittenMessages {
                     }
                 }
             };
-            out.extend(written.json.clone());
-            kept.push(Some(written));
+            out.push(written.json.clone());
+            let image = written.message.base64_image.is_some();
+            kept.push((!image || hold_images).then_some(written));
         }
         *last = kept;
         Ok(out)
@@ -167,5 +191,23 @@ mod tests {
         assert_eq!(joined(&cache.write(&shorter, false).unwrap()), {
             serde_json::to_string(&wire_messages(&shorter, false)).unwrap()
         });
+    }
+
+    #[test]
+    fn an_image_is_held_from_a_look_at_the_body_to_its_sending_only() {
+        let cache = WrittenMessages::default();
+        let messages = vec![
+            Message::user_message("see").with_image("aGk="),
+            Message::assistant_message(""),
+        ];
+        // A journal's look: one JSON per message (the empty turn is not sent), the image kept.
+        let each = cache.write_each(&messages, true, true).unwrap();
+        assert!(each[0].is_some() && each[1].is_none());
+        assert!(cache.last.lock().unwrap()[0].is_some());
+        // The sending reuses it (the same JSON, not written again) and lets it go.
+        let sent = cache.write(&messages, true).unwrap();
+        assert!(Arc::ptr_eq(&sent[0], each[0].as_ref().unwrap()));
+        assert_eq!(joined(&sent), typed(&messages));
+        assert!(cache.last.lock().unwrap()[0].is_none());
     }
 }

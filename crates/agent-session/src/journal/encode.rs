@@ -4,6 +4,7 @@
 use foldhash::HashMap;
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -171,7 +172,7 @@ pub(crate) struct RequestLine {
     /// [`MESSAGES`].
     messages: Value,
     /// [`NEW_MESSAGES`], as given.
-    new_messages: Vec<Box<RawValue>>,
+    new_messages: Vec<Arc<RawValue>>,
     /// [`NEW_TOOLS`].
     #[serde(skip_serializing_if = "Option::is_none")]
     new_tools: Option<Map<String, Value>>,
@@ -280,7 +281,7 @@ mod tests {
                 keep,
                 new_messages: messages.as_array().unwrap()[keep..]
                     .iter()
-                    .map(|m| serde_json::value::to_raw_value(m).unwrap())
+                    .map(|m| Arc::from(serde_json::value::to_raw_value(m).unwrap()))
                     .collect(),
                 tools: tools_delta,
             };

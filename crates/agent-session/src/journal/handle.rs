@@ -74,7 +74,7 @@ pub(crate) struct RequestDelta {
     /// How many leading messages are those of the stream's previous request.
     pub keep: usize,
     /// The messages after them, as JSON text.
-    pub new_messages: Vec<Box<RawValue>>,
+    pub new_messages: Vec<Arc<RawValue>>,
     /// The tools.
     pub tools: ToolsDelta,
 }

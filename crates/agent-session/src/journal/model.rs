@@ -33,10 +33,13 @@ pub struct JournaledModel {
 /// The previous request of a [`JournaledModel`], as needed to find what changed.
 #[derive(Default)]
 struct Sent {
-    /// Its messages (system messages first).
+    /// Its messages (system messages first), when journaled in the shapes of `agent-core`.
     messages: Vec<Message>,
     /// For each of them, whether it went into the body (an empty assistant turn does not).
     in_body: Vec<bool>,
+    /// Its messages as an OpenAI-compatible client wrote them (`None`: not sent), when
+    /// journaled as the wire body: compared by their JSON, most often the very same `Arc`.
+    written: Vec<Option<Arc<RawValue>>>,
     /// Its tools, when it had some.
     tools: Option<Arc<[ToolDefinition]>>,
 }
@@ -88,22 +91,18 @@ impl JournaledModel {
             },
             None => None,
         };
-        let keep = sent
-            .messages
-            .iter()
-            .zip(request.all_messages())
-            .take_while(|(before, now)| before == now)
-            .count();
-        sent.messages.truncate(keep);
-        sent.in_body.truncate(keep);
-        let keep_in_body = sent.in_body.iter().filter(|sent| **sent).count();
-        let mut new_messages = Vec::new();
-        for message in request.all_messages().skip(keep) {
-            let value = message_json(openai, message);
-            sent.in_body.push(value.is_some());
-            sent.messages.push(message.clone());
-            new_messages.extend(value);
-        }
+        let (keep_in_body, new_messages) = match openai {
+            Some(client) => match client.written_messages(request) {
+                Ok(written) => written_delta(&mut sent, written),
+                Err(_) => {
+                    // A message that cannot be serialised fails the request itself; the line
+                    // says what there is of it, and the next delta starts from nothing.
+                    *sent = Sent::default();
+                    return self.journal.request(client.request_body(request));
+                }
+            },
+            None => message_delta(&mut sent, request),
+        };
         let tools = if request.tools.is_empty() {
             sent.tools = None;
             ToolsDelta::Absent
@@ -137,15 +136,57 @@ impl JournaledModel {
     }
 }
 
-/// How `message` is in the journaled body, as JSON text (`None`: it is not sent). Without a
-/// wire body, the message as a `Value` prints it (its keys sorted, as journals hold them).
-fn message_json(openai: Option<&LlmClient>, message: &Message) -> Option<Box<RawValue>> {
-    match openai {
-        Some(client) => client.wire_message_json(message),
-        None => serde_json::to_value(message)
+/// The delta of a request whose messages the client wrote (`written`, one per message): how
+/// many of the body's messages are the previous request's (the leading ones whose JSON is the
+/// same), and the JSON of the others.
+fn written_delta(
+    sent: &mut Sent,
+    written: Vec<Option<Arc<RawValue>>>,
+) -> (usize, Vec<Arc<RawValue>>) {
+    sent.messages.clear();
+    sent.in_body.clear();
+    let same = |before: &Option<Arc<RawValue>>, now: &Option<Arc<RawValue>>| match (before, now) {
+        (None, None) => true,
+        (Some(before), Some(now)) => Arc::ptr_eq(before, now) || before.get() == now.get(),
+        _ => false,
+    };
+    let keep = sent
+        .written
+        .iter()
+        .zip(&written)
+        .take_while(|(before, now)| same(before, now))
+        .count();
+    let (kept, new) = written.split_at(keep);
+    let keep_in_body = kept.iter().flatten().count();
+    let new_messages = new.iter().flatten().cloned().collect();
+    sent.written = written;
+    (keep_in_body, new_messages)
+}
+
+/// The delta of a request journaled in the shapes of `agent-core`: the messages compared with
+/// the previous request's, each new one printed as a `Value` prints it (its keys sorted, as
+/// journals hold them).
+fn message_delta(sent: &mut Sent, request: &ChatRequest) -> (usize, Vec<Arc<RawValue>>) {
+    sent.written.clear();
+    let keep = sent
+        .messages
+        .iter()
+        .zip(request.all_messages())
+        .take_while(|(before, now)| before == now)
+        .count();
+    sent.messages.truncate(keep);
+    sent.in_body.truncate(keep);
+    let keep_in_body = sent.in_body.iter().filter(|sent| **sent).count();
+    let mut new_messages = Vec::new();
+    for message in request.all_messages().skip(keep) {
+        let json = serde_json::to_value(message)
             .and_then(|value| serde_json::value::to_raw_value(&value))
-            .ok(),
+            .ok();
+        sent.in_body.push(json.is_some());
+        sent.messages.push(message.clone());
+        new_messages.extend(json.map(Arc::from));
     }
+    (keep_in_body, new_messages)
 }
 
 /// How `tool` is in the journaled body.
@@ -203,5 +244,58 @@ impl ChatModel for JournaledModel {
 
     fn supports_images(&self) -> bool {
         self.inner.supports_images()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn json(text: &str) -> Option<Arc<RawValue>> {
+        Some(Arc::from(RawValue::from_string(text.to_owned()).unwrap()))
+    }
+
+    fn texts(messages: &[Arc<RawValue>]) -> Vec<&str> {
+        messages.iter().map(|m| m.get()).collect()
+    }
+
+    #[test]
+    fn the_written_delta_keeps_the_leading_messages_with_the_same_json() {
+        let mut sent = Sent::default();
+        let system = json(r#"{"role":"system"}"#);
+        let task = json(r#"{"role":"user","content":"task"}"#);
+        // The first request: everything is new; a message not sent is not in it.
+        let (keep, new) = written_delta(&mut sent, vec![system.clone(), task.clone(), None]);
+        assert_eq!(keep, 0);
+        assert_eq!(
+            texts(&new),
+            [
+                system.as_deref().unwrap().get(),
+                task.as_deref().unwrap().get()
+            ]
+        );
+        // The same messages (one the very same Arc, one an equal copy, as another request's
+        // write would give), one more: only that one is new; the unsent one counts for nothing.
+        let reply = json(r#"{"role":"assistant","content":"ok"}"#);
+        let copy = json(task.as_deref().unwrap().get());
+        let (keep, new) = written_delta(&mut sent, vec![system.clone(), copy, None, reply.clone()]);
+        assert_eq!(keep, 2);
+        assert_eq!(texts(&new), [reply.as_deref().unwrap().get()]);
+        // A message changed in the middle (a trimmed output): it and all after it are new.
+        let trimmed = json(r#"{"role":"user","content":"[not resent]"}"#);
+        let (keep, new) = written_delta(
+            &mut sent,
+            vec![system, trimmed.clone(), None, reply.clone()],
+        );
+        assert_eq!(keep, 1);
+        assert_eq!(
+            texts(&new),
+            [
+                trimmed.as_deref().unwrap().get(),
+                reply.as_deref().unwrap().get()
+            ]
+        );
     }
 }
