@@ -378,6 +378,55 @@ mod tests {
         assert_eq!(back, value);
     }
 
+    /// The literals of `json` found byte by byte: what [`Literals`] must give.
+    fn literals_one_by_one(json: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut open = None;
+        let mut escaped = false;
+        for (at, byte) in json.bytes().enumerate() {
+            match (open, byte) {
+                (None, b'"') => open = Some(at),
+                (Some(_), _) if escaped => escaped = false,
+                (Some(_), b'\\') => escaped = true,
+                (Some(start), b'"') => {
+                    out.push((start, at));
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn literals_are_found_as_a_byte_by_byte_reading_finds_them() {
+        // Texts of quotes, backslashes and other bytes, short and past the word-by-word scan.
+        let pieces = [
+            "\"",
+            "\\",
+            "a",
+            "é",
+            "\n",
+            " ",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        ];
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..2_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let length = (seed >> 33) % 120;
+            let mut json = String::new();
+            for _ in 0..length {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                json.push_str(pieces[usize::try_from(seed >> 61).unwrap() % pieces.len()]);
+            }
+            assert_eq!(
+                Literals::new(&json).collect::<Vec<_>>(),
+                literals_one_by_one(&json),
+                "{json:?}"
+            );
+        }
+    }
+
     #[test]
     fn a_reference_to_a_missing_text_is_corrupt() {
         let (text, _) = encode(&mut TextCache::default(), &json!(["z".repeat(MIN_TEXT)]));
