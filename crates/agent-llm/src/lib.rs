@@ -43,6 +43,7 @@ pub mod bedrock;
 mod blocks;
 mod capped;
 mod client;
+mod endpoint;
 mod error;
 pub mod format;
 mod frame;
@@ -65,7 +66,8 @@ use async_trait::async_trait;
 
 pub use agent_protocol::TokenUsage;
 pub use anthropic::AnthropicClient;
-pub use client::{DEFAULT_AZURE_API_VERSION, ImageInput, LlmClient};
+pub use client::{ImageInput, LlmClient};
+pub use endpoint::DEFAULT_AZURE_API_VERSION;
 pub use error::{LlmError, classify, parse_retry_after};
 pub use frame::TokenTotals;
 pub use models::{ModelProfile, model_profile};
