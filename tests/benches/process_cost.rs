@@ -5,7 +5,7 @@
 //! * instructions (callgrind, when `valgrind` is on the PATH): the 1-step run is start-up, the
 //!   first request, one step and exit; per step is (20-step − 1-step) / 19; each the median of
 //!   five runs (start-up alone varies by ~2 M from run to run), and per step again from the
-//!   lowest of the five of each length (steadier: see `instructions_of`);
+//!   lowest of the five of each length (see `instructions_of`);
 //! * CPU time (user + system, from `getrusage(RUSAGE_CHILDREN)` around each child): the same two
 //!   runs, the mean of the middle ones of several (the kernel counts CPU time in scheduler ticks,
 //!   4 ms on the development VM: a median would keep that step, a mean of many runs averages it
@@ -245,8 +245,9 @@ impl Setup {
     /// callgrind. Start-up alone varies by ~2 M from run to run, which with one run each moved
     /// the per-step figures by ±3 %; most of it is how many batches the store commits (a step
     /// that ends within the commit interval shares its predecessor's transaction), which only
-    /// adds work: the lowest count is the run with the fewest commits, and steadier than the
-    /// median when the runs split between two batchings.
+    /// adds work: the lowest count is the run with the fewest commits. The per-step figure from
+    /// the lowest of each length is printed beside the median's; the two differ by that noise
+    /// (1.08 M and 1.105 M on 2026-12-07), so judge a change by both, or by the 20-step totals.
     fn instructions_of(&self, steps: usize, export: bool) -> Option<Counts> {
         let mut counts = (0..COUNTED_RUNS)
             .map(|_| self.instructions(steps, export))
