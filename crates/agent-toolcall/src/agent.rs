@@ -78,6 +78,8 @@ pub struct ToolCallCore {
     tool_calls: Vec<ToolCall>,
     /// The file operations of the calls in memory, read once each (request trimming).
     file_ops: crate::trimming::FileOps,
+    /// The size bound of the tool list the agent sends (the compaction check).
+    tools_bound: crate::estimate::ToolsBound,
 }
 
 impl std::fmt::Debug for ToolCallCore {
@@ -171,6 +173,7 @@ impl ToolCallAgent<()> {
                 gate: None,
                 tool_calls: Vec::new(),
                 file_ops: crate::trimming::FileOps::default(),
+                tools_bound: crate::estimate::ToolsBound::default(),
             },
             hooks: (),
         }
@@ -552,8 +555,14 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
             }
         }
         let mut request = build_request(core, ephemeral.as_ref());
-        let checked =
-            compact_if_needed(&core.compaction, &core.llm, &mut core.base, &request).await;
+        let checked = compact_if_needed(
+            &core.compaction,
+            &core.llm,
+            &mut core.base,
+            &request,
+            &core.tools_bound,
+        )
+        .await;
         let mut estimate = checked.estimate;
         if let Some(compacted) = checked.compacted {
             request = build_request(core, ephemeral.as_ref());
@@ -566,7 +575,7 @@ impl<H: ToolCallHooks> ReActAgent for ToolCallAgent<H> {
         if let Some(window) = window_of(&core.compaction, &core.llm) {
             let tokens = match estimate {
                 Some(tokens) if tokens <= window => tokens,
-                _ => tokens_within(&request, window),
+                _ => tokens_within(&request, window, &core.tools_bound),
             };
             if tokens > window {
                 let message = format!(

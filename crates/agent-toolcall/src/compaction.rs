@@ -15,8 +15,8 @@ use agent_core::{AgentEvent, BaseAgent, Message, Role, turns};
 use agent_llm::{ChatModel, ChatRequest};
 use tracing::{info, warn};
 
-use crate::estimate::tokens_within;
 pub use crate::estimate::{IMAGE_TOKENS, estimate_tokens};
+use crate::estimate::{ToolsBound, tokens_within};
 use crate::usage::usage_event;
 
 /// The first line of the summary message that replaces the older turns.
@@ -263,6 +263,7 @@ pub(crate) async fn compact_if_needed(
     llm: &Arc<dyn ChatModel>,
     base: &mut BaseAgent,
     request: &ChatRequest,
+    tools: &ToolsBound,
 ) -> Checked {
     if settings.strategy == CompactionStrategy::Off {
         return Checked {
@@ -279,7 +280,7 @@ pub(crate) async fn compact_if_needed(
     // Most requests are far below the threshold: a bound from the lengths of their texts
     // says so without serialising them.
     let limit = limit(settings, window);
-    let before = tokens_within(request, limit);
+    let before = tokens_within(request, limit, tools);
     let compacted = compact(settings, llm, base, limit, before).await;
     Checked {
         compacted,

@@ -58,7 +58,7 @@ const ESCAPED: usize = 6;
 /// each byte counted as the six a JSON escape may take, each message, call and tool with room
 /// for its keys, each image as [`IMAGE_TOKENS`].
 #[must_use]
-pub(crate) fn tokens_at_most(request: &ChatRequest) -> u64 {
+pub(crate) fn tokens_at_most(request: &ChatRequest, tools: &ToolsBound) -> u64 {
     let mut bytes = REQUEST_ROOM;
     let mut images = 0_u64;
     for message in request.all_messages() {
@@ -67,38 +67,44 @@ pub(crate) fn tokens_at_most(request: &ChatRequest) -> u64 {
             images += 1;
         }
     }
-    bytes = bytes.saturating_add(tools_bound(&request.tools));
+    bytes = bytes.saturating_add(tools.of(&request.tools));
     let text = u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX);
     text.saturating_add(images.saturating_mul(IMAGE_TOKENS))
 }
 
-/// The most bytes `tools` take in JSON. An agent sends one list step after step: the bound of
-/// the last list is kept while that list lives, so its schemas are not walked at every step.
-fn tools_bound(tools: &Arc<[ToolDefinition]>) -> usize {
-    static LAST: Mutex<Option<(Weak<[ToolDefinition]>, usize)>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((list, bound)) = last.as_ref()
-        && list.upgrade().is_some_and(|list| Arc::ptr_eq(&list, tools))
-    {
-        return *bound;
+/// The size bound of the last tool list an agent sent, kept while that list lives: an agent
+/// sends one list step after step, and its schemas are not walked again at every step. Each
+/// agent keeps its own (agents with other lists do not take each other's turn).
+#[derive(Debug, Default)]
+pub(crate) struct ToolsBound(Mutex<Option<(Weak<[ToolDefinition]>, usize)>>);
+
+impl ToolsBound {
+    /// The most bytes `tools` take in JSON.
+    fn of(&self, tools: &Arc<[ToolDefinition]>) -> usize {
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((list, bound)) = last.as_ref()
+            && list.upgrade().is_some_and(|list| Arc::ptr_eq(&list, tools))
+        {
+            return *bound;
+        }
+        let bound = tools.iter().fold(0_usize, |bytes, tool| {
+            let function = &tool.function;
+            let texts = tool.kind.len() + function.name.len() + function.description.len();
+            bytes
+                .saturating_add(ITEM_ROOM)
+                .saturating_add(texts.saturating_mul(ESCAPED))
+                .saturating_add(value_bound(&function.parameters))
+        });
+        *last = Some((Arc::downgrade(tools), bound));
+        bound
     }
-    let bound = tools.iter().fold(0_usize, |bytes, tool| {
-        let function = &tool.function;
-        let texts = tool.kind.len() + function.name.len() + function.description.len();
-        bytes
-            .saturating_add(ITEM_ROOM)
-            .saturating_add(texts.saturating_mul(ESCAPED))
-            .saturating_add(value_bound(&function.parameters))
-    });
-    *last = Some((Arc::downgrade(tools), bound));
-    bound
 }
 
 /// [`tokens_at_most`] when it is at most `limit` (the request is below it, whatever its exact
 /// size), else [`estimate_tokens`].
 #[must_use]
-pub(crate) fn tokens_within(request: &ChatRequest, limit: u64) -> u64 {
-    let bound = tokens_at_most(request);
+pub(crate) fn tokens_within(request: &ChatRequest, limit: u64, tools: &ToolsBound) -> u64 {
+    let bound = tokens_at_most(request, tools);
     if bound <= limit {
         bound
     } else {
@@ -183,15 +189,16 @@ mod tests {
             .with_system(vec![Message::system_message("You are an agent.")])
             .with_tools(vec![tool], ToolChoice::Auto);
         let exact = estimate_tokens(&request);
-        let bound = tokens_at_most(&request);
+        let tools = ToolsBound::default();
+        let bound = tokens_at_most(&request, &tools);
         assert!(bound >= exact, "{bound} < {exact}");
         assert!(bound <= exact * 8, "{bound} is far above {exact}");
         // Every control character escaped as \u00XX: the bound still holds.
         let controls = ChatRequest::new(vec![Message::user_message("\u{1}".repeat(1_000))]);
-        assert!(tokens_at_most(&controls) >= estimate_tokens(&controls));
+        assert!(tokens_at_most(&controls, &tools) >= estimate_tokens(&controls));
         // Below a limit the bound is taken; above it, the exact estimate.
-        assert_eq!(tokens_within(&request, bound), bound);
-        assert_eq!(tokens_within(&request, bound - 1), exact);
+        assert_eq!(tokens_within(&request, bound, &tools), bound);
+        assert_eq!(tokens_within(&request, bound - 1, &tools), exact);
     }
 
     #[test]
@@ -210,17 +217,22 @@ mod tests {
             .with_tools(vec![tool("a", 1)], ToolChoice::Auto);
         let large = ChatRequest::new(vec![Message::user_message("go")])
             .with_tools(vec![tool("a", 1), tool("b", 40)], ToolChoice::Auto);
-        let (first_small, first_large) = (tokens_at_most(&small), tokens_at_most(&large));
+        // One agent's bound, asked about two lists in turn.
+        let tools = ToolsBound::default();
+        let (first_small, first_large) = (
+            tokens_at_most(&small, &tools),
+            tokens_at_most(&large, &tools),
+        );
         assert!(first_large > first_small);
         for _ in 0..3 {
-            assert_eq!(tokens_at_most(&small), first_small);
-            assert_eq!(tokens_at_most(&large), first_large);
+            assert_eq!(tokens_at_most(&small, &tools), first_small);
+            assert_eq!(tokens_at_most(&large, &tools), first_large);
         }
         // A new list equal to the first is bounded alike; one gone leaves nothing wrong behind.
         let again = ChatRequest::new(vec![Message::user_message("go")])
             .with_tools(vec![tool("a", 1)], ToolChoice::Auto);
         drop(small);
-        assert_eq!(tokens_at_most(&again), first_small);
-        assert!(tokens_at_most(&again) >= estimate_tokens(&again));
+        assert_eq!(tokens_at_most(&again, &tools), first_small);
+        assert!(tokens_at_most(&again, &tools) >= estimate_tokens(&again));
     }
 }
