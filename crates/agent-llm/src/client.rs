@@ -66,8 +66,7 @@ impl LlmClient {
     pub fn new(settings: LlmSettings) -> Result<Self, LlmError> {
         let frame = ClientFrame::new(settings, |_, table| table.vision)?;
         let url = endpoint(frame.settings())?;
-        let target = reqwest::Url::parse(&url)
-            .map_err(|e| LlmError::InvalidRequest(format!("invalid endpoint {url:?}: {e}")))?;
+        let target = crate::endpoint::parsed(&url)?;
         let http = frame.http_client()?;
         Ok(Self {
             frame,

@@ -45,6 +45,13 @@ pub(crate) fn endpoint(settings: &LlmSettings) -> Result<String, LlmError> {
     })
 }
 
+/// `url` parsed once, for a client to post to at every request (reqwest would parse the text
+/// again each time).
+pub(crate) fn parsed(url: &str) -> Result<reqwest::Url, LlmError> {
+    reqwest::Url::parse(url)
+        .map_err(|e| LlmError::InvalidRequest(format!("invalid endpoint {url:?}: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -24,6 +24,8 @@ pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub struct AnthropicClient {
     frame: ClientFrame,
     url: String,
+    /// `url` parsed once.
+    target: reqwest::Url,
     http: reqwest::Client,
 }
 
@@ -48,8 +50,14 @@ impl AnthropicClient {
         // Every Claude model since Claude 3 reads images.
         let frame = ClientFrame::new(settings, |_, _| true)?;
         let url = endpoint(&frame.settings().base_url)?;
+        let target = crate::endpoint::parsed(&url)?;
         let http = frame.http_client()?;
-        Ok(Self { frame, url, http })
+        Ok(Self {
+            frame,
+            url,
+            target,
+            http,
+        })
     }
 
     /// Emits [`agent_core::AgentEvent::Retry`] on `events` for every retry and, for streamed
@@ -101,7 +109,7 @@ impl AnthropicClient {
         let key = &settings.api_key;
         let mut request = self
             .http
-            .post(&self.url)
+            .post(self.target.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header("anthropic-version", ANTHROPIC_VERSION)
             .body(body);
