@@ -325,7 +325,7 @@ mod tests {
         );
     }
 
-    /// Every string in `value` (keys included) shorter than `MIN_TEXT` escaped.
+    /// The escaped length of the longest string in `value` (keys included).
     fn longest_string(value: &serde_json::Value) -> usize {
         use serde_json::Value;
         let escaped = |s: &str| serde_json::to_string(s).unwrap().len() - 2;
