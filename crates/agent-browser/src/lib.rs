@@ -43,6 +43,7 @@ mod agent;
 mod context;
 mod error;
 pub mod extract;
+mod loading;
 mod pyrepr;
 mod session;
 mod state;

@@ -572,7 +572,7 @@ impl Browser {
         if url != "about:blank" {
             // Our own wait, bounded by the action timeout: chromiumoxide's `goto` gives a
             // load 30 s whatever the configuration says, which a loaded machine can overrun.
-            tokio::time::timeout(timeout, crate::tool::navigate(page, url))
+            tokio::time::timeout(timeout, crate::loading::navigate(page, url))
                 .await
                 .map_err(|_| BrowserError::Timeout(timeout))??;
         }

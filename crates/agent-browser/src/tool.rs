@@ -17,7 +17,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, InsertTextParams,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    GetNavigationHistoryParams, NavigateParams, NavigateToHistoryEntryParams,
+    GetNavigationHistoryParams, NavigateToHistoryEntryParams,
 };
 use chromiumoxide::layout::Point;
 use schemars::JsonSchema;
@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 use tracing::{Instrument, debug, info_span};
 
+use crate::loading::{navigate, settle, wait_until};
 use crate::pyrepr::py_str;
 use crate::{Browser, BrowserConfig, BrowserError, current_state, page_script};
 
@@ -726,46 +727,6 @@ async fn perform(
             browser.close_tab().await?;
             Ok(ToolResult::success("Closed current tab"))
         }
-    }
-}
-
-/// Polls the page condition `body` (a function body returning a boolean) every 50 ms until it
-/// holds; the caller's timeout bounds it.
-async fn wait_until(page: &Page, body: &str) -> Result<(), BrowserError> {
-    loop {
-        if let Ok(true) = page_script::<bool>(page, body).await {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Navigates `page` to `url` and waits until the new document has loaded (the caller's
-/// timeout bounds the wait).
-pub(crate) async fn navigate(page: &Page, url: &str) -> Result<(), BrowserError> {
-    let response = page.execute(NavigateParams::new(url)).await?;
-    if let Some(error) = response
-        .result
-        .error_text
-        .as_deref()
-        .filter(|e| !e.is_empty())
-    {
-        return Err(BrowserError::Script(format!(
-            "navigation to {url} failed: {error}"
-        )));
-    }
-    wait_until(page, "return document.readyState === 'complete';").await
-}
-
-/// Gives a page up to five seconds to finish loading after an interaction; never fails.
-async fn settle(page: &Page) {
-    let done = tokio::time::timeout(
-        Duration::from_secs(5),
-        wait_until(page, "return document.readyState === 'complete';"),
-    )
-    .await;
-    if done.is_err() {
-        debug!("the page is still loading");
     }
 }
 

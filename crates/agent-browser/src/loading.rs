@@ -1,0 +1,105 @@
+//! Waiting for a page to load: navigating, polling a page condition, letting a page settle.
+
+use std::time::Duration;
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
+use chromiumoxide::error::CdpError;
+use tracing::debug;
+
+use crate::{BrowserError, page_script};
+
+/// Polls the page condition `body` (a function body returning a boolean) every 50 ms until it
+/// holds; the caller's timeout bounds it.
+pub(crate) async fn wait_until(page: &Page, body: &str) -> Result<(), BrowserError> {
+    loop {
+        if let Ok(true) = page_script::<bool>(page, body).await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Navigates `page` to `url` and waits until the new document has loaded (the caller's
+/// timeout bounds the wait).
+pub(crate) async fn navigate(page: &Page, url: &str) -> Result<(), BrowserError> {
+    let response = again_on_cdp_timeout(|| page.execute(NavigateParams::new(url))).await?;
+    if let Some(error) = response
+        .result
+        .error_text
+        .as_deref()
+        .filter(|e| !e.is_empty())
+    {
+        return Err(BrowserError::Script(format!(
+            "navigation to {url} failed: {error}"
+        )));
+    }
+    wait_until(page, "return document.readyState === 'complete';").await
+}
+
+/// Runs `attempt` until it ends other than in chromiumoxide's own timeout.
+///
+/// chromiumoxide gives every command 30 s, whatever the handler's configured request timeout
+/// (0.9.1: `CommandFuture`'s fixed delay), so on a loaded machine a navigation the configured
+/// action timeout still allows can fail early. Asking again (a new `Page.navigate` replaces one
+/// still pending) leaves the bound to the caller's timeout, which every caller sets.
+async fn again_on_cdp_timeout<T, F, Fut>(mut attempt: F) -> Result<T, CdpError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CdpError>>,
+{
+    loop {
+        match attempt().await {
+            Err(CdpError::Timeout) => debug!("no answer from Chromium in its 30 s; asking again"),
+            other => return other,
+        }
+    }
+}
+
+/// Gives a page up to five seconds to finish loading after an interaction; never fails.
+pub(crate) async fn settle(page: &Page) {
+    let done = tokio::time::timeout(
+        Duration::from_secs(5),
+        wait_until(page, "return document.readyState === 'complete';"),
+    )
+    .await;
+    if done.is_err() {
+        debug!("the page is still loading");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::cell::Cell;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_command_chromiumoxide_timed_out_is_asked_again_until_it_answers() {
+        let calls = Cell::new(0);
+        let answer = again_on_cdp_timeout(|| {
+            calls.set(calls.get() + 1);
+            let n = calls.get();
+            async move { if n < 3 { Err(CdpError::Timeout) } else { Ok(n) } }
+        })
+        .await
+        .unwrap();
+        assert_eq!(answer, 3);
+        assert_eq!(calls.get(), 3);
+    }
+
+    #[tokio::test]
+    async fn any_other_failure_ends_it_at_once() {
+        let calls = Cell::new(0);
+        let failure = again_on_cdp_timeout(|| {
+            calls.set(calls.get() + 1);
+            async { Err::<(), _>(CdpError::NotFound) }
+        })
+        .await
+        .unwrap_err();
+        assert!(matches!(failure, CdpError::NotFound), "{failure:?}");
+        assert_eq!(calls.get(), 1);
+    }
+}
