@@ -4,8 +4,11 @@
 //!
 //! * instructions (callgrind, when `valgrind` is on the PATH): the 1-step run is start-up, the
 //!   first request, one step and exit; per step is (20-step − 1-step) / 19; each the median of
-//!   five runs (start-up alone varies by ~2 M from run to run), and per step again from the
-//!   lowest of the five of each length (see `instructions_of`);
+//!   five runs, and per step again from the lowest of the five of each length (see
+//!   `instructions_of`). Under callgrind the mock model answers each request after 150 ms, so
+//!   that every step is committed to the store alone, as it is with a real model (before
+//!   2026-12-07 it answered at once, and callgrind's slowness decided how many steps shared a
+//!   commit: fewer commits, and ±2 M between runs; `PROCESS_COST_PACE_MS=0` measures that way);
 //! * CPU time (user + system, from `getrusage(RUSAGE_CHILDREN)` around each child): the same two
 //!   runs, the mean of the middle ones of several (the kernel counts CPU time in scheduler ticks,
 //!   4 ms on the development VM: a median would keep that step, a mean of many runs averages it
@@ -36,6 +39,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use agent_core::ToolCall;
 use agent_testkit::{Completion, MockOpenAi};
@@ -49,6 +53,22 @@ const RUNS: usize = 15;
 const TRIM: usize = 3;
 /// Runs under callgrind per figure (the median and the lowest are taken).
 const COUNTED_RUNS: usize = 5;
+
+/// How long the mock model takes to answer under callgrind: more than the recorder's commit
+/// interval (100 ms), so every step ends long enough after the previous commit to be committed
+/// alone, as with a real model, in every run. Unpaced, how many steps shared a commit
+/// depended on callgrind's timing, and moved a run's count by up to ~2 M.
+const PACE: Duration = Duration::from_millis(150);
+
+/// [`PACE`], or `PROCESS_COST_PACE_MS` (`0`: no pacing, to compare with figures taken before
+/// 2026-12-07's pacing).
+fn pace() -> Option<Duration> {
+    let ms = std::env::var("PROCESS_COST_PACE_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(PACE, Duration::from_millis);
+    (!ms.is_zero()).then_some(ms)
+}
 
 /// Instructions of several runs of one length.
 #[derive(Clone, Copy)]
@@ -103,12 +123,16 @@ async fn otlp_sink() -> Option<(String, std::sync::Arc<std::sync::atomic::Atomic
 }
 
 impl Setup {
-    /// Scripts one run of `steps` steps.
-    fn script(&self, steps: usize) {
+    /// Scripts one run of `steps` steps; with `pace`, each reply's headers come only after it.
+    fn script(&self, steps: usize, pace: Option<Duration>) {
+        let push = |completion: Completion| match pace {
+            Some(delay) => self.server.push_slow_first_byte(delay, completion),
+            None => self.server.push(completion),
+        };
         let file = self.dir.path().join("ws").join("notes.txt");
         let view = serde_json::json!({"command": "view", "path": file}).to_string();
         for step in 1..steps {
-            self.server.push(Completion::tool_calls(
+            push(Completion::tool_calls(
                 None,
                 [ToolCall::new(
                     format!("v{step}"),
@@ -117,7 +141,7 @@ impl Setup {
                 )],
             ));
         }
-        self.server.push(Completion::tool_calls(
+        push(Completion::tool_calls(
             None,
             [ToolCall::new(
                 "done",
@@ -179,7 +203,7 @@ impl Setup {
     /// The usage of `command`, a child that makes `steps` requests to the mock (scripted here):
     /// `None` when it fails or makes another number of requests.
     fn measured(&self, mut command: Command, steps: usize) -> Option<Usage> {
-        self.script(steps);
+        self.script(steps, None);
         let requests = self.server.request_count();
         let before = usage_of_children()?;
         let status = command.status().ok()?;
@@ -242,12 +266,11 @@ impl Setup {
     }
 
     /// The median and the lowest instructions of [`COUNTED_RUNS`] runs of `steps` steps under
-    /// callgrind. Start-up alone varies by ~2 M from run to run, which with one run each moved
-    /// the per-step figures by ±3 %; most of it is how many batches the store commits (a step
-    /// that ends within the commit interval shares its predecessor's transaction), which only
-    /// adds work: the lowest count is the run with the fewest commits. The per-step figure from
-    /// the lowest of each length is printed beside the median's; the two differ by that noise
-    /// (1.08 M and 1.105 M on 2026-12-07), so judge a change by both, or by the 20-step totals.
+    /// callgrind. Unpaced, a run's count varied by up to ~2 M, most of it how many batches the
+    /// store committed (a step that ends within the commit interval shares its predecessor's
+    /// transaction); the model is now paced ([`PACE`]) so that every step commits alone in
+    /// every run, and the 20-step counts of five runs lie within ~1 %. The per-step figure
+    /// from the lowest of each length is printed beside the median's.
     fn instructions_of(&self, steps: usize, export: bool) -> Option<Counts> {
         let mut counts = (0..COUNTED_RUNS)
             .map(|_| self.instructions(steps, export))
@@ -261,7 +284,7 @@ impl Setup {
 
     /// Instructions of one run of `steps` steps under callgrind (with export on or off).
     fn instructions(&self, steps: usize, export: bool) -> Option<u64> {
-        self.script(steps);
+        self.script(steps, pace());
         let requests = self.server.request_count();
         // `PROCESS_COST_PROFILES=<dir>` keeps the callgrind profiles there (for
         // `callgrind_annotate`); otherwise they go with the benchmark's temporary directory.
@@ -520,7 +543,12 @@ fn measure() {
                     first.median as f64 / 1e6
                 );
                 println!(
-                    "| instructions per step ({STEPS}-step run){label} | {:.2} M | — |",
+                    "| instructions per step ({STEPS}-step run, {}){label} | {:.2} M | ≤ 1.0 M |",
+                    if pace().is_some() {
+                        "one commit a step"
+                    } else {
+                        "model unpaced"
+                    },
                     per(first.median, long.median)
                 );
                 println!(
