@@ -180,7 +180,7 @@ impl LlmClient {
         let input = self.frame.check_budget(count_input)?;
         // Serialised once; every attempt sends the same bytes.
         let bytes =
-            Bytes::from(serde_json::to_vec(&body).map_err(|e| {
+            Bytes::from(body.to_bytes().map_err(|e| {
                 LlmError::InvalidRequest(format!("cannot serialise the request: {e}"))
             })?);
         let response = self

@@ -101,6 +101,32 @@ impl Body<'_> {
         };
         (messages, tools)
     }
+
+    /// The body serialised, into a buffer sized for it at once: the request holds the whole
+    /// conversation (tens of KB late in a run), and growing a buffer from serde_json's
+    /// default size copied it over again at each doubling.
+    ///
+    /// # Errors
+    ///
+    /// A message or tool cannot be serialised.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut out = Vec::with_capacity(self.written_len());
+        serde_json::to_writer(&mut out, self)?;
+        Ok(out)
+    }
+
+    /// About how long the body's JSON is: exact for written messages and tools, a guess for
+    /// typed ones (the buffer grows as usual past it).
+    fn written_len(&self) -> usize {
+        /// The fields besides the messages and tools, the commas and brackets.
+        const FRAME: usize = 256;
+        let messages = match &self.messages {
+            BodyMessages::Typed(messages) => messages.len() * 256,
+            BodyMessages::Written(messages) => messages.iter().map(|m| m.get().len() + 1).sum(),
+        };
+        let tools = self.tools.as_deref().map_or(0, |raw| raw.get().len());
+        FRAME + self.model.len() + messages + tools
+    }
 }
 
 /// The body's `messages`: formatted for this body, or as written (mostly for earlier bodies:
@@ -128,4 +154,56 @@ fn to_value<T: Serialize>(item: &T) -> Value {
 
 fn values_of<T: Serialize>(items: &[T]) -> Vec<Value> {
     items.iter().map(to_value).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use agent_core::Message;
+    use serde_json::value::to_raw_value;
+
+    use super::*;
+    use crate::format::wire_messages;
+
+    fn body<'a>(messages: BodyMessages<'a>, tools: Option<Box<RawValue>>) -> Body<'a> {
+        Body {
+            max_completion_tokens: None,
+            max_tokens: Some(100),
+            messages,
+            model: "gpt-test",
+            stream: true,
+            stream_options: Some(StreamOptions {
+                include_usage: true,
+            }),
+            temperature: Some(0.0),
+            tool_choice: Some("auto"),
+            tools,
+        }
+    }
+
+    #[test]
+    fn a_body_in_a_buffer_sized_at_once_is_the_same_json() {
+        let conversation = [
+            Message::user_message("a question \"quoted\"".repeat(40)),
+            Message::assistant_message("an answer ü".repeat(300)),
+        ];
+        let typed = wire_messages(&conversation, false);
+        let written: Vec<Arc<RawValue>> = typed
+            .iter()
+            .map(|m| Arc::from(to_raw_value(m).unwrap()))
+            .collect();
+        let tools = Some(to_raw_value(&serde_json::json!([{"type": "function"}])).unwrap());
+        for body in [
+            body(BodyMessages::Typed(typed.clone()), None),
+            body(BodyMessages::Written(written), tools),
+        ] {
+            let bytes = body.to_bytes().unwrap();
+            assert_eq!(bytes, serde_json::to_vec(&body).unwrap());
+            if let BodyMessages::Written(_) = body.messages {
+                // Written messages and tools are counted exactly: no growing past the hint.
+                assert!(body.written_len() >= bytes.len(), "{}", body.written_len());
+            }
+        }
+    }
 }

@@ -104,6 +104,9 @@ impl Decoder {
         };
         if field == "data" {
             self.has_data = true;
+            // Room for the newline too: otherwise adding it reallocates (and copies) the
+            // event's data, once per chunk.
+            self.data.reserve(value.len() + 1);
             self.data.push_str(value);
             self.data.push('\n');
         }
