@@ -289,3 +289,69 @@ async fn a_store_of_the_2026_12_format_opens_reads_back_unchanged_and_goes_on() 
     let all = store.events_after(&id, None, 1000).await.unwrap();
     assert_eq!(all[..events.len()], events[..]);
 }
+
+#[tokio::test]
+async fn batches_of_one_shape_are_written_again_and_again_even_after_one_failed() {
+    // A batch's script is kept prepared by its shape: the same shape, rows of other values,
+    // must write those values, and a failure half-way must not leave the kept script unusable.
+    let dir = tempfile::tempdir().unwrap();
+    let store = file_store(dir.path()).await;
+    let session = new_session(&store).await;
+    let mut writer = store.session_writer(&session.id);
+    let shaped = |step: u64, run: Option<i64>| Batch {
+        memory: vec![
+            MemoryWrite::Put {
+                seq: 2 * step,
+                message: json!({"role": "assistant", "content": format!("step {step}")})
+                    .to_string(),
+            },
+            MemoryWrite::Put {
+                seq: 2 * step + 1,
+                message: json!({"role": "user", "content": format!("seen {step}")}).to_string(),
+            },
+        ],
+        events: vec![
+            NewEvent::now(
+                run,
+                EventKind::Agent,
+                json!({"type": "step_started", "step": step}),
+            ),
+            NewEvent::now(
+                run,
+                EventKind::Agent,
+                json!({"type": "step_finished", "step": step}),
+            ),
+        ],
+        ..Batch::default()
+    };
+    let mut ids = Vec::new();
+    for step in 0..3 {
+        ids.extend_from_slice(writer.write(shaped(step, None)).await.unwrap().ids());
+    }
+    // No run 999999: the foreign key fails the batch after its messages were written.
+    assert!(writer.write(shaped(3, Some(999_999))).await.is_err());
+    for step in 3..5 {
+        ids.extend_from_slice(writer.write(shaped(step, None)).await.unwrap().ids());
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    let events = store.events_after(&session.id, None, 100).await.unwrap();
+    let steps: Vec<(i64, Value)> = events
+        .iter()
+        .map(|e| (e.id, e.data["step"].clone()))
+        .collect();
+    let expected: Vec<(i64, Value)> = ids
+        .iter()
+        .zip([0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+        .map(|(&id, step)| (id, json!(step)))
+        .collect();
+    assert_eq!(steps, expected);
+    let memory = store.messages(&session.id).await.unwrap();
+    let contents: Vec<String> = memory.iter().map(|m| m.text().to_owned()).collect();
+    assert_eq!(
+        contents,
+        [
+            "step 0", "seen 0", "step 1", "seen 1", "step 2", "seen 2", "step 3", "seen 3",
+            "step 4", "seen 4"
+        ]
+    );
+}
