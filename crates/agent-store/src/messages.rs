@@ -185,7 +185,7 @@ impl Store {
         script.statement("DELETE FROM messages WHERE session_id = ?");
         script.bind(session);
         apply(&mut script, &mut TextCache::default(), session, writes)?;
-        script.run(&self.pool, Some(session)).await?;
+        script.run(&self.batches, Some(session)).await?;
         Ok(())
     }
 }

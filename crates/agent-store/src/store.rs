@@ -104,6 +104,13 @@ const PG_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
+    /// Where batches ([`SessionWriter`](crate::SessionWriter), memory) are written: for a
+    /// file, one connection of its own, opened at the first batch, so that the scripts it
+    /// keeps prepared (their text is the batch's shape) are found again at the next batch
+    /// instead of on whichever pool connection comes next (the pool hands them out in turn:
+    /// each shape was prepared on each of them). SQLite writes one transaction at a time
+    /// anyway. In memory and on PostgreSQL, `pool` itself.
+    pub(crate) batches: Pool,
     path: Option<PathBuf>,
     /// Where the notices of other processes' events go, once someone listens (PostgreSQL).
     notices: Arc<Listener>,
@@ -165,8 +172,11 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
-        let pool = connect(options).await?;
-        Self::ready(Pool::Sqlite(pool), Some(path)).await
+        let pool = connect(options.clone()).await?;
+        let batches = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_lazy_with(options);
+        Self::ready(Pool::Sqlite(pool), Pool::Sqlite(batches), Some(path)).await
     }
 
     /// Opens the store named by `url`: a PostgreSQL database (`postgres://user:password@host:port/database`,
@@ -196,7 +206,8 @@ impl Store {
             .acquire_timeout(PG_ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await?;
-        Self::ready(Pool::Postgres(pool), None).await
+        let batches = Pool::Postgres(pool.clone());
+        Self::ready(Pool::Postgres(pool), batches, None).await
     }
 
     /// A store in memory, gone when the last clone is dropped (for tests).
@@ -214,13 +225,15 @@ impl Store {
             .max_lifetime(None)
             .connect_with(options)
             .await?;
-        Self::ready(Pool::Sqlite(pool), None).await
+        let batches = Pool::Sqlite(pool.clone());
+        Self::ready(Pool::Sqlite(pool), batches, None).await
     }
 
-    async fn ready(pool: Pool, path: Option<PathBuf>) -> Result<Self, StoreError> {
+    async fn ready(pool: Pool, batches: Pool, path: Option<PathBuf>) -> Result<Self, StoreError> {
         migrate(&pool).await?;
         let store = Self {
             pool,
+            batches,
             path,
             notices: Arc::default(),
             renewing: Arc::default(),
@@ -243,6 +256,7 @@ impl Store {
 
     /// Closes every connection (waiting for the ones in use).
     pub async fn close(&self) {
+        self.batches.close().await;
         self.pool.close().await;
     }
 

@@ -66,7 +66,7 @@ impl SessionWriter {
         crate::messages::apply(&mut script, texts, session, batch.memory)?;
         crate::events::insert_events(&mut script, texts, session, &batch.events)?;
         crate::exchanges::insert_exchanges(&mut script, texts, session, &batch.exchanges)?;
-        let result = script.run(&self.store.pool, Some(session)).await;
+        let result = script.run(&self.store.batches, Some(session)).await;
         let mut ids = match result {
             Ok(ids) => ids,
             Err(error) => {
