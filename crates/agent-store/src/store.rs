@@ -175,6 +175,8 @@ impl Store {
         let pool = connect(options.clone()).await?;
         let batches = SqlitePoolOptions::new()
             .max_connections(1)
+            // As the pool's: a local file's connection does not go stale.
+            .test_before_acquire(false)
             .connect_lazy_with(options);
         Self::ready(Pool::Sqlite(pool), Pool::Sqlite(batches), Some(path)).await
     }
