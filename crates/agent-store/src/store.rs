@@ -87,8 +87,8 @@ fn is_busy(error: &sqlx::Error) -> bool {
 /// How long a connection waits for another writer before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Connections of a file store (SQLite has one writer at a time; readers run beside it in WAL
-/// mode).
+/// Connections of a file store's pool (SQLite has one writer at a time; readers run beside it
+/// in WAL mode). Batches have one more of their own (`Store::batches`).
 const MAX_CONNECTIONS: u32 = 4;
 
 /// Connections to a PostgreSQL store.
@@ -100,7 +100,7 @@ const PG_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The session store: a database of sessions, runs, events and memory — a SQLite file
 /// ([`Store::open`]) or a PostgreSQL database several processes share ([`Store::connect`]).
-/// Cheap to clone (clones share one pool of connections).
+/// Cheap to clone (clones share its connections).
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
