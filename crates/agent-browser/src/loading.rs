@@ -9,6 +9,9 @@ use tracing::debug;
 
 use crate::{BrowserError, page_script};
 
+/// The page condition of a loaded document.
+const LOADED: &str = "return document.readyState === 'complete';";
+
 /// Polls the page condition `body` (a function body returning a boolean) every 50 ms until it
 /// holds; the caller's timeout bounds it.
 pub(crate) async fn wait_until(page: &Page, body: &str) -> Result<(), BrowserError> {
@@ -34,7 +37,7 @@ pub(crate) async fn navigate(page: &Page, url: &str) -> Result<(), BrowserError>
             "navigation to {url} failed: {error}"
         )));
     }
-    wait_until(page, "return document.readyState === 'complete';").await
+    wait_until(page, LOADED).await
 }
 
 /// Runs `attempt` until it ends other than in chromiumoxide's own timeout.
@@ -58,11 +61,7 @@ where
 
 /// Gives a page up to five seconds to finish loading after an interaction; never fails.
 pub(crate) async fn settle(page: &Page) {
-    let done = tokio::time::timeout(
-        Duration::from_secs(5),
-        wait_until(page, "return document.readyState === 'complete';"),
-    )
-    .await;
+    let done = tokio::time::timeout(Duration::from_secs(5), wait_until(page, LOADED)).await;
     if done.is_err() {
         debug!("the page is still loading");
     }
