@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::{ChatResponse, LlmError, REFUSED, TokenUsage};
 
 mod chunk;
+mod scan;
 
 /// A tool-call id for a call the server sent without one: unique within the process, so two
 /// steps never share an id.
@@ -243,11 +244,11 @@ impl StreamAssembler {
     /// [`LlmError::MalformedResponse`] for a chunk that is not JSON; an error object sent inside
     /// the stream becomes [`LlmError::Server`].
     pub fn push(&mut self, data: &str) -> Result<(), LlmError> {
-        // The usual chunk reads straight into borrowed fields; one with a field of an
+        // The usual chunk is scanned straight into borrowed fields; one with a field of an
         // unexpected type (which the lenient reading skips) goes through a `Value`.
-        match serde_json::from_str::<chunk::Chunk<'_>>(data) {
-            Ok(chunk) => self.apply(chunk),
-            Err(_) => {
+        match chunk::Chunk::scan(data) {
+            Some(chunk) => self.apply(chunk),
+            None => {
                 let value: Value = serde_json::from_str(data).map_err(|e| {
                     LlmError::MalformedResponse(format!("invalid JSON in a stream chunk: {e}"))
                 })?;
@@ -268,7 +269,7 @@ impl StreamAssembler {
         {
             self.model = Some(model.into_owned());
         }
-        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
+        let Some(choice) = chunk.choice else {
             return Ok(());
         };
         if let Some(reason) = choice.finish_reason {
@@ -289,7 +290,7 @@ impl StreamAssembler {
             self.received_tokens = true;
             self.refusal.push_str(&text);
         }
-        for fragment in delta.tool_calls.unwrap_or_default() {
+        for fragment in delta.tool_calls {
             self.received_tokens = true;
             let id = fragment.id.filter(|s| !s.is_empty());
             let index = match fragment.index {
@@ -322,8 +323,8 @@ impl StreamAssembler {
                 {
                     call.name.push_str(&name);
                 }
-                if let Some(arguments) = &function.arguments {
-                    chunk::push_arguments(arguments, &mut call.arguments);
+                if let Some(arguments) = function.arguments {
+                    call.arguments.push_str(&arguments);
                 }
             }
         }
