@@ -46,6 +46,12 @@ impl TextCache {
         session: &str,
         script: &mut Script,
     ) -> Result<String, StoreError> {
+        // Most rows (a step's events, its short messages) are too short to hold a long
+        // literal: unless one holds the escape a literal would have to be marked for, they
+        // are written as they are, without looking at their literals.
+        if json.len() < MIN_TEXT + 2 && !holds_mark(json) {
+            return Ok(json.to_owned());
+        }
         let mut out = String::with_capacity(json.len());
         // What of `json` is in `out` already.
         let mut copied = 0;
@@ -80,6 +86,17 @@ impl TextCache {
         out.push_str(span(json, copied, json.len()));
         Ok(out)
     }
+}
+
+/// Whether `json` holds [`MARK`] anywhere (its backslashes are few: a byte search for them
+/// costs less than setting up a substring search).
+fn holds_mark(json: &str) -> bool {
+    let bytes = json.as_bytes();
+    memchr::memchr_iter(b'\\', bytes).any(|at| {
+        bytes
+            .get(at..)
+            .is_some_and(|rest| rest.starts_with(MARK.as_bytes()))
+    })
 }
 
 /// The first 16 bytes of the SHA-256 of `content`.
@@ -308,6 +325,20 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(&texts.decode(&text).unwrap()).unwrap();
         assert_eq!(back, value);
         assert_eq!(texts.decode(&again).unwrap(), json!([long]).to_string());
+    }
+
+    #[test]
+    fn the_shortest_row_with_a_long_literal_is_encoded_and_shorter_rows_are_kept() {
+        let mut cache = TextCache::default();
+        // `"` + MIN_TEXT bytes + `"`: the shortest row a long literal fits in.
+        let shortest = json!("z".repeat(MIN_TEXT));
+        assert_eq!(shortest.to_string().len(), MIN_TEXT + 2);
+        let (text, inserts) = encode(&mut cache, &shortest);
+        assert_eq!(inserts, 1);
+        assert!(text.starts_with("\"\\u0000"), "{text}");
+        let short = json!({"k": "y".repeat(MIN_TEXT - 10)});
+        let (text, inserts) = encode(&mut cache, &short);
+        assert_eq!((text, inserts), (short.to_string(), 0));
     }
 
     #[test]
