@@ -124,32 +124,92 @@ fn file_op(call: &ToolCall) -> Option<FileOp> {
 
 /// The file operations of the calls an agent's requests held, by call id, with the arguments
 /// they were read from: every step's request holds every earlier call, and reading their
-/// arguments again at each step made trimming's cost grow with the square of the run.
+/// arguments again at each step made trimming's cost grow with the square of the run. The
+/// notes written for superseded views are kept too: a note never changes once written, and
+/// writing each again at every step cost as much as the rest of trimming.
 #[derive(Debug, Default)]
 pub(crate) struct FileOps {
-    known: Mutex<HashMap<String, (String, Option<FileOp>)>>,
+    known: Mutex<Known>,
+}
+
+/// What [`FileOps`] keeps.
+#[derive(Debug, Default)]
+struct Known {
+    /// Call id → the arguments read and the operation they name.
+    ops: HashMap<String, (String, Option<FileOp>)>,
+    /// The notes written for superseded views.
+    notes: Notes,
+}
+
+/// A superseded view's call id → its note.
+#[derive(Debug, Default)]
+struct Notes(HashMap<String, Note>);
+
+/// The note that stands in for a superseded view, with what it was written from.
+#[derive(Debug)]
+struct Note {
+    later: String,
+    wrote: bool,
+    bytes: usize,
+    text: String,
 }
 
 impl FileOps {
     /// Keeps at most this many calls more than a request holds (calls compaction removed).
     const SLACK: usize = 64;
+}
 
-    /// The file operation of `call` (read once per id and arguments).
-    fn of(
-        known: &mut HashMap<String, (String, Option<FileOp>)>,
-        call: &ToolCall,
-    ) -> Option<FileOp> {
-        if let Some((arguments, op)) = known.get(&call.id)
+impl Known {
+    /// Reads the file operation of `call` unless it was read from the same arguments.
+    fn read(&mut self, call: &ToolCall) {
+        if let Some((arguments, _)) = self.ops.get(&call.id)
             && *arguments == call.function.arguments
         {
-            return op.clone();
+            return;
         }
-        let op = file_op(call);
-        known.insert(
+        self.ops.insert(
             call.id.clone(),
-            (call.function.arguments.clone(), op.clone()),
+            (call.function.arguments.clone(), file_op(call)),
         );
-        op
+    }
+
+    /// Forgets the calls a request no longer holds, once there are many.
+    fn forget_beyond(&mut self, calls: &HashMap<&str, &ToolCall>) {
+        if self.ops.len() > calls.len() + FileOps::SLACK {
+            self.ops.retain(|id, _| calls.contains_key(id.as_str()));
+        }
+        if self.notes.0.len() > calls.len() + FileOps::SLACK {
+            self.notes.0.retain(|id, _| calls.contains_key(id.as_str()));
+        }
+    }
+}
+
+impl Notes {
+    /// The note for the view `id` of `path` (`bytes` long) superseded by `later`: the one
+    /// written before when it was written from the same facts.
+    fn note(&mut self, id: &str, path: &str, bytes: usize, later: &str, wrote: bool) -> String {
+        if let Some(note) = self.0.get(id)
+            && (note.later.as_str(), note.wrote, note.bytes) == (later, wrote, bytes)
+        {
+            return note.text.clone();
+        }
+        let what = if wrote {
+            "wrote the whole file"
+        } else {
+            "showed the whole file again"
+        };
+        let text = format!(
+            "[Output of this view of {path} ({bytes} bytes) not resent: the later call \
+             `{later}` {what}, so its output is the current one.]"
+        );
+        let note = Note {
+            later: later.to_owned(),
+            wrote,
+            bytes,
+            text: text.clone(),
+        };
+        self.0.insert(id.to_owned(), note);
+        text
     }
 }
 
@@ -233,37 +293,38 @@ pub(crate) fn request_messages_with(
         // Latest first: for each file, the nearest later call that showed or wrote all of it.
         // A note names that call, not the latest one, so it never changes once written (the
         // request's prefix, a prompt cache and the journal's deltas stay stable).
-        let mut current: HashMap<String, (&str, bool)> = HashMap::new();
-        let mut known = ops.known.lock().unwrap_or_else(PoisonError::into_inner);
-        if known.len() > calls.len() + FileOps::SLACK {
-            known.retain(|id, _| calls.contains_key(id.as_str()));
+        let mut guard = ops.known.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = &mut *guard;
+        known.forget_beyond(&calls);
+        let views = || {
+            messages
+                .iter()
+                .enumerate()
+                .rev()
+                .filter_map(|(at, message)| {
+                    if message.role != Role::Tool || !succeeded(message.text()) {
+                        return None;
+                    }
+                    call_of(message).map(|call| (at, message, call))
+                })
+        };
+        for (_, _, call) in views() {
+            known.read(call);
         }
-        for (at, message) in messages.iter().enumerate().rev() {
-            if message.role != Role::Tool || !succeeded(message.text()) {
-                continue;
-            }
-            let Some(call) = call_of(message) else {
-                continue;
-            };
-            match FileOps::of(&mut known, call) {
+        let Known { ops: read, notes } = known;
+        let mut current: HashMap<&str, (&str, bool)> = HashMap::new();
+        for (at, message, call) in views() {
+            match read.get(&call.id).and_then(|(_, op)| op.as_ref()) {
                 Some(FileOp::View { path, whole }) => {
-                    if let Some((later, wrote)) = current.get(&path) {
-                        let what = if *wrote {
-                            "wrote the whole file"
-                        } else {
-                            "showed the whole file again"
-                        };
-                        let note = format!(
-                            "[Output of this view of {path} ({} bytes) not resent: the later \
-                             call `{later}` {what}, so its output is the current one.]",
-                            message.text().len()
-                        );
+                    if let Some(&(later, wrote)) = current.get(path.as_str()) {
+                        let bytes = message.text().len();
+                        let note = notes.note(&call.id, path, bytes, later, wrote);
                         // A short view costs less than the note: it is sent as it is.
-                        if note.len() < message.text().len() {
+                        if note.len() < bytes {
                             stand_ins[at] = Some(stand_in(message, note));
                         }
                     }
-                    if whole {
+                    if *whole {
                         current.insert(path, (call.id.as_str(), false));
                     }
                 }
@@ -437,13 +498,19 @@ mod tests {
         let sent = check(&again);
         assert_eq!(sent[2], again[2]);
         assert!(sent[4].text().contains("`c` showed"));
+        // `b` again with a longer output: its note is written again, not taken from before.
+        again[4] = output("b", "str_replace_editor", &"longer y.py\n".repeat(40));
+        let sent = check(&again);
+        assert!(sent[4].text().contains(&format!("({} bytes)", again[4].text().len())));
         // Calls no request holds any more are forgotten once there are enough of them.
         let many: Vec<Message> = (0..2 * FileOps::SLACK)
             .flat_map(|n| view(&format!("old{n}"), "/w/z.py"))
             .collect();
         check(&many);
         check(&again);
-        assert!(ops.known.lock().unwrap().len() <= 3 + FileOps::SLACK);
+        let known = ops.known.lock().unwrap();
+        assert!(known.ops.len() <= 3 + FileOps::SLACK);
+        assert!(known.notes.0.len() <= 3 + FileOps::SLACK);
     }
 
     #[test]
