@@ -296,24 +296,20 @@ pub(crate) fn request_messages_with(
         let mut guard = ops.known.lock().unwrap_or_else(PoisonError::into_inner);
         let known = &mut *guard;
         known.forget_beyond(&calls);
-        let views = || {
-            messages
-                .iter()
-                .enumerate()
-                .rev()
-                .filter_map(|(at, message)| {
-                    if message.role != Role::Tool || !succeeded(message.text()) {
-                        return None;
-                    }
-                    call_of(message).map(|call| (at, message, call))
-                })
-        };
-        for (_, _, call) in views() {
+        // The outputs of calls that ran and succeeded, latest first.
+        let views: Vec<(usize, &Message, &ToolCall)> = messages
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, message)| message.role == Role::Tool && succeeded(message.text()))
+            .filter_map(|(at, message)| call_of(message).map(|call| (at, message, call)))
+            .collect();
+        for &(_, _, call) in &views {
             known.read(call);
         }
         let Known { ops: read, notes } = known;
         let mut current: HashMap<&str, (&str, bool)> = HashMap::new();
-        for (at, message, call) in views() {
+        for (at, message, call) in views {
             match read.get(&call.id).and_then(|(_, op)| op.as_ref()) {
                 Some(FileOp::View { path, whole }) => {
                     if let Some(&(later, wrote)) = current.get(path.as_str()) {
@@ -501,7 +497,11 @@ mod tests {
         // `b` again with a longer output: its note is written again, not taken from before.
         again[4] = output("b", "str_replace_editor", &"longer y.py\n".repeat(40));
         let sent = check(&again);
-        assert!(sent[4].text().contains(&format!("({} bytes)", again[4].text().len())));
+        assert!(
+            sent[4]
+                .text()
+                .contains(&format!("({} bytes)", again[4].text().len()))
+        );
         // Calls no request holds any more are forgotten once there are enough of them.
         let many: Vec<Message> = (0..2 * FileOps::SLACK)
             .flat_map(|n| view(&format!("old{n}"), "/w/z.py"))
