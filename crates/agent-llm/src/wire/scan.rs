@@ -56,6 +56,54 @@ fn plain_len(bytes: &[u8]) -> Option<usize> {
     Some(at + rest)
 }
 
+/// The text of a string's content with escapes (`\\n`, `\\u00e9`, a surrogate pair...);
+/// `None` for an escape JSON does not have (a lone surrogate among them).
+fn unescape(raw: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = memchr::memchr(b'\\', rest.as_bytes()) {
+        out.push_str(rest.get(..at)?);
+        let escape = rest.get(at + 1..)?;
+        let (unescaped, used) = match escape.as_bytes().first()? {
+            b'"' => ('"', 1),
+            b'\\' => ('\\', 1),
+            b'/' => ('/', 1),
+            b'b' => ('\u{8}', 1),
+            b'f' => ('\u{c}', 1),
+            b'n' => ('\n', 1),
+            b'r' => ('\r', 1),
+            b't' => ('\t', 1),
+            b'u' => {
+                let unit = hex4(escape.get(1..5)?)?;
+                if (0xD800..0xDC00).contains(&unit) {
+                    let low = hex4(escape.get(5..11)?.strip_prefix("\\u")?)?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                    let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                    (char::from_u32(code)?, 11)
+                } else {
+                    // A lone low surrogate is no char.
+                    (char::from_u32(unit)?, 5)
+                }
+            }
+            _ => return None,
+        };
+        out.push(unescaped);
+        rest = escape.get(used..)?;
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Four hex digits.
+fn hex4(digits: &str) -> Option<u32> {
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
+}
+
 /// A position in one JSON text.
 pub(super) struct Scan<'a> {
     text: &'a str,
@@ -139,7 +187,7 @@ impl<'a> Scan<'a> {
         self.text.get(start..end)
     }
 
-    /// A string: borrowed when it has no escape, else decoded by `serde_json`.
+    /// A string: borrowed when it has no escape, else unescaped ([`unescape`]).
     pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
         let mut end = self.open_string()?;
         let start = self.at;
@@ -150,7 +198,7 @@ impl<'a> Scan<'a> {
                 b'"' => break,
                 b'\\' => {
                     escaped = true;
-                    // The escaped byte cannot end the string; `serde_json` checks the escape.
+                    // The escaped byte cannot end the string; [`unescape`] checks the escape.
                     end += 2;
                     end += plain_len(bytes.get(end..)?)?;
                 }
@@ -160,9 +208,7 @@ impl<'a> Scan<'a> {
         }
         self.at = end + 1;
         if escaped {
-            serde_json::from_str::<String>(self.text.get(start - 1..=end)?)
-                .ok()
-                .map(Cow::Owned)
+            unescape(self.text.get(start..end)?).map(Cow::Owned)
         } else {
             self.text.get(start..end).map(Cow::Borrowed)
         }
@@ -381,6 +427,29 @@ mod tests {
             text.extend(bytes);
             let expected = text.iter().position(|&b| STOP[usize::from(b)]);
             proptest::prop_assert_eq!(plain_len(&text), expected);
+        }
+    }
+
+    #[test]
+    fn escapes_read_as_serde_json_reads_them() {
+        for text in [
+            r#""a\"b\\c\/d\b\f\n\r\t""#,
+            r#""caf\u00e9 \ud83d\ude00 \u0000 \uFFFF""#,
+            r#""\\u0000""#,
+        ] {
+            let expected: String = serde_json::from_str(text).unwrap();
+            assert_eq!(Scan::new(text).string().as_deref(), Some(expected.as_str()));
+        }
+        for text in [
+            r#""\ud800""#,
+            r#""\udc00""#,
+            r#""\ud800\u0041""#,
+            r#""\u12g4""#,
+            r#""\u+123""#,
+            r#""\x""#,
+        ] {
+            assert!(serde_json::from_str::<String>(text).is_err(), "{text}");
+            assert_eq!(Scan::new(text).string(), None, "{text}");
         }
     }
 
