@@ -34,8 +34,9 @@ pub(crate) struct Encoder {
 struct Previous {
     /// The message numbers, in order.
     numbers: Vec<u64>,
-    /// The `[name, hash]` pairs of its tools.
-    tools: Vec<Value>,
+    /// The `[name, hash]` pairs of its tools, as written (kept as text: an agent sends the
+    /// same tools step after step).
+    tools: Option<Arc<RawValue>>,
 }
 
 impl Encoder {
@@ -88,14 +89,17 @@ impl Encoder {
         }
         let (tools, new_tools) = match delta.tools {
             ToolsDelta::Absent => {
-                previous.tools.clear();
+                previous.tools = None;
                 (None, None)
             }
-            ToolsDelta::Same => (Some(previous.tools.clone()), None),
+            ToolsDelta::Same => {
+                let tools = previous.tools.clone().or_else(|| written(Vec::new()));
+                (tools, None)
+            }
             ToolsDelta::New(tools) => {
                 let (refs, new) = self.tools(tools);
-                previous.tools.clone_from(&refs);
-                (Some(refs), (!new.is_empty()).then_some(new))
+                previous.tools = written(refs);
+                (previous.tools.clone(), (!new.is_empty()).then_some(new))
             }
         };
         let line = RequestLine {
@@ -180,7 +184,7 @@ pub(crate) struct RequestLine {
     params: Map<String, Value>,
     /// [`TOOLS`].
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<Vec<Value>>,
+    tools: Option<Arc<RawValue>>,
 }
 
 impl RequestLine {
@@ -192,6 +196,13 @@ impl RequestLine {
             _ => Map::new(),
         }
     }
+}
+
+/// `refs` as JSON text (`None` only if it could not be written, which `Value`s always can).
+fn written(refs: Vec<Value>) -> Option<Arc<RawValue>> {
+    RawValue::from_string(Value::Array(refs).to_string())
+        .ok()
+        .map(Arc::from)
 }
 
 /// Message numbers as half-open ranges `[start, end)` of consecutive numbers.
