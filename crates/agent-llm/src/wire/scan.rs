@@ -168,12 +168,7 @@ impl<'a> Scan<'a> {
         if !self.eat(b'"') {
             return None;
         }
-        let plain = self
-            .bytes()
-            .get(self.at..)?
-            .iter()
-            .position(|&b| STOP[usize::from(b)])?;
-        Some(self.at + plain)
+        Some(self.at + plain_len(self.bytes().get(self.at..)?)?)
     }
 
     /// A key: borrowed; one with an escape is left to `serde_json` (`None`).
