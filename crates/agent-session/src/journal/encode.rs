@@ -181,7 +181,7 @@ pub(crate) struct RequestLine {
     #[serde(skip_serializing_if = "Option::is_none")]
     new_tools: Option<Map<String, Value>>,
     /// [`PARAMS`].
-    params: Map<String, Value>,
+    params: Arc<RawValue>,
     /// [`TOOLS`].
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Arc<RawValue>>,
@@ -280,6 +280,7 @@ mod tests {
             let mut params = body.as_object().unwrap().clone();
             let messages = params.remove("messages").unwrap();
             let tools = params.remove("tools");
+            let params = Arc::from(serde_json::value::to_raw_value(&params).unwrap());
             let tools_delta = match (&tools, &previous_tools) {
                 (None, _) => ToolsDelta::Absent,
                 (Some(now), Some(before)) if now == before => ToolsDelta::Same,

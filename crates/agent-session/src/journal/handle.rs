@@ -69,8 +69,8 @@ impl Entry {
 pub(crate) struct RequestDelta {
     /// Which model sent it: each keeps its own previous request.
     pub stream: u64,
-    /// Every field of the body but `messages` and `tools`.
-    pub params: Map<String, Value>,
+    /// Every field of the body but `messages` and `tools`, as a JSON object.
+    pub params: Arc<RawValue>,
     /// How many leading messages are those of the stream's previous request.
     pub keep: usize,
     /// The messages after them, as JSON text.

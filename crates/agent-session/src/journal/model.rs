@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agent_core::{Message, ToolDefinition};
+use agent_core::{Message, ToolChoice, ToolDefinition};
 use agent_llm::{ChatModel, ChatRequest, ChatResponse, LlmClient, LlmError, Model};
 use async_trait::async_trait;
 use serde_json::value::RawValue;
@@ -42,7 +42,13 @@ struct Sent {
     written: Vec<Option<Arc<RawValue>>>,
     /// Its tools, when it had some.
     tools: Option<Arc<[ToolDefinition]>>,
+    /// Its params as written, with what they were written from (the same step after step).
+    params: Option<(ParamsOf, Arc<RawValue>)>,
 }
+
+/// What a request's params are written from: the client (its settings; by address), the
+/// tool choice, the temperature (its bits) and whether tools are offered.
+type ParamsOf = (Option<usize>, Option<ToolChoice>, Option<u64>, bool);
 
 /// Numbers the journaled models of the process, so that each keeps its own previous request
 /// in the journal's encoder.
@@ -122,9 +128,27 @@ impl JournaledModel {
                     .collect(),
             )
         };
-        let params = match params_value(openai, request) {
-            Value::Object(params) => params,
-            _ => Map::new(),
+        let of = (
+            openai.map(|client| std::ptr::from_ref(client) as usize),
+            request.tool_choice,
+            request.temperature.map(f64::to_bits),
+            request.tools.is_empty(),
+        );
+        let params = match &sent.params {
+            Some((before, params)) if *before == of => Arc::clone(params),
+            _ => {
+                let params = match params_value(openai, request) {
+                    params @ Value::Object(_) => params,
+                    _ => Value::Object(Map::new()),
+                };
+                let params: Arc<RawValue> = match RawValue::from_string(params.to_string()) {
+                    Ok(params) => params.into(),
+                    // A `Value`'s text is always JSON.
+                    Err(_) => return self.journal.request(Value::Null),
+                };
+                sent.params = Some((of, Arc::clone(&params)));
+                params
+            }
         };
         self.journal.request_delta(RequestDelta {
             stream: self.stream,
