@@ -61,8 +61,7 @@ impl<'a> Chunk<'a> {
     /// (then [`Chunk::from_value`] reads it).
     pub(super) fn scan(text: &'a str) -> Option<Self> {
         let mut scan = Scan::new(text);
-        let mut chunk = Self::default();
-        scan.object(|scan, key| {
+        let chunk = scan.fields(|chunk: &mut Self, scan, key| {
             match key {
                 "error" => chunk.error = subtree(scan)?,
                 "usage" => chunk.usage = subtree(scan)?,
@@ -138,22 +137,14 @@ fn subtree(scan: &mut Scan<'_>) -> Option<Option<Value>> {
 
 impl<'a> Choice<'a> {
     fn scan(scan: &mut Scan<'a>) -> Option<Self> {
-        let mut choice = Self::default();
-        scan.object(|scan, key| {
+        scan.fields(|choice: &mut Self, scan, key| {
             match key {
                 "finish_reason" => choice.finish_reason = scan.string_or_null()?,
-                "delta" => {
-                    choice.delta = if scan.null() {
-                        None
-                    } else {
-                        Some(Delta::scan(scan)?)
-                    };
-                }
+                "delta" => choice.delta = scan.or_null(Delta::scan)?,
                 _ => scan.skip(2)?,
             }
             Some(())
-        })?;
-        Some(choice)
+        })
     }
 }
 
@@ -190,44 +181,28 @@ impl<'a> Delta<'a> {
 
 impl<'a> Fragment<'a> {
     fn scan(scan: &mut Scan<'a>) -> Option<Self> {
-        let mut fragment = Self::default();
-        scan.object(|scan, key| {
+        scan.fields(|fragment: &mut Self, scan, key| {
             match key {
                 "id" => fragment.id = scan.string_or_null()?,
-                "index" => {
-                    fragment.index = if scan.null() {
-                        None
-                    } else {
-                        Some(scan.unsigned()?)
-                    };
-                }
-                "function" => {
-                    fragment.function = if scan.null() {
-                        None
-                    } else {
-                        Some(Function::scan(scan)?)
-                    };
-                }
+                "index" => fragment.index = scan.or_null(Scan::unsigned)?,
+                "function" => fragment.function = scan.or_null(Function::scan)?,
                 _ => scan.skip(4)?,
             }
             Some(())
-        })?;
-        Some(fragment)
+        })
     }
 }
 
 impl<'a> Function<'a> {
     fn scan(scan: &mut Scan<'a>) -> Option<Self> {
-        let mut function = Self::default();
-        scan.object(|scan, key| {
+        scan.fields(|function: &mut Self, scan, key| {
             match key {
                 "name" => function.name = scan.string_or_null()?,
                 "arguments" => function.arguments = scan.string_or_null()?,
                 _ => scan.skip(5)?,
             }
             Some(())
-        })?;
-        Some(function)
+        })
     }
 }
 

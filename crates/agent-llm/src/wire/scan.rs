@@ -186,13 +186,22 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// A string or `null` (`Some(None)`); anything else is `None`.
-    pub(super) fn string_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+    /// `null` (`Some(None)`), or what `read` reads (`Some(Some(_))`); `None` when `read`
+    /// cannot read what comes.
+    pub(super) fn or_null<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Option<T>> {
         if self.null() {
             Some(None)
         } else {
-            self.string().map(Some)
+            read(self).map(Some)
         }
+    }
+
+    /// A string or `null` (`Some(None)`); anything else is `None`.
+    pub(super) fn string_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+        self.or_null(Self::string)
     }
 
     /// A non-negative integer that fits a `u64`; a fraction, an exponent or a sign is `None`.
@@ -295,6 +304,16 @@ impl<'a> Scan<'a> {
                 return None;
             }
         }
+    }
+
+    /// An object read into a `T`, from its default: `member` reads each key's value into it.
+    pub(super) fn fields<T: Default>(
+        &mut self,
+        mut member: impl FnMut(&mut T, &mut Self, &'a str) -> Option<()>,
+    ) -> Option<T> {
+        let mut value = T::default();
+        self.object(|scan, key| member(&mut value, scan, key))?;
+        Some(value)
     }
 
     /// An array: `element` is called with each element's position and must consume it.
