@@ -148,6 +148,7 @@ struct Notes(HashMap<String, Note>);
 /// The note that stands in for a superseded view, with what it was written from.
 #[derive(Debug)]
 struct Note {
+    path: String,
     later: String,
     wrote: bool,
     bytes: usize,
@@ -189,7 +190,12 @@ impl Notes {
     /// written before when it was written from the same facts.
     fn note(&mut self, id: &str, path: &str, bytes: usize, later: &str, wrote: bool) -> String {
         if let Some(note) = self.0.get(id)
-            && (note.later.as_str(), note.wrote, note.bytes) == (later, wrote, bytes)
+            && (
+                note.path.as_str(),
+                note.later.as_str(),
+                note.wrote,
+                note.bytes,
+            ) == (path, later, wrote, bytes)
         {
             return note.text.clone();
         }
@@ -203,6 +209,7 @@ impl Notes {
              `{later}` {what}, so its output is the current one.]"
         );
         let note = Note {
+            path: path.to_owned(),
             later: later.to_owned(),
             wrote,
             bytes,
@@ -494,7 +501,14 @@ mod tests {
         let sent = check(&again);
         assert_eq!(sent[2], again[2]);
         assert!(sent[4].text().contains("`c` showed"));
-        // `b` again with a longer output: its note is written again, not taken from before.
+        // `b` and `c` again viewing another file (a path of the same length): `b`'s note has
+        // the same later call and length, and is written again for the new path, not taken
+        // from before; then `b` with a longer output, the same.
+        let mut renamed = again[..3].to_vec();
+        renamed.extend(view("b", "/w/Y.py"));
+        renamed.extend(view("c", "/w/Y.py"));
+        let sent = check(&renamed);
+        assert!(sent[4].text().contains("of /w/Y.py"), "{}", sent[4].text());
         again[4] = output("b", "str_replace_editor", &"longer y.py\n".repeat(40));
         let sent = check(&again);
         assert!(
