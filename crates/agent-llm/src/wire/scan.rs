@@ -3,10 +3,11 @@
 //! A chunk is read many times a step, and most of it (ids, the object name, timestamps, the
 //! index of the choice) is of no use to us: a derived `Deserialize` still walks each of those
 //! values through serde's visitors. This reader walks the text once, borrows every string that
-//! has no escape, and skips the rest while checking it. It only ever says "this is the text's
-//! value" or "I cannot say" (`None`): anything unusual — a field of an unexpected type, deep
-//! nesting, text after the value, anything that is not JSON — is `None`, and the caller reads
-//! the text with `serde_json` instead, whose verdict then stands.
+//! has no escape (and unescapes the others itself), and skips the rest while checking it. It
+//! only ever says "this is the text's value" or "I cannot say" (`None`): anything unusual — a
+//! field of an unexpected type, deep nesting, text after the value, anything that is not JSON
+//! — is `None`, and the caller reads the text with `serde_json` instead, whose verdict then
+//! stands.
 
 use std::borrow::Cow;
 
@@ -33,7 +34,7 @@ fn plain_len(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| STOP[usize::from(b)])
 }
 
-/// The text of a string's content with escapes (`\\n`, `\\u00e9`, a surrogate pair...);
+/// The text of a string's content with escapes (`\n`, `\u00e9`, a surrogate pair...);
 /// `None` for an escape JSON does not have (a lone surrogate among them).
 fn unescape(raw: &str) -> Option<String> {
     let mut out = String::with_capacity(raw.len());

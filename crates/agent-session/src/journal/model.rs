@@ -143,8 +143,12 @@ impl JournaledModel {
                 };
                 let params: Arc<RawValue> = match RawValue::from_string(params.to_string()) {
                     Ok(params) => params.into(),
-                    // A `Value`'s text is always JSON.
-                    Err(_) => return self.journal.request(Value::Null),
+                    // A `Value`'s text is always JSON; were it not, the line says nothing
+                    // of this request, and the next delta starts from nothing.
+                    Err(_) => {
+                        *sent = Sent::default();
+                        return self.journal.request(Value::Null);
+                    }
                 };
                 sent.params = Some((of, Arc::clone(&params)));
                 params
