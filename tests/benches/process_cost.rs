@@ -5,7 +5,8 @@
 //! * instructions (callgrind, when `valgrind` is on the PATH): the 1-step run is start-up, the
 //!   first request, one step and exit; per step is (20-step − 1-step) / 19; each the median of
 //!   five runs, and per step again from the lowest of the five of each length (see
-//!   `instructions_of`). Under callgrind the mock model answers each request after 150 ms, so
+//!   `instructions_of`), and every run's count (a run that opens one more SQLite connection
+//!   counts ~0.6 M more: see docs/design/one-record.md). Under callgrind the mock model answers each request after 150 ms, so
 //!   that every step is committed to the store alone, as it is with a real model (before
 //!   2026-12-07 it answered at once, and callgrind's slowness decided how many steps shared a
 //!   commit: fewer commits, and ±2 M between runs; `PROCESS_COST_PACE_MS=0` measures that way);
@@ -75,6 +76,9 @@ fn pace() -> Option<Duration> {
 struct Counts {
     median: u64,
     lowest: u64,
+    /// Every run's, lowest first: a run that opened one more SQLite connection than another
+    /// (sqlx returns a released connection to its pool from a task) counts ~0.6 M more.
+    runs: [u64; COUNTED_RUNS],
 }
 
 struct Setup {
@@ -279,6 +283,7 @@ impl Setup {
         Some(Counts {
             median: *counts.get(counts.len() / 2)?,
             lowest: *counts.first()?,
+            runs: counts.clone().try_into().ok()?,
         })
     }
 
@@ -558,6 +563,19 @@ fn measure() {
                 println!(
                     "| instructions per step ({STEPS}-step run, lowest of {COUNTED_RUNS} runs each){label} | {:.3} M | — |",
                     per(first.lowest, long.lowest)
+                );
+                let runs = |counts: &Counts| {
+                    let each: Vec<String> = counts
+                        .runs
+                        .iter()
+                        .map(|n| format!("{:.2}", *n as f64 / 1e6))
+                        .collect();
+                    each.join(" ")
+                };
+                println!(
+                    "| instructions of each run, 1-step / {STEPS}-step{label} | {} / {} M | — |",
+                    runs(&first),
+                    runs(&long)
                 );
             }
             None => {
