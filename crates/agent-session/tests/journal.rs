@@ -264,3 +264,87 @@ async fn compactions_are_journaled_and_every_body_is_still_rebuilt() {
         assert!(body.to_string().len() / 4 < 6_000);
     }
 }
+
+/// A fast step puts several rows in one millisecond: the export still writes a reply before
+/// the events that came of it (up to the run's end), and a request after the events before it.
+#[tokio::test]
+async fn a_reply_in_the_same_millisecond_as_the_events_after_it_is_exported_before_them() {
+    use agent_store::{
+        Batch, EventKind, ExchangePart, JsonText, NewEvent, NewExchange, NewSession, Store,
+    };
+    let store = Store::open_memory().await.unwrap();
+    let session = store
+        .create_session(NewSession::new("swe", "/w"))
+        .await
+        .unwrap();
+    let (run, _) = store.begin_run(&session.id, "t").await.unwrap();
+    // Times after the run's start (its `task` line).
+    let base = agent_store::now_ms() + 1_000;
+    let event = |at, kind: &str| NewEvent {
+        run_id: Some(run),
+        at: base + at,
+        kind: EventKind::Agent,
+        data: JsonText::from(json!({"type": kind})),
+    };
+    let exchange = |at, part, data: Value| NewExchange {
+        run_id: Some(run),
+        stream: 0,
+        seq: 0,
+        part,
+        at: base + at,
+        data: data.into(),
+    };
+    let batch = Batch {
+        memory: Vec::new(),
+        events: vec![
+            event(4, "step_started"),
+            event(5, "thought"),
+            event(5, "finished"),
+        ],
+        exchanges: vec![
+            exchange(
+                4,
+                ExchangePart::Request,
+                json!({"messages": [], "new_messages": [], "params": {"model": "m"}}),
+            ),
+            exchange(
+                5,
+                ExchangePart::Reply,
+                json!({"response": {"content": "done"}}),
+            ),
+        ],
+    };
+    store
+        .session_writer(&session.id)
+        .write(batch)
+        .await
+        .unwrap();
+    let mut export = Vec::new();
+    journal::export_session(&store, &session.id, &mut export)
+        .await
+        .unwrap();
+    let order: Vec<String> = journal::JournalReader::new(export.as_slice())
+        .map(|line| match line.unwrap() {
+            JournalLine::Entry(entry) if entry["kind"] == "event" => {
+                entry["event"]["type"].as_str().unwrap_or("?").to_owned()
+            }
+            JournalLine::Entry(entry) => entry["kind"].as_str().unwrap_or("?").to_owned(),
+            JournalLine::Request { .. } => "model_request".to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "session",
+            "task",
+            "step_started",
+            "model_request",
+            "model_response",
+            "thought",
+            "finished",
+            "memory"
+        ],
+        "{}",
+        String::from_utf8_lossy(&export)
+    );
+}

@@ -131,7 +131,14 @@ pub async fn export_session(store: &Store, id: &str, out: impl Write) -> Result<
             exchanges.fill(page, |e| e.seq);
         }
         let event_first = match (events.rows.front(), exchanges.rows.front()) {
-            (Some(event), Some(exchange)) => event.at <= exchange.at,
+            // Times are in milliseconds, and a fast step has several things in one: at the
+            // same time a request follows the events before it (its step's start), and a reply
+            // or an error comes before the events after it (what the agent made of it, up to
+            // the run's end).
+            (Some(event), Some(exchange)) => {
+                event.at < exchange.at
+                    || (event.at == exchange.at && exchange.part == ExchangePart::Request)
+            }
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => break,
