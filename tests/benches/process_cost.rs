@@ -6,8 +6,9 @@
 //!   first request, one step and exit; per step is (20-step − 1-step) / 19; each the median of
 //!   five runs, and per step again from the lowest of the five of each length (see
 //!   `instructions_of`), and every run's count (a run that opens one more SQLite connection
-//!   counts ~0.6 M more: see docs/design/one-record.md). Under callgrind the mock model answers each request after 150 ms, so
-//!   that every step is committed to the store alone, as it is with a real model (before
+//!   counts ~0.6 M more: see docs/design/one-record.md). Under callgrind the mock model
+//!   answers each request after 150 ms, so that every step is committed to the store alone,
+//!   as it is with a real model (before
 //!   2026-12-07 it answered at once, and callgrind's slowness decided how many steps shared a
 //!   commit: fewer commits, and ±2 M between runs; `PROCESS_COST_PACE_MS=0` measures that way);
 //! * CPU time (user + system, from `getrusage(RUSAGE_CHILDREN)` around each child): the same two
@@ -74,11 +75,19 @@ fn pace() -> Option<Duration> {
 /// Instructions of several runs of one length.
 #[derive(Clone, Copy)]
 struct Counts {
-    median: u64,
-    lowest: u64,
     /// Every run's, lowest first: a run that opened one more SQLite connection than another
     /// (sqlx returns a released connection to its pool from a task) counts ~0.6 M more.
     runs: [u64; COUNTED_RUNS],
+}
+
+impl Counts {
+    fn median(&self) -> u64 {
+        self.runs[COUNTED_RUNS / 2]
+    }
+
+    fn lowest(&self) -> u64 {
+        self.runs[0]
+    }
 }
 
 struct Setup {
@@ -281,9 +290,7 @@ impl Setup {
             .collect::<Option<Vec<u64>>>()?;
         counts.sort_unstable();
         Some(Counts {
-            median: *counts.get(counts.len() / 2)?,
-            lowest: *counts.first()?,
-            runs: counts.clone().try_into().ok()?,
+            runs: counts.try_into().ok()?,
         })
     }
 
@@ -545,7 +552,7 @@ fn measure() {
                 };
                 println!(
                     "| instructions: start → first request + 1 step → exit{label} | {:.2} M | ≤ 12 M |",
-                    first.median as f64 / 1e6
+                    first.median() as f64 / 1e6
                 );
                 println!(
                     "| instructions per step ({STEPS}-step run, {}){label} | {:.3} M | ≤ 1.0 M |",
@@ -554,15 +561,15 @@ fn measure() {
                     } else {
                         "model unpaced"
                     },
-                    per(first.median, long.median)
+                    per(first.median(), long.median())
                 );
                 println!(
                     "| instructions: the whole {STEPS}-step run{label} | {:.2} M | — |",
-                    long.median as f64 / 1e6
+                    long.median() as f64 / 1e6
                 );
                 println!(
                     "| instructions per step ({STEPS}-step run, lowest of {COUNTED_RUNS} runs each){label} | {:.3} M | — |",
-                    per(first.lowest, long.lowest)
+                    per(first.lowest(), long.lowest())
                 );
                 let runs = |counts: &Counts| {
                     let each: Vec<String> = counts
@@ -585,7 +592,7 @@ fn measure() {
     }
     // What export costs a step, against the same run with export off (issue 34: ≤ 5 %).
     let per_step =
-        |(first, long): (Counts, Counts)| long.median.saturating_sub(first.median) as f64;
+        |(first, long): (Counts, Counts)| long.median().saturating_sub(first.median()) as f64;
     if let (Some(off), Some(on)) = (counted, counted_export) {
         println!(
             "| instructions per step, OTLP export on vs off | {:+.1} % | ≤ +5 % |",

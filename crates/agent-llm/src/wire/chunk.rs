@@ -129,10 +129,7 @@ impl<'a> Chunk<'a> {
 
 /// A subtree kept as a `Value` (`error`, `usage`): `null` is `Some(None)`.
 fn subtree(scan: &mut Scan<'_>) -> Option<Option<Value>> {
-    if scan.null() {
-        return Some(None);
-    }
-    serde_json::from_str(scan.raw(1)?).ok().map(Some)
+    scan.or_null(|scan| serde_json::from_str(scan.raw(1)?).ok())
 }
 
 impl<'a> Choice<'a> {

@@ -93,12 +93,15 @@ impl Encoder {
                 (None, None)
             }
             ToolsDelta::Same => {
-                let tools = previous.tools.clone().or_else(|| written(Vec::new()));
+                let tools = previous
+                    .tools
+                    .clone()
+                    .or_else(|| written(&Value::Array(Vec::new())));
                 (tools, None)
             }
             ToolsDelta::New(tools) => {
                 let (refs, new) = self.tools(tools);
-                previous.tools = written(refs);
+                previous.tools = written(&Value::Array(refs));
                 (previous.tools.clone(), (!new.is_empty()).then_some(new))
             }
         };
@@ -198,11 +201,9 @@ impl RequestLine {
     }
 }
 
-/// `refs` as JSON text (`None` only if it could not be written, which `Value`s always can).
-fn written(refs: Vec<Value>) -> Option<Arc<RawValue>> {
-    RawValue::from_string(Value::Array(refs).to_string())
-        .ok()
-        .map(Arc::from)
+/// `value` as JSON text (`None` only if it could not be written, which a `Value` always can).
+pub(crate) fn written(value: &Value) -> Option<Arc<RawValue>> {
+    RawValue::from_string(value.to_string()).ok().map(Arc::from)
 }
 
 /// Message numbers as half-open ranges `[start, end)` of consecutive numbers.

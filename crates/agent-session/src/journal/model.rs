@@ -141,11 +141,11 @@ impl JournaledModel {
                     params @ Value::Object(_) => params,
                     _ => Value::Object(Map::new()),
                 };
-                let params: Arc<RawValue> = match RawValue::from_string(params.to_string()) {
-                    Ok(params) => params.into(),
+                let params = match super::encode::written(&params) {
+                    Some(params) => params,
                     // A `Value`'s text is always JSON; were it not, the line says nothing
                     // of this request, and the next delta starts from nothing.
-                    Err(_) => {
+                    None => {
                         *sent = Sent::default();
                         return self.journal.request(Value::Null);
                     }
