@@ -51,9 +51,9 @@ pub(crate) fn insert_events(
     for chunk in events.chunks(crate::script::ROWS_PER_STATEMENT) {
         let marks = vec!["(?, ?, ?, ?, ?, 1)"; chunk.len()].join(", ");
         script.statement(&format!(
-            "INSERT INTO events (session_id, run_id, at, kind, data, refs) VALUES {marks} \
-             RETURNING id"
+            "INSERT INTO events (session_id, run_id, at, kind, data, refs) VALUES {marks}"
         ));
+        script.returning_ids(chunk.len());
         for event in chunk {
             script.bind(session);
             script.bind(event.run_id);

@@ -83,7 +83,8 @@ impl SessionWriter {
             ));
         }
         // The rows of one `INSERT` take increasing ids in the order of its `VALUES`, and a
-        // later statement's rows higher ones; `RETURNING` may list them in any order.
+        // later statement's rows higher ones; PostgreSQL's `RETURNING` may list them in any
+        // order (SQLite's are in order already).
         ids.sort_unstable();
         Ok(Written {
             session: self.session.clone(),
