@@ -14,6 +14,10 @@ use std::borrow::Cow;
 /// Nesting deeper than this is left to `serde_json` (whose own limit is 128).
 const DEEPEST: usize = 64;
 
+/// The most digits before the point of a number the scan skips: any number with no more is
+/// below `f64::MAX` (about 1.8e308), so serde_json reads it too.
+const WHOLE_DIGITS: usize = 300;
+
 /// The bytes that end the plain part of a string: the quote, the backslash and the control
 /// characters (which JSON does not allow raw).
 const STOP: [bool; 256] = {
@@ -228,7 +232,9 @@ impl<'a> Scan<'a> {
         self.at - start
     }
 
-    /// Any number, checked against JSON's grammar.
+    /// Any number, checked against JSON's grammar. One serde_json might find out of range (an
+    /// exponent, or more than [`WHOLE_DIGITS`] digits before the point) is `None`: the scan
+    /// declines it, and the `Value` reading decides.
     fn number(&mut self) -> Option<()> {
         self.peek()?;
         if self.bytes().get(self.at) == Some(&b'-') {
@@ -236,7 +242,10 @@ impl<'a> Scan<'a> {
         }
         let start = self.at;
         let whole = self.digits();
-        if whole == 0 || (whole > 1 && self.bytes().get(start) == Some(&b'0')) {
+        if whole == 0
+            || whole > WHOLE_DIGITS
+            || (whole > 1 && self.bytes().get(start) == Some(&b'0'))
+        {
             return None;
         }
         if self.bytes().get(self.at) == Some(&b'.') {
@@ -245,14 +254,9 @@ impl<'a> Scan<'a> {
                 return None;
             }
         }
+        // `1e400` is JSON, but too large for an `f64`: serde_json calls it an error.
         if matches!(self.bytes().get(self.at), Some(b'e' | b'E')) {
-            self.at += 1;
-            if matches!(self.bytes().get(self.at), Some(b'+' | b'-')) {
-                self.at += 1;
-            }
-            if self.digits() == 0 {
-                return None;
-            }
+            return None;
         }
         Some(())
     }
@@ -356,8 +360,7 @@ mod tests {
     fn json_is_taken_and_what_is_not_json_is_refused() {
         for good in [
             "0",
-            "-0.5e+3",
-            "12E4",
+            "-0.5",
             r#" { "a" : [1, true, false, null, "x\n\u00e9", {}] } "#,
             "[]",
             r#""caf\u00e9 \ud83d\ude00""#,
@@ -419,6 +422,31 @@ mod tests {
             assert!(serde_json::from_str::<String>(text).is_err(), "{text}");
             assert_eq!(Scan::new(text).string(), None, "{text}");
         }
+    }
+
+    #[test]
+    fn numbers_serde_json_may_refuse_are_declined() {
+        let huge = format!("1{}", "0".repeat(WHOLE_DIGITS));
+        let largest = format!("-9{}.5", "9".repeat(WHOLE_DIGITS - 1));
+        for (text, skipped) in [
+            ("-12.5", true),
+            ("0", true),
+            (largest.as_str(), true),
+            ("-1790312e985159153832", false),
+            ("1E400", false),
+            ("1e5", false),
+            (huge.as_str(), false),
+        ] {
+            let mut scan = Scan::new(text);
+            assert_eq!(scan.number().is_some() && scan.at_end(), skipped, "{text}");
+            if skipped {
+                assert!(
+                    serde_json::from_str::<serde_json::Value>(text).is_ok(),
+                    "{text}"
+                );
+            }
+        }
+        assert!(serde_json::from_str::<serde_json::Value>("1E400").is_err());
     }
 
     #[test]
