@@ -23,10 +23,43 @@ pub(crate) async fn wait_until(page: &Page, body: &str) -> Result<(), BrowserErr
     }
 }
 
+/// The property a document gets just before a navigation away from it: the document that
+/// comes without it is the new one.
+const LEAVING: &str = "__openmanusLeaving";
+
 /// Navigates `page` to `url` and waits until the new document has loaded (the caller's
 /// timeout bounds the wait).
+///
+/// chromiumoxide gives every command 30 s, whatever the handler's configured request timeout
+/// (0.9.1: `CommandFuture`'s fixed delay), and Chromium answers `Page.navigate` only once the
+/// server has answered. A slower answer (a loaded machine, a slow site) is not a failure the
+/// caller's timeout allows: the navigation goes on in Chromium, and the wait is then for the
+/// document without the mark the old one was given, or at `url` (a move within the page).
+/// Asking again would start the navigation over each time and never finish one slower than
+/// 30 s. Where the old document cannot be marked (a page that runs no script), it is asked
+/// again.
 pub(crate) async fn navigate(page: &Page, url: &str) -> Result<(), BrowserError> {
-    let response = again_on_cdp_timeout(|| page.execute(NavigateParams::new(url))).await?;
+    let marked = page_script::<bool>(page, &format!("window.{LEAVING} = true; return true;"))
+        .await
+        .unwrap_or(false);
+    let response = match page.execute(NavigateParams::new(url)).await {
+        Err(CdpError::Timeout) if marked => {
+            debug!("no answer from Chromium in its 30 s; waiting for the new document");
+            let target = serde_json::to_string(url).unwrap_or_default();
+            return wait_until(
+                page,
+                &format!(
+                    "return (!window.{LEAVING} || location.href === new URL({target}).href) \
+                     && document.readyState === 'complete';"
+                ),
+            )
+            .await;
+        }
+        Err(CdpError::Timeout) => {
+            again_on_cdp_timeout(|| page.execute(NavigateParams::new(url))).await?
+        }
+        other => other?,
+    };
     if let Some(error) = response
         .result
         .error_text
@@ -40,12 +73,8 @@ pub(crate) async fn navigate(page: &Page, url: &str) -> Result<(), BrowserError>
     wait_until(page, LOADED).await
 }
 
-/// Runs `attempt` until it ends other than in chromiumoxide's own timeout.
-///
-/// chromiumoxide gives every command 30 s, whatever the handler's configured request timeout
-/// (0.9.1: `CommandFuture`'s fixed delay), so on a loaded machine a navigation the configured
-/// action timeout still allows can fail early. Asking again (a new `Page.navigate` replaces one
-/// still pending) leaves the bound to the caller's timeout, which every caller sets.
+/// Runs `attempt` until it ends other than in chromiumoxide's own timeout (see [`navigate`]):
+/// the bound is the caller's timeout, which every caller sets.
 async fn again_on_cdp_timeout<T, F, Fut>(mut attempt: F) -> Result<T, CdpError>
 where
     F: FnMut() -> Fut,

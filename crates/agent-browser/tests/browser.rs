@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_browser::{BrowserConfig, BrowserUseTool};
@@ -43,9 +44,24 @@ const FRAME: &str = r#"<!doctype html><html><body><button>Frame button</button><
 const LONG: &str = r#"<!doctype html><html><head><title>Long</title></head><body style="margin:0">
 <div style="height:5000px">top</div><p id="end">The end marker</p></body></html>"#;
 
+/// Requests for `/slow`, which answers after [`SLOW`].
+static SLOW_REQUESTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Longer than the 30 s chromiumoxide gives a command (a `Page.navigate` is answered once the
+/// server has answered).
+const SLOW: Duration = Duration::from_secs(35);
+
 async fn serve() -> String {
     let app = Router::new()
         .route("/form", get(|| async { Html(FORM) }))
+        .route(
+            "/slow",
+            get(|| async {
+                SLOW_REQUESTS.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(SLOW).await;
+                Html("<!doctype html><html><head><title>Slow page</title></head></html>")
+            }),
+        )
         .route("/frame", get(|| async { Html(FRAME) }))
         .route("/long", get(|| async { Html(LONG) }))
         .route(
@@ -393,6 +409,28 @@ async fn tabs_keys_back_and_wait() {
             .unwrap()
             .starts_with("Browser action 'web_search' failed: ")
     );
+    tool.cleanup().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_page_slower_than_chromiumoxide_s_30_s_is_waited_for_not_asked_again() {
+    let _serial = SERIAL.lock().await;
+    let base = serve().await;
+    let tool = BrowserUseTool::with_config(BrowserConfig {
+        action_timeout: SLOW * 4,
+        ..BrowserConfig::default()
+    });
+    let url = format!("{base}/slow");
+    let result = call(&tool, json!({"action": "go_to_url", "url": url})).await;
+    assert_eq!(
+        result.output.as_deref(),
+        Some(format!("Navigated to {url}").as_str()),
+        "{result:?}"
+    );
+    let (state, _) = state_json(&tool).await;
+    assert_eq!(state["title"], "Slow page");
+    // Asked again, the navigation would have started over at every 30 s and never ended.
+    assert_eq!(SLOW_REQUESTS.load(Ordering::SeqCst), 1);
     tool.cleanup().await.unwrap();
 }
 
