@@ -56,6 +56,7 @@
 //! # }).unwrap();
 //! ```
 
+mod batches;
 mod db;
 mod error;
 mod events;

@@ -7,10 +7,9 @@
 //! arguments). PostgreSQL takes one statement per call: there the script is a transaction of
 //! its statements, one after the other, on one connection.
 
-use sqlx::Sqlite;
-use sqlx::pool::PoolConnection;
 use sqlx::postgres::PgConnection;
 
+use crate::batches::{Batches, Held};
 use crate::db::{Arg, Pool, Tx, numbered, pg_args, sqlite_args};
 use crate::error::StoreError;
 use crate::types::EventId;
@@ -196,15 +195,14 @@ impl Script {
     /// notice of the events it stored (see `notify`).
     pub(crate) async fn run(
         mut self,
-        pool: &Pool,
+        batches: &Batches,
         session: Option<&str>,
     ) -> Result<Vec<EventId>, StoreError> {
         if self.is_empty() {
             return Ok(Vec::new());
         }
-        let pool = match pool {
-            Pool::Sqlite(pool) => pool,
-            Pool::Postgres(pool) => {
+        let pool = match batches {
+            Batches::Pool(Pool::Postgres(pool)) => {
                 let mut tx = pool.begin().await?;
                 if let Some(session) = session {
                     lock_session(&mut tx, session).await?;
@@ -216,27 +214,38 @@ impl Script {
                 tx.commit().await?;
                 return Ok(ids);
             }
+            Batches::Pool(Pool::Sqlite(pool)) => Some(pool),
+            Batches::Line(_) => None,
         };
         self.close_statement();
         let args = sqlite_args(std::mem::take(&mut self.args))?;
-        let mut conn = pool.acquire().await?;
+        let held = match (pool, batches) {
+            (Some(pool), _) => Held::Pooled(pool.acquire().await?),
+            (None, Batches::Line(line)) => line.hold().await?,
+            (None, Batches::Pool(_)) => return Err(sqlx::Error::PoolClosed.into()),
+        };
+        let mut guard = Unfinished {
+            held,
+            // A single statement is a transaction by itself: nothing is left open if the
+            // caller cancels it.
+            finished: self.statements.len() == 1,
+        };
+        let Some(connection) = guard.held.connection() else {
+            return Err(sqlx::Error::PoolClosed.into());
+        };
         if self.statements.len() == 1 {
             let lasts = sqlx::query_scalar_with(&self.sql, args)
                 .persistent(true)
-                .fetch_all(&mut *conn)
+                .fetch_all(&mut *connection)
                 .await?;
             return self.ids_from_last(&lasts);
         }
-        let mut guard = Unfinished {
-            conn,
-            finished: false,
-        };
         // Taken at once (`IMMEDIATE`), so that it waits for another writer (the busy timeout)
         // instead of failing when it first writes.
         let sql = format!("BEGIN IMMEDIATE;\n{}COMMIT;", self.sql);
         let result = sqlx::query_scalar_with(&sql, args)
             .persistent(true)
-            .fetch_all(&mut *guard.conn)
+            .fetch_all(&mut *connection)
             .await;
         match result {
             Ok(lasts) => {
@@ -248,7 +257,7 @@ impl Script {
                 // failed BEGIN leaves no transaction, and the ROLLBACK's own failure is then
                 // expected; the connection is closed all the same, to be sure.
                 guard.finished = sqlx::query("ROLLBACK")
-                    .execute(&mut *guard.conn)
+                    .execute(&mut *connection)
                     .await
                     .is_ok();
                 Err(error.into())
@@ -257,18 +266,17 @@ impl Script {
     }
 }
 
-/// A connection in the middle of a script: returned to the pool when dropped only once
-/// `finished` (the script committed or rolled back); closed otherwise (the caller cancelled,
-/// or the ROLLBACK failed).
-struct Unfinished {
-    conn: PoolConnection<Sqlite>,
+/// A connection in the middle of a script: kept when dropped only once `finished` (the script
+/// committed or rolled back); closed otherwise (the caller cancelled, or the ROLLBACK failed).
+struct Unfinished<'a> {
+    held: Held<'a>,
     finished: bool,
 }
 
-impl Drop for Unfinished {
+impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            self.conn.close_on_drop();
+            self.held.give_up();
         }
     }
 }

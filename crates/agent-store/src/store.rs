@@ -11,6 +11,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use crate::batches::Batches;
 use crate::db::{Dialect, Pool, Tx};
 use crate::error::StoreError;
 use crate::notify::{Listener, StoreNotice};
@@ -108,9 +109,10 @@ pub struct Store {
     /// file, one connection of its own, opened at the first batch, so that the scripts it
     /// keeps prepared (their text is the batch's shape) are found again at the next batch
     /// instead of on whichever pool connection comes next (the pool hands them out in turn:
-    /// each shape was prepared on each of them). SQLite writes one transaction at a time
-    /// anyway. In memory and on PostgreSQL, `pool` itself.
-    pub(crate) batches: Pool,
+    /// each shape was prepared on each of them), and held by the store rather than a pool
+    /// (see `batches.rs`). SQLite writes one transaction at a time anyway. In memory and on
+    /// PostgreSQL, `pool` itself.
+    pub(crate) batches: Batches,
     path: Option<PathBuf>,
     /// Where the notices of other processes' events go, once someone listens (PostgreSQL).
     notices: Arc<Listener>,
@@ -173,12 +175,7 @@ impl Store {
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
         let pool = connect(options.clone()).await?;
-        let batches = SqlitePoolOptions::new()
-            .max_connections(1)
-            // As the pool's: a local file's connection does not go stale.
-            .test_before_acquire(false)
-            .connect_lazy_with(options);
-        Self::ready(Pool::Sqlite(pool), Pool::Sqlite(batches), Some(path)).await
+        Self::ready(Pool::Sqlite(pool), Batches::line(options), Some(path)).await
     }
 
     /// Opens the store named by `url`: a PostgreSQL database (`postgres://user:password@host:port/database`,
@@ -208,7 +205,7 @@ impl Store {
             .acquire_timeout(PG_ACQUIRE_TIMEOUT)
             .connect_with(options)
             .await?;
-        let batches = Pool::Postgres(pool.clone());
+        let batches = Batches::Pool(Pool::Postgres(pool.clone()));
         Self::ready(Pool::Postgres(pool), batches, None).await
     }
 
@@ -227,11 +224,15 @@ impl Store {
             .max_lifetime(None)
             .connect_with(options)
             .await?;
-        let batches = Pool::Sqlite(pool.clone());
+        let batches = Batches::Pool(Pool::Sqlite(pool.clone()));
         Self::ready(Pool::Sqlite(pool), batches, None).await
     }
 
-    async fn ready(pool: Pool, batches: Pool, path: Option<PathBuf>) -> Result<Self, StoreError> {
+    async fn ready(
+        pool: Pool,
+        batches: Batches,
+        path: Option<PathBuf>,
+    ) -> Result<Self, StoreError> {
         migrate(&pool).await?;
         let store = Self {
             pool,
