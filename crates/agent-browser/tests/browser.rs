@@ -96,6 +96,16 @@ async fn call(tool: &BrowserUseTool, args: Value) -> ToolResult {
     tool.execute(args, &ToolContext::default()).await.unwrap()
 }
 
+/// `go_to_url` to `url`, which must succeed.
+async fn go_to(tool: &BrowserUseTool, url: &str) {
+    let result = call(tool, json!({"action": "go_to_url", "url": url})).await;
+    assert_eq!(
+        result.output.as_deref(),
+        Some(format!("Navigated to {url}").as_str()),
+        "{result:?}"
+    );
+}
+
 async fn state_json(tool: &BrowserUseTool) -> (Value, ToolResult) {
     let state = tool.get_current_state().await;
     assert!(state.error.is_none(), "{state:?}");
@@ -155,11 +165,7 @@ async fn navigate_index_click_input_select_and_state() {
     let base = serve().await;
     let tool = tool();
     let url = format!("{base}/form");
-    let result = call(&tool, json!({"action": "go_to_url", "url": url})).await;
-    assert_eq!(
-        result.output.as_deref(),
-        Some(format!("Navigated to {url}").as_str())
-    );
+    go_to(&tool, &url).await;
     let pid = tool.browser_pid().await.unwrap();
 
     let (state, raw) = state_json(&tool).await;
@@ -421,12 +427,7 @@ async fn a_page_slower_than_chromiumoxide_s_30_s_is_waited_for_not_asked_again()
         ..BrowserConfig::default()
     });
     let url = format!("{base}/slow");
-    let result = call(&tool, json!({"action": "go_to_url", "url": url})).await;
-    assert_eq!(
-        result.output.as_deref(),
-        Some(format!("Navigated to {url}").as_str()),
-        "{result:?}"
-    );
+    go_to(&tool, &url).await;
     let (state, _) = state_json(&tool).await;
     assert_eq!(state["title"], "Slow page");
     // Asked again, the navigation would have started over at every 30 s and never ended.
@@ -548,12 +549,7 @@ async fn attaching_over_cdp_url_uses_the_running_browser_and_leaves_it_running()
         ..BrowserConfig::default()
     });
     let url = format!("{base}/form");
-    let result = call(&tool, json!({"action": "go_to_url", "url": url})).await;
-    assert_eq!(
-        result.output.as_deref(),
-        Some(format!("Navigated to {url}").as_str()),
-        "{result:?}"
-    );
+    go_to(&tool, &url).await;
     assert_eq!(tool.browser_pid().await, None, "nothing was launched");
     assert!(processes_with(PROFILE_MARK).is_empty());
     let (state, _) = state_json(&tool).await;
@@ -691,12 +687,7 @@ async fn browser_proxy_settings_route_pages_through_an_authenticating_proxy() {
         ..BrowserConfig::from_settings(&settings)
     });
     let url = "http://shop.example.test/prices";
-    let result = call(&tool, json!({"action": "go_to_url", "url": url})).await;
-    assert_eq!(
-        result.output.as_deref(),
-        Some(format!("Navigated to {url}").as_str()),
-        "{result:?}"
-    );
+    go_to(&tool, url).await;
     let (state, _) = state_json(&tool).await;
     assert_eq!(state["title"], "via proxy");
     assert_eq!(
