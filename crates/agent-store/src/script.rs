@@ -153,6 +153,25 @@ impl Script {
         Ok(())
     }
 
+    /// Runs the statements in a transaction of `pool` that first locks the row of `session`
+    /// and ends with the notice of the events stored (see [`run`](Self::run)).
+    async fn run_on_pg_pool(
+        self,
+        pool: &sqlx::PgPool,
+        session: Option<&str>,
+    ) -> Result<Vec<EventId>, StoreError> {
+        let mut tx = pool.begin().await?;
+        if let Some(session) = session {
+            lock_session(&mut tx, session).await?;
+        }
+        let ids = self.run_on_pg(&mut tx).await?;
+        if let (Some(session), Some(&last)) = (session, ids.iter().max()) {
+            crate::notify::events_stored(&mut tx, session, last).await?;
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
     /// Runs the statements one by one on `conn` (inside its transaction); the first column of
     /// every row they return.
     async fn run_on_pg(self, conn: &mut PgConnection) -> Result<Vec<EventId>, StoreError> {
@@ -201,29 +220,13 @@ impl Script {
         if self.is_empty() {
             return Ok(Vec::new());
         }
-        let pool = match batches {
-            Batches::Pool(Pool::Postgres(pool)) => {
-                let mut tx = pool.begin().await?;
-                if let Some(session) = session {
-                    lock_session(&mut tx, session).await?;
-                }
-                let ids = self.run_on_pg(&mut tx).await?;
-                if let (Some(session), Some(&last)) = (session, ids.iter().max()) {
-                    crate::notify::events_stored(&mut tx, session, last).await?;
-                }
-                tx.commit().await?;
-                return Ok(ids);
-            }
-            Batches::Pool(Pool::Sqlite(pool)) => Some(pool),
-            Batches::Line(_) => None,
+        let held = match batches {
+            Batches::Pool(Pool::Postgres(pool)) => return self.run_on_pg_pool(pool, session).await,
+            Batches::Pool(Pool::Sqlite(pool)) => Held::Pooled(pool.acquire().await?),
+            Batches::Line(line) => line.hold().await?,
         };
         self.close_statement();
         let args = sqlite_args(std::mem::take(&mut self.args))?;
-        let held = match (pool, batches) {
-            (Some(pool), _) => Held::Pooled(pool.acquire().await?),
-            (None, Batches::Line(line)) => line.hold().await?,
-            (None, Batches::Pool(_)) => return Err(sqlx::Error::PoolClosed.into()),
-        };
         let mut guard = Unfinished {
             held,
             // A single statement is a transaction by itself: nothing is left open if the
