@@ -39,21 +39,14 @@ const LEAVING: &str = "__openmanusLeaving";
 /// 30 s. Where the old document cannot be marked (a page that runs no script), it is asked
 /// again.
 pub(crate) async fn navigate(page: &Page, url: &str) -> Result<(), BrowserError> {
-    let marked = page_script::<bool>(page, &format!("window.{LEAVING} = true; return true;"))
-        .await
-        .unwrap_or(false);
+    // Bounded: a page busy in a script of its own answers nothing, and is navigated away from.
+    let mark = format!("window.{LEAVING} = true; return true;");
+    let marked = tokio::time::timeout(MARK_WITHIN, page_script::<bool>(page, &mark)).await;
+    let marked = matches!(marked, Ok(Ok(true)));
     let response = match page.execute(NavigateParams::new(url)).await {
         Err(CdpError::Timeout) if marked => {
             debug!("no answer from Chromium in its 30 s; waiting for the new document");
-            let target = serde_json::to_string(url).unwrap_or_default();
-            return wait_until(
-                page,
-                &format!(
-                    "return (!window.{LEAVING} || location.href === new URL({target}).href) \
-                     && document.readyState === 'complete';"
-                ),
-            )
-            .await;
+            return arrival(page, url).await;
         }
         Err(CdpError::Timeout) => {
             again_on_cdp_timeout(|| page.execute(NavigateParams::new(url))).await?
@@ -71,6 +64,32 @@ pub(crate) async fn navigate(page: &Page, url: &str) -> Result<(), BrowserError>
         )));
     }
     wait_until(page, LOADED).await
+}
+
+/// How long the document being left may take to be marked.
+const MARK_WITHIN: Duration = Duration::from_secs(5);
+
+/// Waits (polling every 50 ms; the caller's timeout bounds it) until the navigation to `url`
+/// of a page whose document was marked [`LEAVING`] has ended: loaded, or shown Chromium's
+/// error page (the server hung up, the name did not resolve, ...).
+async fn arrival(page: &Page, url: &str) -> Result<(), BrowserError> {
+    let target = serde_json::to_string(url).unwrap_or_default();
+    let state = format!(
+        "if (window.{LEAVING} && location.href !== new URL({target}).href) return 'leaving'; \
+         if (location.protocol === 'chrome-error:') return 'failed'; \
+         return document.readyState === 'complete' ? 'loaded' : 'loading';"
+    );
+    loop {
+        match page_script::<String>(page, &state).await.as_deref() {
+            Ok("loaded") => return Ok(()),
+            Ok("failed") => {
+                return Err(BrowserError::Script(format!(
+                    "navigation to {url} failed: Chromium shows its error page"
+                )));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
 }
 
 /// Runs `attempt` until it ends other than in chromiumoxide's own timeout (see [`navigate`]):

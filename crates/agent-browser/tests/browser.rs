@@ -47,6 +47,9 @@ const LONG: &str = r#"<!doctype html><html><head><title>Long</title></head><body
 /// Requests for `/slow`, which answers after [`SLOW`].
 static SLOW_REQUESTS: AtomicUsize = AtomicUsize::new(0);
 
+/// An answer Chromium refuses (`ERR_RESPONSE_HEADERS_MULTIPLE_CONTENT_LENGTH`).
+const TWO_LENGTHS: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx";
+
 /// Longer than the 30 s chromiumoxide gives a command (a `Page.navigate` is answered once the
 /// server has answered).
 const SLOW: Duration = Duration::from_secs(35);
@@ -419,7 +422,7 @@ async fn tabs_keys_back_and_wait() {
 }
 
 #[tokio::test]
-async fn a_page_slower_than_chromiumoxide_s_30_s_is_waited_for_not_asked_again() {
+async fn a_page_slower_than_chromiumoxide_s_30_s_is_waited_for_not_asked_again_and_may_fail() {
     let _serial = SERIAL.lock().await;
     let base = serve().await;
     let tool = BrowserUseTool::with_config(BrowserConfig {
@@ -432,6 +435,28 @@ async fn a_page_slower_than_chromiumoxide_s_30_s_is_waited_for_not_asked_again()
     assert_eq!(state["title"], "Slow page");
     // Asked again, the navigation would have started over at every 30 s and never ended.
     assert_eq!(SLOW_REQUESTS.load(Ordering::SeqCst), 1);
+
+    // A server that answers as late, with headers Chromium refuses (two lengths): its error
+    // page is a failure.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let not_http = format!("http://{}/garbled", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = [0; 1024];
+                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+                tokio::time::sleep(SLOW).await;
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut socket, TWO_LENGTHS).await;
+            });
+        }
+    });
+    let result = call(&tool, json!({"action": "go_to_url", "url": not_http})).await;
+    let error = result.error.clone().unwrap_or_default();
+    assert!(
+        error.starts_with("Browser action 'go_to_url' failed: ")
+            && error.contains("Chromium shows its error page"),
+        "{result:?}"
+    );
     tool.cleanup().await.unwrap();
 }
 
