@@ -5,6 +5,7 @@ use std::time::Duration;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::page::NavigateParams;
 use chromiumoxide::error::CdpError;
+use serde::de::DeserializeOwned;
 use tracing::debug;
 
 use crate::{BrowserError, page_script};
@@ -15,9 +16,20 @@ const LOADED: &str = "return document.readyState === 'complete';";
 /// Polls the page condition `body` (a function body returning a boolean) every 50 ms until it
 /// holds; the caller's timeout bounds it.
 pub(crate) async fn wait_until(page: &Page, body: &str) -> Result<(), BrowserError> {
+    poll(page, body, |holds: bool| holds.then_some(Ok(()))).await
+}
+
+/// Evaluates `body` (a function body) every 50 ms until `done` makes something of what it
+/// returned; an evaluation that fails (the document is changing) is tried again. The caller's
+/// timeout bounds it.
+async fn poll<T: DeserializeOwned, R>(
+    page: &Page,
+    body: &str,
+    mut done: impl FnMut(T) -> Option<R>,
+) -> R {
     loop {
-        if let Ok(true) = page_script::<bool>(page, body).await {
-            return Ok(());
+        if let Some(end) = page_script::<T>(page, body).await.ok().and_then(&mut done) {
+            return end;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -79,17 +91,14 @@ async fn arrival(page: &Page, url: &str) -> Result<(), BrowserError> {
          if (location.protocol === 'chrome-error:') return 'failed'; \
          return document.readyState === 'complete' ? 'loaded' : 'loading';"
     );
-    loop {
-        match page_script::<String>(page, &state).await.as_deref() {
-            Ok("loaded") => return Ok(()),
-            Ok("failed") => {
-                return Err(BrowserError::Script(format!(
-                    "navigation to {url} failed: Chromium shows its error page"
-                )));
-            }
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
+    poll(page, &state, |state: String| match state.as_str() {
+        "loaded" => Some(Ok(())),
+        "failed" => Some(Err(BrowserError::Script(format!(
+            "navigation to {url} failed: Chromium shows its error page"
+        )))),
+        _ => None,
+    })
+    .await
 }
 
 /// Runs `attempt` until it ends other than in chromiumoxide's own timeout (see [`navigate`]):
