@@ -3,9 +3,11 @@
 //! disk, a killed process resumed), each a permanent test, run one by one and summed up as
 //! "cases held / tried". docs/faults.md lists them; keep the two in step.
 
-use std::process::Stdio;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::peers::ensure_mcp_everything;
 use crate::{cargo, say};
@@ -234,6 +236,75 @@ const CASES: &[Case] = &[
     ),
 ];
 
+/// A test target's executable, and the directory of its package (where `cargo test` runs it).
+struct TestExecutable {
+    executable: PathBuf,
+    package_dir: PathBuf,
+}
+
+/// Every test executable of the workspace by (package, target), built as `cargo xtask ci`
+/// builds the tests (the whole workspace, every feature): after `ci` nothing is compiled again.
+/// (Built by package, `cargo test -p P --test T`, each with the features of its own
+/// selection, the cases compiled ~2.6 GB of crates anew after `ci`, in ~3 min.)
+fn test_executables() -> Result<HashMap<(String, String), TestExecutable>> {
+    let mut build = cargo(&[
+        "test",
+        "--workspace",
+        "--all-features",
+        "--locked",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
+    build.stdin(Stdio::null()).stderr(Stdio::inherit());
+    say(&format!("==> build the tests: {build:?}"));
+    let output = build.output().context("run cargo")?;
+    if !output.status.success() {
+        bail!("building the tests failed ({})", output.status);
+    }
+    let mut executables = HashMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        if let Some((package, target, test)) = test_artifact(line) {
+            executables.insert((package, target), test);
+        }
+    }
+    Ok(executables)
+}
+
+/// The package, target name and executable of one line of cargo's JSON messages, when it is
+/// the artifact of a test target.
+fn test_artifact(line: &str) -> Option<(String, String, TestExecutable)> {
+    let message: serde_json::Value = serde_json::from_str(line).ok()?;
+    if message["reason"] != "compiler-artifact" {
+        return None;
+    }
+    let target = &message["target"];
+    let kinds = target["kind"].as_array()?;
+    if !kinds.iter().any(|kind| kind == "test") {
+        return None;
+    }
+    let executable = PathBuf::from(message["executable"].as_str()?);
+    let manifest = Path::new(message["manifest_path"].as_str()?);
+    let package = package_name(message["package_id"].as_str()?)?;
+    Some((
+        package,
+        target["name"].as_str()?.to_owned(),
+        TestExecutable {
+            executable,
+            package_dir: manifest.parent()?.to_path_buf(),
+        },
+    ))
+}
+
+/// The package's name in a package id: `path+file:///…/agent-llm#openmanus-agent-llm@0.1.0`,
+/// or `path+file:///…/xtask#0.1.0` when the directory has the package's name.
+fn package_name(id: &str) -> Option<String> {
+    let (source, fragment) = id.rsplit_once('#')?;
+    match fragment.split_once('@') {
+        Some((name, _version)) => Some(name.to_owned()),
+        None => Some(source.rsplit('/').next()?.to_owned()),
+    }
+}
+
 /// What a case prints (on its standard output) when this machine cannot try it, followed by
 /// the reason: such a case is counted as skipped, neither held nor failed.
 const SKIPPED: &str = "FAULT-CASE-SKIPPED:";
@@ -242,24 +313,25 @@ const SKIPPED: &str = "FAULT-CASE-SKIPPED:";
 pub(crate) fn faults() -> Result<()> {
     // The only test peer the cases need: the MCP reference server (installed once).
     let everything = ensure_mcp_everything()?;
+    let executables = test_executables()?;
     let mut held = 0;
     let mut failed = Vec::new();
     let mut skips = Vec::new();
     for case in CASES {
-        let mut command = cargo(&[
-            "test",
-            "--locked",
-            "-q",
-            "-p",
-            case.package,
-            "--test",
-            case.target,
-            "--",
-            "--exact",
-            case.test,
-            "--nocapture",
-        ]);
-        command.env("MCP_EVERYTHING_BIN", &everything);
+        let Some(test) = executables.get(&(case.package.to_owned(), case.target.to_owned())) else {
+            say(&format!(
+                "FAILED {} (no test target {} in {})",
+                case.what, case.target, case.package
+            ));
+            failed.push(case.what);
+            continue;
+        };
+        // As `cargo test` runs it: in its package's directory.
+        let mut command = Command::new(&test.executable);
+        command
+            .args(["--exact", case.test, "--nocapture"])
+            .current_dir(&test.package_dir)
+            .env("MCP_EVERYTHING_BIN", &everything);
         let output = command.stdin(Stdio::null()).output()?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let ran = stdout.contains("1 passed");
@@ -303,4 +375,46 @@ pub(crate) fn faults() -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_id_names_its_package_with_or_without_the_name_in_it() {
+        assert_eq!(
+            package_name("path+file:///w/crates/agent-llm#openmanus-agent-llm@0.1.0").as_deref(),
+            Some("openmanus-agent-llm")
+        );
+        assert_eq!(
+            package_name("path+file:///w/xtask#0.1.0").as_deref(),
+            Some("xtask")
+        );
+        assert_eq!(package_name("no fragment"), None);
+    }
+
+    #[test]
+    fn only_test_targets_artifacts_are_taken() {
+        let test = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/agent-llm#openmanus-agent-llm@0.1.0","manifest_path":"/w/crates/agent-llm/Cargo.toml","target":{"kind":["test"],"name":"http"},"executable":"/w/target/debug/deps/http-1"}"#;
+        let (package, target, found) = test_artifact(test).unwrap();
+        assert_eq!(
+            (package.as_str(), target.as_str()),
+            ("openmanus-agent-llm", "http")
+        );
+        assert_eq!(found.executable, Path::new("/w/target/debug/deps/http-1"));
+        assert_eq!(found.package_dir, Path::new("/w/crates/agent-llm"));
+        // A library's unit tests, a library itself, another message: none of them.
+        let unit = test.replace(r#"["test"]"#, r#"["lib"]"#);
+        assert!(test_artifact(&unit).is_none());
+        let no_executable = test.replace(
+            r#","executable":"/w/target/debug/deps/http-1""#,
+            r#","executable":null"#,
+        );
+        assert!(test_artifact(&no_executable).is_none());
+        let finished = r#"{"reason":"build-finished","success":true}"#;
+        assert!(test_artifact(finished).is_none());
+        assert!(test_artifact("not json").is_none());
+    }
 }
